@@ -1,0 +1,313 @@
+"""Encoding raw rows into the space where distances are measured, and back.
+
+Continuous and integer features are min-max scaled with the training minimum
+and maximum (a constant column maps to 0); categorical and ordinal features are
+one-hot encoded (categorical levels sorted, ordinal levels in their declared
+order). Distances are Euclidean in this space, as in the paper.
+
+Decoding goes back to raw values: the argmax of each one-hot block (so relaxed,
+non-binary blocks decode too), inverse scaling, integers rounded, values clipped
+to the training range and rounded to the number of decimals the training column
+uses, so that training rows round-trip exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .constraints import ConstraintCodes
+from .exceptions import InputError, SchemaError
+from .schema import Feature, Schema
+
+__all__ = ["Encoder", "fit_encoder"]
+
+_MAX_DECIMALS = 10
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """A fitted encoder. Build it with :func:`fit_encoder`.
+
+    Attributes
+    ----------
+    schema : Schema
+    minimum, maximum : ndarray of shape (n_features,)
+        Training minimum and maximum of each numeric feature (NaN for categoricals).
+    decimals : tuple of int or None
+        Decimals used by each continuous training column (None: no rounding).
+    offsets : ndarray of shape (n_features + 1,)
+        Feature ``j`` occupies encoded columns ``offsets[j]:offsets[j + 1]``.
+    """
+
+    schema: Schema
+    minimum: np.ndarray
+    maximum: np.ndarray
+    decimals: tuple
+    offsets: np.ndarray
+
+    @property
+    def n_features_out(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def feature_names_out(self) -> tuple[str, ...]:
+        names = []
+        for f in self.schema.features:
+            if f.is_categorical:
+                names.extend(f"{f.name}={level}" for level in f.levels)
+            else:
+                names.append(f.name)
+        return tuple(names)
+
+    def block(self, name: str) -> slice:
+        """The encoded columns of feature ``name``."""
+        j = self.schema.feature_names.index(name)
+        return slice(int(self.offsets[j]), int(self.offsets[j + 1]))
+
+    # ------------------------------------------------------------------ encode
+    def encode(self, frame: pd.DataFrame, *, source: str = "the input") -> np.ndarray:
+        """Encode raw rows.
+
+        Parameters
+        ----------
+        frame : DataFrame of shape (n_rows, >= n_features)
+            Must hold every feature column; other columns are ignored.
+        source : str
+            How the rows are named in error messages.
+
+        Returns
+        -------
+        Z : ndarray of shape (n_rows, n_features_out)
+
+        Raises
+        ------
+        InputError
+            A feature column is missing, a numeric column holds text or missing
+            values, or a categorical value was never seen in training.
+        """
+        missing = [n for n in self.schema.feature_names if n not in frame.columns]
+        if missing:
+            raise InputError(
+                f"Column(s) {', '.join(repr(m) for m in missing)} missing from {source}; "
+                "the model and data were prepared with them."
+            )
+        n = len(frame)
+        Z = np.zeros((n, self.n_features_out), dtype=np.float64)
+        for j, f in enumerate(self.schema.features):
+            start = int(self.offsets[j])
+            values = frame[f.name]
+            if f.is_categorical:
+                codes = self._level_codes(f, values, source)
+                Z[np.arange(n), start + codes] = 1.0
+            else:
+                array = _numeric(values, f.name, source)
+                span = self.maximum[j] - self.minimum[j]
+                Z[:, start] = (array - self.minimum[j]) / span if span > 0 else array - self.minimum[j]
+        return Z
+
+    def _level_codes(self, f: Feature, values: pd.Series, source: str) -> np.ndarray:
+        index = {level: i for i, level in enumerate(f.levels)}
+        codes = values.map(index)
+        unmatched = codes.isna().to_numpy()
+        if unmatched.any():
+            keyed = {_key(level): i for level, i in index.items()}
+            codes = codes.astype(object)
+            codes[unmatched] = [keyed.get(_key(v)) if not _missing(v) else None for v in values[unmatched]]
+            unmatched = pd.isna(codes).to_numpy()
+        if unmatched.any():
+            r = int(np.flatnonzero(unmatched)[0])
+            value = values.iloc[r]
+            if _missing(value):
+                raise InputError(f"Column '{f.name}' of {source} has a missing value in data row {r + 1}.")
+            shown = ", ".join(str(level) for level in f.levels)
+            raise InputError(
+                f"Column '{f.name}' of {source} holds {value!r} in data row {r + 1}, a category never seen in "
+                f"training. Known categories: {shown}."
+            )
+        return codes.to_numpy(dtype=np.int64)
+
+    # ------------------------------------------------------------------ decode
+    def decode(self, Z: np.ndarray) -> pd.DataFrame:
+        """Decode encoded (possibly relaxed) rows back to raw values.
+
+        Parameters
+        ----------
+        Z : ndarray of shape (n_rows, n_features_out)
+
+        Returns
+        -------
+        frame : DataFrame of shape (n_rows, n_features)
+            Raw feature values: categories from the training vocabulary (argmax
+            per block, first level on ties), integers as int64, every numeric
+            value inside the training range.
+        """
+        Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
+        if Z.shape[1] != self.n_features_out:
+            raise InputError(
+                f"Encoded rows must have {self.n_features_out} columns. Got {Z.shape[1]} instead."
+            )
+        columns = {}
+        for j, f in enumerate(self.schema.features):
+            start, stop = int(self.offsets[j]), int(self.offsets[j + 1])
+            if f.is_categorical:
+                codes = np.argmax(Z[:, start:stop], axis=1)
+                levels = np.empty(len(f.levels), dtype=object)
+                levels[:] = list(f.levels)
+                columns[f.name] = pd.Series(levels[codes], dtype=_level_dtype(f.levels))
+            else:
+                columns[f.name] = self._decode_numeric(j, f, Z[:, start])
+        return pd.DataFrame(columns)
+
+    def _decode_numeric(self, j: int, f: Feature, z: np.ndarray) -> np.ndarray:
+        lo, hi = self.minimum[j], self.maximum[j]
+        span = hi - lo
+        raw = z * span + lo if span > 0 else np.full_like(z, lo)
+        raw = np.clip(raw, lo, hi)
+        if f.kind == "integer":
+            return np.clip(np.floor(raw + 0.5), lo, hi).astype(np.int64)
+        if self.decimals[j] is not None:
+            raw = np.clip(np.round(raw, self.decimals[j]), lo, hi)
+        return raw
+
+    def snap(self, Z: np.ndarray) -> np.ndarray:
+        """Encode the decoded rows: the point of the encoded space a relaxed row stands for."""
+        return self.encode(self.decode(Z))
+
+    # ------------------------------------------------------------- constraints
+    def constraint_codes(self, frame: pd.DataFrame, *, source: str = "the input") -> ConstraintCodes:
+        """Codes of the immutable and monotone features of raw rows (see :mod:`frpd_cli.constraints`)."""
+        immutable = [f for f in self.schema.features if f.mutability == "immutable"]
+        monotone = [f for f in self.schema.features if f.mutability in ("increasing", "decreasing")]
+
+        def code(f: Feature) -> np.ndarray:
+            if f.is_categorical:
+                return self._level_codes(f, frame[f.name], source).astype(np.float64)
+            return _numeric(frame[f.name], f.name, source)
+
+        n = len(frame)
+        return ConstraintCodes(
+            immutable=np.column_stack([code(f) for f in immutable]) if immutable else np.zeros((n, 0)),
+            monotone=np.column_stack([code(f) for f in monotone]) if monotone else np.zeros((n, 0)),
+            direction=np.array([1 if f.mutability == "increasing" else -1 for f in monotone], dtype=np.int8),
+            immutable_names=tuple(f.name for f in immutable),
+            monotone_names=tuple(f.name for f in monotone),
+        )
+
+    # ------------------------------------------------------------- persistence
+    def to_dict(self) -> dict:
+        return {
+            "schema": self.schema.to_dict(),
+            "minimum": [None if np.isnan(v) else float(v) for v in self.minimum],
+            "maximum": [None if np.isnan(v) else float(v) for v in self.maximum],
+            "decimals": list(self.decimals),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Encoder":
+        schema = Schema.from_dict(data["schema"])
+        minimum = np.array([np.nan if v is None else v for v in data["minimum"]], dtype=np.float64)
+        maximum = np.array([np.nan if v is None else v for v in data["maximum"]], dtype=np.float64)
+        return cls(schema=schema, minimum=minimum, maximum=maximum, decimals=tuple(data["decimals"]),
+                   offsets=_offsets(schema))
+
+
+def fit_encoder(schema: Schema, frame: pd.DataFrame, *, source: str = "the training data") -> Encoder:
+    """Fit min-max ranges and one-hot layouts on the training rows.
+
+    Parameters
+    ----------
+    schema : Schema
+    frame : DataFrame of shape (n_rows, n_columns)
+
+    Returns
+    -------
+    encoder : Encoder
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from frpd_cli.schema import infer_schema
+    >>> df = pd.DataFrame({"age": [20, 40, 30], "job": ["b", "a", "b"], "label": [0, 1, 1]})
+    >>> enc = fit_encoder(infer_schema(df), df)
+    >>> enc.encode(df).tolist()
+    [[0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.5, 0.0, 1.0]]
+    >>> print(enc.decode([[0.26, 0.4, 0.6]]).to_string(index=False))
+     age job
+      25   b
+    """
+    n = len(schema.features)
+    minimum = np.full(n, np.nan)
+    maximum = np.full(n, np.nan)
+    decimals = []
+    for j, f in enumerate(schema.features):
+        if f.name not in frame.columns:
+            raise SchemaError(f"Column '{f.name}' is missing from {source}.")
+        if f.is_numeric:
+            values = _numeric(frame[f.name], f.name, source)
+            minimum[j], maximum[j] = float(values.min()), float(values.max())
+            decimals.append(_decimals(values) if f.kind == "continuous" else 0)
+        else:
+            decimals.append(None)
+    return Encoder(schema=schema, minimum=minimum, maximum=maximum, decimals=tuple(decimals),
+                   offsets=_offsets(schema))
+
+
+def _offsets(schema: Schema) -> np.ndarray:
+    widths = [len(f.levels) if f.is_categorical else 1 for f in schema.features]
+    return np.concatenate([[0], np.cumsum(widths)]).astype(np.int64)
+
+
+def _numeric(values: pd.Series, name: str, source: str) -> np.ndarray:
+    if not pd.api.types.is_numeric_dtype(values) or pd.api.types.is_bool_dtype(values):
+        converted = pd.to_numeric(values, errors="coerce")
+        bad = np.flatnonzero(converted.isna().to_numpy() & values.notna().to_numpy())
+        if bad.size:
+            r = int(bad[0])
+            raise InputError(
+                f"Column '{name}' of {source} must be numeric, but data row {r + 1} holds {values.iloc[r]!r}."
+            )
+        values = converted
+    array = values.to_numpy(dtype=np.float64)
+    nan = np.flatnonzero(np.isnan(array))
+    if nan.size:
+        rows = ", ".join(str(r + 1) for r in nan[:5])
+        raise InputError(f"Column '{name}' of {source} has missing values (data rows {rows}).")
+    return array
+
+
+def _decimals(values: np.ndarray) -> int | None:
+    for d in range(_MAX_DECIMALS + 1):
+        if np.all(np.round(values, d) == values):
+            return d
+    return None
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA
+
+
+def _key(value) -> str:
+    """A type-insensitive key: 1, 1.0 and "1" are the same category."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        number = float(value)
+        return str(int(number)) if number.is_integer() else repr(number)
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return str(int(number)) if number.is_integer() else repr(number)
+    return str(value)
+
+
+def _level_dtype(levels: tuple):
+    if all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in levels):
+        return np.int64
+    if all(isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) for v in levels):
+        return np.float64
+    return object

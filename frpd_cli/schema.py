@@ -1,0 +1,443 @@
+"""Feature roles: which columns are features, of which kind, and how they may move.
+
+A :class:`Schema` is inferred from the training CSV (numeric columns are
+continuous, integer-valued numeric columns are integers, everything else is
+categorical) and refined by declarations from a TOML file and from command-line
+flags, flags taking precedence over the file.
+
+The TOML file format::
+
+    target = "label"              # default: a column named "label"
+    favorable = 1                 # default: 1
+    id_column = "applicant_id"    # optional
+    immutable = ["personal_status"]
+    increasing = ["age", "savings"]
+    decreasing = []
+    categorical = ["housing"]     # force categorical (also for numeric codes)
+    continuous = ["duration"]     # force continuous (real-valued)
+    integer = ["age"]             # force integer-valued continuous
+    exclude = ["notes"]           # columns that are not features
+
+    [ordinal]                     # categoricals with a declared order (lowest first)
+    savings = ["none", "little", "moderate", "rich"]
+"""
+
+from __future__ import annotations
+
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import SchemaError
+
+__all__ = [
+    "FEATURE_KINDS",
+    "MUTABILITIES",
+    "Feature",
+    "Schema",
+    "SchemaSpec",
+    "load_schema_file",
+    "merge_specs",
+    "infer_schema",
+    "parse_favorable",
+]
+
+FEATURE_KINDS = ("continuous", "integer", "categorical", "ordinal")
+MUTABILITIES = ("free", "immutable", "increasing", "decreasing")
+_KIND_KEYS = ("categorical", "continuous", "integer")
+_MUTABILITY_KEYS = ("immutable", "increasing", "decreasing")
+_FILE_KEYS = {"target", "favorable", "id_column", "exclude", "ordinal", *_KIND_KEYS, *_MUTABILITY_KEYS}
+
+
+@dataclass(frozen=True)
+class Feature:
+    """One feature column.
+
+    Parameters
+    ----------
+    name : str
+        Column name in the CSV files.
+    kind : {"continuous", "integer", "categorical", "ordinal"}
+        Integer features are continuous features whose values are rounded to
+        whole numbers when decoded.
+    levels : tuple
+        Categorical: the training levels, sorted. Ordinal: the declared order,
+        lowest first. Empty for numeric features.
+    mutability : {"free", "immutable", "increasing", "decreasing"}
+    """
+
+    name: str
+    kind: str
+    levels: tuple = ()
+    mutability: str = "free"
+
+    @property
+    def is_categorical(self) -> bool:
+        return self.kind in ("categorical", "ordinal")
+
+    @property
+    def is_numeric(self) -> bool:
+        return self.kind in ("continuous", "integer")
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "kind": self.kind, "levels": list(self.levels), "mutability": self.mutability}
+
+
+@dataclass(frozen=True)
+class Schema:
+    """The features of a dataset, the target and the favourable class."""
+
+    features: tuple[Feature, ...]
+    target: str | None
+    favorable: object
+    id_column: str | None = None
+
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.features)
+
+    def feature(self, name: str) -> Feature:
+        for f in self.features:
+            if f.name == name:
+                return f
+        raise SchemaError(f"'{name}' is not a feature. The features are: {', '.join(self.feature_names)}.")
+
+    def names_with(self, mutability: str) -> tuple[str, ...]:
+        return tuple(f.name for f in self.features if f.mutability == mutability)
+
+    def to_dict(self) -> dict:
+        return {
+            "target": self.target,
+            "favorable": _json_scalar(self.favorable),
+            "id_column": self.id_column,
+            "features": [f.to_dict() for f in self.features],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Schema":
+        try:
+            features = tuple(
+                Feature(name=f["name"], kind=f["kind"], levels=tuple(f["levels"]), mutability=f["mutability"])
+                for f in data["features"]
+            )
+            return cls(features=features, target=data["target"], favorable=data["favorable"],
+                       id_column=data.get("id_column"))
+        except (KeyError, TypeError) as exc:
+            raise SchemaError(f"A stored schema is malformed (missing {exc}).") from None
+
+
+@dataclass(frozen=True)
+class SchemaSpec:
+    """What the user declared, from a schema file or from flags. ``None`` means not declared."""
+
+    target: str | None = None
+    favorable: object = None
+    id_column: str | None = None
+    immutable: tuple[str, ...] = ()
+    increasing: tuple[str, ...] = ()
+    decreasing: tuple[str, ...] = ()
+    categorical: tuple[str, ...] = ()
+    continuous: tuple[str, ...] = ()
+    integer: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    ordinal: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        for key in (*_MUTABILITY_KEYS, *_KIND_KEYS):
+            _check_disjoint_within(self, key)
+
+
+def _check_disjoint_within(spec: SchemaSpec, key: str) -> None:
+    values = getattr(spec, key)
+    if len(set(values)) != len(values):
+        seen, repeated = set(), []
+        for v in values:
+            if v in seen:
+                repeated.append(v)
+            seen.add(v)
+        raise SchemaError(f"Column '{repeated[0]}' is listed twice as {key}.")
+
+
+def _json_scalar(value):
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def load_schema_file(path) -> SchemaSpec:
+    """Read a schema TOML file.
+
+    Raises
+    ------
+    SchemaError
+        The file is missing, not TOML, has unknown keys or values of the wrong type.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise SchemaError(f"The schema file '{path}' does not exist.")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SchemaError(f"The schema file '{path}' is not valid TOML: {exc}.") from None
+    unknown = sorted(set(data) - _FILE_KEYS)
+    if unknown:
+        raise SchemaError(
+            f"The schema file '{path}' has unknown key(s) {', '.join(unknown)}. "
+            f"Known keys: {', '.join(sorted(_FILE_KEYS))}."
+        )
+    kwargs: dict = {}
+    for key in ("target", "id_column"):
+        if key in data:
+            if not isinstance(data[key], str):
+                raise SchemaError(f"'{key}' in '{path}' must be a string. Got {data[key]!r} instead.")
+            kwargs[key] = data[key]
+    if "favorable" in data:
+        kwargs["favorable"] = data["favorable"]
+    for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "exclude"):
+        if key in data:
+            value = data[key]
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise SchemaError(f"'{key}' in '{path}' must be a list of column names. Got {value!r} instead.")
+            kwargs[key] = tuple(value)
+    if "ordinal" in data:
+        ordinal = data["ordinal"]
+        if not isinstance(ordinal, dict) or not all(isinstance(v, list) and v for v in ordinal.values()):
+            raise SchemaError(
+                f"[ordinal] in '{path}' must map column names to non-empty lists of levels, lowest first."
+            )
+        kwargs["ordinal"] = {k: tuple(v) for k, v in ordinal.items()}
+    return SchemaSpec(**kwargs)
+
+
+def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
+    """Combine two specs; ``override`` (the command-line flags) wins column by column.
+
+    A column that ``override`` gives a kind (categorical, continuous, integer,
+    ordinal) loses any kind ``base`` gave it; likewise for mutability
+    (immutable, increasing, decreasing).
+    """
+    kinds_over = set(override.categorical) | set(override.continuous) | set(override.integer) | set(override.ordinal)
+    mut_over = set(override.immutable) | set(override.increasing) | set(override.decreasing)
+
+    def merged(key, overridden):
+        kept = tuple(c for c in getattr(base, key) if c not in overridden)
+        return kept + tuple(c for c in getattr(override, key) if c not in kept)
+
+    ordinal = {k: v for k, v in base.ordinal.items() if k not in kinds_over}
+    ordinal.update(override.ordinal)
+    return SchemaSpec(
+        target=override.target if override.target is not None else base.target,
+        favorable=override.favorable if override.favorable is not None else base.favorable,
+        id_column=override.id_column if override.id_column is not None else base.id_column,
+        immutable=merged("immutable", mut_over),
+        increasing=merged("increasing", mut_over),
+        decreasing=merged("decreasing", mut_over),
+        categorical=merged("categorical", kinds_over),
+        continuous=merged("continuous", kinds_over),
+        integer=merged("integer", kinds_over),
+        exclude=tuple(dict.fromkeys(base.exclude + override.exclude)),
+        ordinal=ordinal,
+    )
+
+
+def parse_favorable(value, target_values: pd.Series | None = None):
+    """Turn a favourable-class declaration into a value of the target column's type.
+
+    ``"1"`` from the command line matches an integer target column holding 1.
+    """
+    if target_values is None or not isinstance(value, str):
+        return value
+    if pd.api.types.is_numeric_dtype(target_values):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else number
+    return value
+
+
+def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source: str = "the data file") -> Schema:
+    """Infer the feature schema of a training frame, honouring declarations.
+
+    Parameters
+    ----------
+    frame : DataFrame of shape (n_rows, n_columns)
+        The training data, target column included.
+    spec : SchemaSpec, optional
+        Declarations (file merged with flags).
+    source : str
+        How the data is named in error messages.
+
+    Returns
+    -------
+    schema : Schema
+
+    Raises
+    ------
+    SchemaError
+        A declared column does not exist, a column has two kinds or two
+        mutabilities, a monotone categorical has no declared order, an ordinal
+        order misses observed levels, or a numeric declaration meets text.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"age": [20, 30], "job": ["a", "b"], "label": [0, 1]})
+    >>> s = infer_schema(df, SchemaSpec(increasing=("age",)))
+    >>> [(f.name, f.kind, f.mutability) for f in s.features]
+    [('age', 'integer', 'increasing'), ('job', 'categorical', 'free')]
+    """
+    spec = spec or SchemaSpec()
+    columns = [str(c) for c in frame.columns]
+    existing = ", ".join(columns)
+
+    def check_exists(name, role):
+        if name not in columns:
+            raise SchemaError(
+                f"Column '{name}' (declared {role}) is not in {source}. The columns are: {existing}."
+            )
+
+    target = spec.target
+    if target is None:
+        if "label" not in columns:
+            raise SchemaError(
+                f"No target column given and {source} has no column named 'label'. "
+                "Pass --target COLUMN or set target in the schema file."
+            )
+        target = "label"
+    check_exists(target, "as the target")
+    if spec.id_column is not None and spec.id_column in columns and spec.id_column == target:
+        raise SchemaError(f"Column '{target}' cannot be both the target and the id column.")
+
+    for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "exclude"):
+        for name in getattr(spec, key):
+            check_exists(name, key if key != "exclude" else "as excluded")
+            if name == target:
+                raise SchemaError(f"Column '{name}' is the target; it cannot also be declared {key}.")
+    for name in spec.ordinal:
+        check_exists(name, "ordinal")
+
+    _check_exclusive(spec, _MUTABILITY_KEYS, "mutabilities")
+    kind_sets = {"categorical": spec.categorical, "continuous": spec.continuous, "integer": spec.integer,
+                 "ordinal": tuple(spec.ordinal)}
+    _check_exclusive_sets(kind_sets, "kinds")
+
+    non_features = {target} | set(spec.exclude)
+    if spec.id_column is not None:
+        non_features.add(spec.id_column)
+    feature_columns = [c for c in columns if c not in non_features]
+    if not feature_columns:
+        raise SchemaError(f"{source} has no feature columns besides the target '{target}'.")
+
+    features = []
+    for name in feature_columns:
+        values = frame[name]
+        if values.isna().any():
+            rows = np.flatnonzero(values.isna().to_numpy())[:5]
+            raise SchemaError(
+                f"Column '{name}' of {source} has missing values (data rows {', '.join(str(r + 1) for r in rows)}). "
+                "Fill or drop them before training and planning."
+            )
+        kind, levels = _infer_kind(name, values, spec, source)
+        mutability = next((m for m in _MUTABILITY_KEYS if name in getattr(spec, m)), "free")
+        if kind == "categorical" and mutability in ("increasing", "decreasing"):
+            raise SchemaError(
+                f"Column '{name}' is categorical without an order, so it cannot be {mutability}. "
+                f"Declare its order under [ordinal] in the schema file (e.g. {name} = [lowest, ..., highest])."
+            )
+        features.append(Feature(name=name, kind=kind, levels=levels, mutability=mutability))
+
+    favorable = spec.favorable if spec.favorable is not None else 1
+    favorable = _json_scalar(parse_favorable(favorable, frame[target]))
+    return Schema(features=tuple(features), target=target, favorable=favorable, id_column=spec.id_column)
+
+
+def _check_exclusive(spec: SchemaSpec, keys, what: str) -> None:
+    _check_exclusive_sets({k: getattr(spec, k) for k in keys}, what)
+
+
+def _check_exclusive_sets(sets: dict, what: str) -> None:
+    owner: dict[str, str] = {}
+    for key, names in sets.items():
+        for name in names:
+            if name in owner:
+                raise SchemaError(
+                    f"Column '{name}' is declared both {owner[name]} and {key}; choose one of the {what}."
+                )
+            owner[name] = key
+
+
+def _infer_kind(name: str, values: pd.Series, spec: SchemaSpec, source: str):
+    numeric = pd.api.types.is_numeric_dtype(values) and not pd.api.types.is_bool_dtype(values)
+    if name in spec.ordinal:
+        declared = spec.ordinal[name]
+        levels = _coerce_levels(declared, values)
+        observed = set(_python_values(values.unique()))
+        missing = sorted(str(v) for v in observed - set(levels))
+        if missing:
+            raise SchemaError(
+                f"Column '{name}' of {source} has value(s) {', '.join(missing)} that are not in its declared "
+                f"order ({', '.join(str(v) for v in declared)}). Add them to [ordinal] {name}."
+            )
+        if len(set(levels)) != len(levels):
+            raise SchemaError(f"The declared order of '{name}' repeats a level.")
+        return "ordinal", tuple(levels)
+    if name in spec.categorical or not numeric:
+        if not numeric and (name in spec.continuous or name in spec.integer):
+            bad = _first_non_numeric(values)
+            raise SchemaError(
+                f"Column '{name}' is declared {'continuous' if name in spec.continuous else 'integer'} but data "
+                f"row {bad + 1} of {source} holds the text {values.iloc[bad]!r}."
+            )
+        levels = tuple(sorted(_python_values(values.unique()), key=_sort_key))
+        return "categorical", levels
+    # numeric
+    if name in spec.continuous:
+        return "continuous", ()
+    array = values.to_numpy(dtype=float)
+    if not np.all(np.isfinite(array)):
+        raise SchemaError(f"Column '{name}' of {source} has infinite values.")
+    if name in spec.integer:
+        if not np.all(array == np.round(array)):
+            bad = np.flatnonzero(array != np.round(array))[0]
+            raise SchemaError(
+                f"Column '{name}' is declared integer but data row {bad + 1} of {source} holds {array[bad]!r}."
+            )
+        return "integer", ()
+    if np.all(array == np.round(array)):
+        return "integer", ()
+    return "continuous", ()
+
+
+def _coerce_levels(declared, values: pd.Series) -> list:
+    """Declared levels (strings or numbers from TOML) in the column's own type."""
+    if pd.api.types.is_numeric_dtype(values):
+        out = []
+        for level in declared:
+            try:
+                number = float(level)
+            except (TypeError, ValueError):
+                out.append(level)
+                continue
+            out.append(int(number) if number.is_integer() and pd.api.types.is_integer_dtype(values) else number)
+        return out
+    return [str(level) for level in declared]
+
+
+def _python_values(values) -> list:
+    return [v.item() if isinstance(v, np.generic) else v for v in values]
+
+
+def _sort_key(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return (0, float(value), "")
+    return (1, math.inf, str(value))
+
+
+def _first_non_numeric(values: pd.Series) -> int:
+    converted = pd.to_numeric(values, errors="coerce")
+    return int(np.flatnonzero(converted.isna().to_numpy())[0])
