@@ -1,0 +1,563 @@
+"""Load a trusted classifier and ask it for the probability of the favourable class.
+
+frpd never trains a model: it loads one the user trained, checks once that it fits the
+data (feature columns, favourable class), and then asks it, in batches, how likely each
+raw row is to receive the favourable decision. Every validity decision in frpd is the
+model's own prediction on a raw (decoded) row.
+
+Security
+--------
+``.pkl``, ``.pickle`` and ``.joblib`` files are read with :func:`joblib.load`, which
+unpickles: **loading a pickle runs code chosen by whoever wrote the file**. Only load
+models you trained yourself or obtained from someone you trust. ``.skops`` files are
+read with :mod:`skops.io`, which refuses every type outside an explicit trusted list
+(see :data:`DEFAULT_TRUSTED_TYPES` and ``docs/security.md``).
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import pickle
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import InputError, ModelError
+
+__all__ = [
+    "DEFAULT_TRUSTED_TYPES",
+    "Model",
+    "ModelVersionWarning",
+    "PICKLE_SUFFIXES",
+    "SKOPS_SUFFIXES",
+    "load_model",
+]
+
+PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
+SKOPS_SUFFIXES = (".skops",)
+
+#: Types that :mod:`skops.io` may report as untrusted and that frpd trusts by default when
+#: loading a ``.skops`` model: scikit-learn estimators and transformers commonly used in
+#: credit/admissions pipelines, the internal helper objects they hold (trees, optimisers,
+#: calibrators, neighbour trees, distance metrics) and numpy types. Anything else
+#: (in particular custom classes and arbitrary functions) must be named by the caller.
+DEFAULT_TRUSTED_TYPES: frozenset[str] = frozenset(
+    {
+        # numpy
+        "numpy.dtype",
+        "numpy.ndarray",
+        "numpy.bool_",
+        "numpy.float16",
+        "numpy.float32",
+        "numpy.float64",
+        "numpy.int8",
+        "numpy.int16",
+        "numpy.int32",
+        "numpy.int64",
+        "numpy.uint8",
+        "numpy.uint16",
+        "numpy.uint32",
+        "numpy.uint64",
+        "numpy.str_",
+        "numpy.random.mtrand.RandomState",
+        "numpy.random._generator.Generator",
+        "numpy.random._pcg64.PCG64",
+        # composition
+        "sklearn.pipeline.Pipeline",
+        "sklearn.pipeline.FeatureUnion",
+        "sklearn.compose._column_transformer.ColumnTransformer",
+        "sklearn.compose._column_transformer.make_column_selector",
+        # preprocessing
+        "sklearn.preprocessing._encoders.OneHotEncoder",
+        "sklearn.preprocessing._encoders.OrdinalEncoder",
+        "sklearn.preprocessing._data.MinMaxScaler",
+        "sklearn.preprocessing._data.StandardScaler",
+        "sklearn.preprocessing._data.RobustScaler",
+        "sklearn.preprocessing._data.MaxAbsScaler",
+        "sklearn.preprocessing._label.LabelEncoder",
+        "sklearn.preprocessing._label.LabelBinarizer",
+        "sklearn.impute._base.SimpleImputer",
+        # classifiers
+        "sklearn.linear_model._logistic.LogisticRegression",
+        "sklearn.neural_network._multilayer_perceptron.MLPClassifier",
+        "sklearn.neural_network._stochastic_optimizers.AdamOptimizer",
+        "sklearn.neural_network._stochastic_optimizers.SGDOptimizer",
+        "sklearn.ensemble._forest.RandomForestClassifier",
+        "sklearn.ensemble._forest.ExtraTreesClassifier",
+        "sklearn.ensemble._gb.GradientBoostingClassifier",
+        "sklearn.ensemble._hist_gradient_boosting.gradient_boosting.HistGradientBoostingClassifier",
+        "sklearn.ensemble._hist_gradient_boosting.predictor.TreePredictor",
+        "sklearn.ensemble._hist_gradient_boosting.binning._BinMapper",
+        "sklearn.dummy.DummyRegressor",
+        "sklearn.tree._classes.DecisionTreeClassifier",
+        "sklearn.tree._classes.DecisionTreeRegressor",
+        "sklearn.tree._tree.Tree",
+        "sklearn.svm._classes.SVC",
+        "sklearn.calibration.CalibratedClassifierCV",
+        "sklearn.calibration._CalibratedClassifier",
+        "sklearn.calibration._SigmoidCalibration",
+        "sklearn.isotonic.IsotonicRegression",
+        "sklearn.neighbors._classification.KNeighborsClassifier",
+        "sklearn.neighbors._kd_tree.KDTree",
+        "sklearn.neighbors._ball_tree.BallTree",
+        "sklearn.metrics._dist_metrics.EuclideanDistance64",
+        "sklearn.metrics._dist_metrics.ManhattanDistance64",
+        "sklearn.metrics._dist_metrics.MinkowskiDistance64",
+        "sklearn._loss.loss.HalfBinomialLoss",
+        "sklearn._loss.loss.HalfMultinomialLoss",
+        "sklearn._loss.link.LogitLink",
+        "sklearn._loss.link.MultinomialLogit",
+        "sklearn._loss.link.Interval",
+    }
+)
+
+
+class ModelVersionWarning(UserWarning):
+    """The model file was saved with another scikit-learn version than the one installed."""
+
+
+@dataclass(frozen=True)
+class Model:
+    """A loaded, checked classifier and the class frpd treats as favourable.
+
+    Build it with :func:`load_model`, which validates it once.
+
+    Attributes
+    ----------
+    estimator : object
+        The loaded classifier (usually a scikit-learn ``Pipeline``).
+    path : str
+        The file it was loaded from.
+    favorable : object
+        The favourable class, as it appears in ``estimator.classes_`` (a plain Python
+        scalar), or as given when the estimator has no ``classes_``.
+    threshold : float
+        A row is favourable when its favourable probability is ``>= threshold``.
+    feature_names : tuple of str
+        The data's feature columns. Rows are passed to the estimator in the order of its
+        ``feature_names_in_`` when it has one, in this order otherwise.
+    uses_proba : bool
+        True when the estimator has ``predict_proba``; False for predict-only models,
+        whose "probability" is 1.0 (predicted favourable) or 0.0.
+    """
+
+    estimator: object
+    path: str
+    favorable: object
+    threshold: float
+    feature_names: tuple[str, ...]
+    uses_proba: bool
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The column order the estimator receives."""
+        names = getattr(self.estimator, "feature_names_in_", None)
+        return tuple(str(c) for c in names) if names is not None else self.feature_names
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        """Probability of the favourable class for each raw row, in one model call.
+
+        Parameters
+        ----------
+        rows : DataFrame of shape (n_rows, n_columns) or ndarray of shape (n_rows, n_features)
+            Raw (decoded) feature values. A DataFrame must hold every feature column (extra
+            columns are ignored; order does not matter). An ndarray is read in the order of
+            ``feature_names``.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_rows,), float64
+            ``predict_proba(rows)[:, favourable]``; for predict-only models 1.0 where the
+            prediction is the favourable class and 0.0 elsewhere.
+
+        Raises
+        ------
+        InputError
+            A feature column is missing from ``rows``.
+        ModelError
+            The estimator fails or returns an output of the wrong shape.
+
+        Notes
+        -----
+        Exactly one ``predict_proba`` (or ``predict``) call per invocation, whatever the
+        number of rows: batch rows before calling (zero calls for zero rows).
+        """
+        frame = self._prepare(rows)
+        n_rows = len(frame)
+        if n_rows == 0:
+            return np.zeros(0, dtype=np.float64)
+        X = frame.to_numpy() if _fitted_without_names(self.estimator) else frame
+        try:
+            if self.uses_proba:
+                out = np.asarray(self.estimator.predict_proba(X))
+            else:
+                out = np.asarray(self.estimator.predict(X))
+        except Exception as exc:  # a foreign estimator may raise anything: re-raise with context
+            method = "predict_proba" if self.uses_proba else "predict"
+            raise ModelError(
+                f"The model '{self.path}' failed in {method} on {n_rows} row(s): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        if self.uses_proba:
+            classes = getattr(self.estimator, "classes_", None)
+            n_classes = len(classes) if classes is not None else None
+            if out.ndim != 2 or out.shape[0] != n_rows or (n_classes and out.shape[1] != n_classes):
+                raise ModelError(
+                    f"The model '{self.path}' returned predict_proba output of shape {out.shape}; "
+                    f"expected ({n_rows}, {n_classes})."
+                )
+            return np.ascontiguousarray(out[:, self._favorable_index()], dtype=np.float64)
+        out = out.reshape(-1) if out.ndim == 2 and out.shape[1] == 1 else out
+        if out.shape != (n_rows,):
+            raise ModelError(
+                f"The model '{self.path}' returned predict output of shape {out.shape}; expected ({n_rows},)."
+            )
+        return self._predicted_favorable(out).astype(np.float64)
+
+    def is_favorable(self, rows) -> np.ndarray:
+        """Whether each row gets the favourable decision: ``favorable_probability(rows) >= threshold``.
+
+        Returns
+        -------
+        mask : ndarray of shape (n_rows,), bool
+        """
+        return self.favorable_probability(rows) >= self.threshold
+
+    def _predicted_favorable(self, predictions: np.ndarray) -> np.ndarray:
+        if getattr(self.estimator, "classes_", None) is not None:
+            # favorable is an element of classes_, the same kind of value predict returns
+            mask = np.asarray(predictions == self.favorable)
+            if mask.shape == predictions.shape and mask.dtype == bool:
+                return mask
+        values = predictions.tolist()
+        return np.fromiter((_same_class(v, self.favorable) for v in values), dtype=bool, count=len(values))
+
+    def _favorable_index(self) -> int:
+        classes = list(self.estimator.classes_)
+        return next(i for i, c in enumerate(classes) if _same_class(c, self.favorable))
+
+    def _prepare(self, rows) -> pd.DataFrame:
+        if isinstance(rows, pd.Series):
+            rows = rows.to_frame().T
+        if not isinstance(rows, pd.DataFrame):
+            array = np.asarray(rows)
+            if array.ndim == 1:
+                array = array.reshape(1, -1)
+            if array.ndim != 2 or array.shape[1] != len(self.feature_names):
+                raise InputError(
+                    f"Rows for the model must have {len(self.feature_names)} columns "
+                    f"({', '.join(self.feature_names)}); got an array of shape {np.shape(rows)}."
+                )
+            rows = pd.DataFrame(array, columns=list(self.feature_names))
+        columns = self.input_columns
+        present = {str(c) for c in rows.columns}
+        missing = [c for c in columns if c not in present]
+        if missing:
+            raise InputError(
+                f"Column(s) {_names(missing)} missing from the rows given to the model '{self.path}'; "
+                "the model needs every feature column."
+            )
+        if not all(isinstance(c, str) for c in rows.columns):
+            rows = rows.rename(columns=str)
+        return rows.loc[:, list(columns)]
+
+
+def load_model(path, *, favorable, feature_names, threshold: float = 0.5, trusted_types=None) -> Model:
+    """Load a trusted classifier from a file and check that it fits the data.
+
+    Parameters
+    ----------
+    path : str or Path
+        ``.pkl``, ``.pickle`` or ``.joblib`` (read with joblib: **runs code from the file,
+        load only trusted models**) or ``.skops`` (read with skops.io, needs
+        ``pip install 'frpd-cli[safe]'``).
+    favorable : object
+        The favourable class. Matched against ``classes_`` by value, then by its string
+        form, so ``"1"`` (from the command line) matches ``1`` and vice versa.
+    feature_names : sequence of str
+        The data's feature columns. When the model has ``feature_names_in_``, both must
+        hold the same names (order may differ).
+    threshold : float, default=0.5
+        A row is favourable when its favourable probability is ``>= threshold``; must be
+        in the open interval (0, 1).
+    trusted_types : sequence of str, optional
+        For ``.skops`` files only: extra type names (as skops reports them, e.g.
+        ``"mypackage.transformers.Clipper"``) to trust on top of
+        :data:`DEFAULT_TRUSTED_TYPES`.
+
+    Returns
+    -------
+    model : Model
+
+    Raises
+    ------
+    ModelError
+        The file is missing, of an unknown type, cannot be read (truncated, missing
+        module, untrusted types), is not a classifier, or does not fit the features or
+        the favourable class.
+    InputError
+        ``threshold`` is not a number in (0, 1).
+
+    Warns
+    -----
+    ModelVersionWarning
+        The file was saved with another scikit-learn version.
+
+    Examples
+    --------
+    >>> import joblib, tempfile, os
+    >>> import pandas as pd
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> X = pd.DataFrame({"income": [1.0, 2.0, 3.0, 4.0]})
+    >>> clf = LogisticRegression().fit(X, [0, 0, 1, 1])
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.pkl")
+    >>> _ = joblib.dump(clf, path)
+    >>> model = load_model(path, favorable="1", feature_names=["income"])
+    >>> model.favorable
+    1
+    >>> model.is_favorable(pd.DataFrame({"income": [0.0, 5.0]})).tolist()
+    [False, True]
+    """
+    threshold = _check_threshold(threshold)
+    feature_names = tuple(str(c) for c in feature_names)
+    path = Path(path)
+    if not path.exists():
+        raise ModelError(f"The model file '{path}' does not exist. Check the --model path.")
+    if path.is_dir():
+        raise ModelError(f"The model path '{path}' is a folder; expected a model file ({_suffix_list()}).")
+    suffix = path.suffix.lower()
+    if suffix in PICKLE_SUFFIXES:
+        estimator = _with_version_warnings(path, _load_pickle)
+    elif suffix in SKOPS_SUFFIXES:
+        estimator = _with_version_warnings(path, lambda p: _load_skops(p, trusted_types))
+    else:
+        raise ModelError(
+            f"The model file '{path}' has the extension '{path.suffix}'; expected one of {_suffix_list()}. "
+            "Save the model with joblib.dump (.joblib/.pkl) or skops.io.dump (.skops)."
+        )
+
+    uses_proba = callable(getattr(estimator, "predict_proba", None))
+    if not uses_proba and not callable(getattr(estimator, "predict", None)):
+        raise ModelError(
+            f"The file '{path}' holds a {type(estimator).__module__}.{type(estimator).__qualname__}, "
+            "which is not a classifier: it has neither predict_proba nor predict. "
+            "Save the fitted classifier (or the Pipeline ending in it) instead."
+        )
+    _check_features(estimator, path, feature_names)
+    favorable = _check_favorable(estimator, path, favorable, uses_proba)
+    return Model(
+        estimator=estimator,
+        path=str(path),
+        favorable=favorable,
+        threshold=threshold,
+        feature_names=feature_names,
+        uses_proba=uses_proba,
+    )
+
+
+# ---------------------------------------------------------------------------- loading
+
+
+def _load_pickle(path: Path):
+    import joblib
+
+    try:
+        return joblib.load(path)
+    except ModuleNotFoundError as exc:
+        raise ModelError(
+            f"The model file '{path}' needs the Python module '{exc.name}', which is not installed. "
+            f"Install the package that provides '{exc.name}' (the one used to train the model), "
+            "or re-save the model without it."
+        ) from exc
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError,
+            IndexError, KeyError, OSError, MemoryError) as exc:
+        raise ModelError(
+            f"The model file '{path}' cannot be unpickled ({type(exc).__name__}: {exc}). "
+            "It may be truncated, not a pickle, or saved with incompatible library versions; "
+            "re-save it with joblib.dump in this environment."
+        ) from exc
+
+
+def _load_skops(path: Path, trusted_types):
+    try:
+        import skops.io as sio
+    except ImportError:
+        raise ModelError(
+            f"Reading the .skops model '{path}' needs the skops package. "
+            "Install it with: pip install 'frpd-cli[safe]'"
+        ) from None
+    extra = _check_trusted_types(trusted_types)
+    try:
+        untrusted = sio.get_untrusted_types(file=path)
+    except Exception as exc:  # zip/JSON errors of a damaged file: report, do not continue
+        raise ModelError(
+            f"The .skops model file '{path}' cannot be read ({type(exc).__name__}: {exc}). "
+            "It may be truncated or not a skops file; re-save it with skops.io.dump."
+        ) from exc
+    allowed = DEFAULT_TRUSTED_TYPES | extra
+    refused = sorted(t for t in untrusted if t not in allowed)
+    if refused:
+        raise ModelError(
+            f"The .skops model file '{path}' contains types frpd does not trust: {', '.join(refused)}. "
+            "Loading them could run their code. If you trust them, add them to the trusted types "
+            "(trusted_types=[...]; the CLI's trusted-type option)."
+        )
+    try:
+        return sio.load(path, trusted=[t for t in untrusted if t in allowed])
+    except Exception as exc:  # a damaged or incompatible file: report with the cause
+        raise ModelError(
+            f"The .skops model file '{path}' cannot be loaded ({type(exc).__name__}: {exc}). "
+            "Re-save it with skops.io.dump in this environment."
+        ) from exc
+
+
+def _with_version_warnings(path: Path, loader):
+    """Run ``loader(path)``, turning scikit-learn's InconsistentVersionWarning into one ModelVersionWarning."""
+    try:
+        from sklearn.exceptions import InconsistentVersionWarning
+    except ImportError:  # scikit-learn absent or too old: nothing to translate
+        InconsistentVersionWarning = None
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        estimator = loader(path)
+    saved, current = set(), None
+    for w in caught:
+        if InconsistentVersionWarning is not None and issubclass(w.category, InconsistentVersionWarning):
+            saved.add(str(w.message.original_sklearn_version))
+            current = str(w.message.current_sklearn_version)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    if saved:
+        versions = ", ".join(sorted(saved))
+        pin = sorted(saved)[-1]
+        warnings.warn(
+            f"{path.name} was saved with scikit-learn {versions}; this environment has {current}; "
+            f"predictions may differ — re-train the model or pin scikit-learn=={pin}.",
+            ModelVersionWarning,
+            stacklevel=3,
+        )
+    return estimator
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def _check_threshold(threshold) -> float:
+    if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+        raise InputError(f"The threshold must be a number in (0, 1). Got {threshold!r} instead.")
+    value = float(threshold)
+    if not (0.0 < value < 1.0) or math.isnan(value):
+        raise InputError(f"The threshold must be in the open interval (0, 1). Got {threshold!r} instead.")
+    return value
+
+
+def _check_trusted_types(trusted_types) -> frozenset[str]:
+    if trusted_types is None:
+        return frozenset()
+    if isinstance(trusted_types, str):
+        trusted_types = [trusted_types]
+    bad = [t for t in trusted_types if not isinstance(t, str) or not t]
+    if bad:
+        raise InputError(f"Trusted types must be non-empty type names (strings). Got {bad!r}.")
+    return frozenset(trusted_types)
+
+
+def _check_features(estimator, path: Path, feature_names: tuple[str, ...]) -> None:
+    names_in = getattr(estimator, "feature_names_in_", None)
+    if names_in is not None:
+        model_names = [str(c) for c in names_in]
+        missing = [c for c in model_names if c not in set(feature_names)]
+        extra = [c for c in feature_names if c not in set(model_names)]
+        if missing or extra:
+            parts = []
+            if missing:
+                parts.append(f"missing from the data: {_names(missing)} (the model was trained with them)")
+            if extra:
+                parts.append(f"in the data but unknown to the model: {_names(extra)}")
+            raise ModelError(
+                f"The model '{path}' and the data have different feature columns; "
+                + "; ".join(parts)
+                + ". Use the data the model was trained on, or declare extra columns as non-features "
+                "(target/ID) in the schema."
+            )
+        return
+    n_in = getattr(estimator, "n_features_in_", None)
+    if isinstance(n_in, numbers.Integral) and int(n_in) != len(feature_names):
+        raise ModelError(
+            f"The model '{path}' expects {int(n_in)} features; the data has {len(feature_names)} "
+            f"({', '.join(feature_names)}). Use the data the model was trained on."
+        )
+
+
+def _check_favorable(estimator, path: Path, favorable, uses_proba: bool):
+    classes = getattr(estimator, "classes_", None)
+    if classes is None:
+        if uses_proba:
+            raise ModelError(
+                f"The model '{path}' has predict_proba but no classes_, so the favourable class's column "
+                "is unknown. Save a fitted scikit-learn classifier (with classes_)."
+            )
+        return _plain(favorable)
+    classes = list(classes)
+    matches = [c for c in classes if _same_class(c, favorable)]
+    exact = [c for c in matches if _plain(c) == _plain(favorable) and type(_plain(c)) is type(_plain(favorable))]
+    if len(matches) == 1 or len(exact) == 1:
+        return _plain((exact or matches)[0])
+    listed = ", ".join(repr(_plain(c)) for c in classes)
+    if not matches:
+        raise ModelError(
+            f"The favourable class {favorable!r} is not one of the model's classes ({listed}). "
+            "Pass --favorable with one of them."
+        )
+    raise ModelError(
+        f"The favourable class {favorable!r} matches several of the model's classes ({listed}). "
+        "Pass --favorable with the exact class."
+    )
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _plain(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _same_class(a, b) -> bool:
+    """Whether two class labels are the same: equal values, or equal string forms ("1" vs 1, "1" vs 1.0)."""
+    a, b = _plain(a), _plain(b)
+    if isinstance(a, str) and not isinstance(b, str):
+        a, b = b, a
+    if isinstance(b, str) and not isinstance(a, str):
+        # a label typed on the command line against a non-string class
+        if str(a) == b:
+            return True
+        if isinstance(a, numbers.Real) and not isinstance(a, bool):
+            try:
+                return float(b) == float(a)
+            except ValueError:
+                return False
+        return False
+    if isinstance(a, bool) != isinstance(b, bool):
+        return False  # 1 == True in Python, but they are different labels
+    try:
+        return bool(a == b)
+    except Exception:  # exotic labels with a failing __eq__: fall back to their string forms
+        return str(a) == str(b)
+
+
+def _fitted_without_names(estimator) -> bool:
+    """A scikit-learn estimator fitted on an array warns when given a DataFrame: give it an array."""
+    return getattr(estimator, "feature_names_in_", None) is None and hasattr(estimator, "n_features_in_")
+
+
+def _names(columns) -> str:
+    return ", ".join(f"'{c}'" for c in columns)
+
+
+def _suffix_list() -> str:
+    return ", ".join(PICKLE_SUFFIXES + SKOPS_SUFFIXES)

@@ -1,0 +1,346 @@
+"""Tests of frpd_cli.model: loading trusted models and the favourable probability."""
+
+import pickle
+import sys
+import warnings
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.compose import ColumnTransformer
+from sklearn.exceptions import InconsistentVersionWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import Pipeline
+from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+from sklearn.tree import DecisionTreeClassifier
+
+from frpd_cli.exceptions import InputError, ModelError
+from frpd_cli.model import Model, ModelVersionWarning, load_model
+
+FEATURES = ["income", "age", "housing"]
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    n = 120
+    frame = pd.DataFrame(
+        {
+            "income": rng.normal(50, 15, n),
+            "age": rng.integers(20, 70, n),
+            "housing": rng.choice(["own", "rent", "free"], n),
+        }
+    )
+    y = ((frame["income"] + 10 * (frame["housing"] == "own")) > 55).astype(int).to_numpy()
+    return frame, y
+
+
+def _pipeline(classifier=None):
+    pre = ColumnTransformer(
+        [("num", MinMaxScaler(), ["income", "age"]), ("cat", OneHotEncoder(handle_unknown="ignore"), ["housing"])]
+    )
+    return Pipeline([("pre", pre), ("clf", classifier or LogisticRegression())])
+
+
+@pytest.fixture(scope="module")
+def fitted(data):
+    frame, y = data
+    return _pipeline().fit(frame, y)
+
+
+@pytest.fixture
+def model_file(tmp_path, fitted):
+    path = tmp_path / "model.joblib"
+    joblib.dump(fitted, path)
+    return path
+
+
+class PredictOnly:
+    """A model with predict but no predict_proba and no classes_ (like a rule)."""
+
+    def predict(self, X):
+        return np.where(np.asarray(X["income"], dtype=float) > 55, "yes", "no")
+
+
+class NotAModel:
+    def transform(self, X):
+        return X
+
+
+class Clip(BaseEstimator, TransformerMixin):
+    """A custom transformer: skops must not trust it by default."""
+
+    def fit(self, X, y=None):
+        return self
+
+    def transform(self, X):
+        return X
+
+
+# ------------------------------------------------------------------ probabilities
+
+
+def test_probability_equals_predict_proba_column(model_file, fitted, data):
+    frame, _ = data
+    model = load_model(model_file, favorable=1, feature_names=FEATURES)
+    expected = fitted.predict_proba(frame)[:, list(fitted.classes_).index(1)]
+    got = model.favorable_probability(frame)
+    assert got.dtype == np.float64 and got.shape == (len(frame),)
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(model.is_favorable(frame), expected >= 0.5)
+    assert model.uses_proba and model.path == str(model_file)
+
+
+def test_columns_reordered_to_the_model_order(model_file, fitted, data):
+    frame, _ = data
+    model = load_model(model_file, favorable=1, feature_names=["housing", "age", "income"])
+    shuffled = frame[["housing", "income", "age"]].assign(extra=1.0)
+    np.testing.assert_array_equal(model.favorable_probability(shuffled), fitted.predict_proba(frame)[:, 1])
+
+
+def test_threshold_is_inclusive(model_file, data):
+    frame, _ = data
+    model = load_model(model_file, favorable=1, feature_names=FEATURES)
+    p = model.favorable_probability(frame.iloc[:5])
+    exact = Model(model.estimator, model.path, model.favorable, float(p[0]), model.feature_names, True)
+    assert exact.is_favorable(frame.iloc[:1]).tolist() == [True]
+
+
+def test_one_predict_proba_call_per_batch(model_file, data, monkeypatch):
+    frame, _ = data
+    model = load_model(model_file, favorable=1, feature_names=FEATURES)
+    calls = []
+    original = type(model.estimator).predict_proba
+    monkeypatch.setattr(
+        type(model.estimator), "predict_proba", lambda self, X: calls.append(len(X)) or original(self, X)
+    )
+    model.favorable_probability(frame)
+    assert calls == [len(frame)]
+
+
+def test_missing_row_column_is_named(model_file, data):
+    frame, _ = data
+    model = load_model(model_file, favorable=1, feature_names=FEATURES)
+    with pytest.raises(InputError, match="'age'"):
+        model.favorable_probability(frame.drop(columns="age"))
+
+
+# ------------------------------------------------------------------ favourable class
+
+
+@pytest.mark.parametrize("given, stored", [("1", 1), (1, 1), (np.int64(1), 1), ("1.0", 1)])
+def test_favorable_matches_int_classes(model_file, given, stored):
+    model = load_model(model_file, favorable=given, feature_names=FEATURES)
+    assert model.favorable == stored and type(model.favorable) is int
+
+
+def test_favorable_int_matches_string_classes(tmp_path, data):
+    frame, y = data
+    labels = np.where(y == 1, "1", "0")
+    path = tmp_path / "m.pkl"
+    joblib.dump(_pipeline().fit(frame, labels), path)
+    model = load_model(path, favorable=1, feature_names=FEATURES)
+    assert model.favorable == "1"
+    assert model.favorable_probability(frame).shape == (len(frame),)
+
+
+def test_wrong_favorable_class_lists_classes(model_file):
+    with pytest.raises(ModelError) as info:
+        load_model(model_file, favorable="approved", feature_names=FEATURES)
+    message = str(info.value)
+    assert "'approved'" in message and "0, 1" in message and "--favorable" in message
+
+
+def test_bool_is_not_int_class(model_file):
+    with pytest.raises(ModelError, match="not one of the model's classes"):
+        load_model(model_file, favorable=True, feature_names=FEATURES)
+
+
+# ------------------------------------------------------------------ features
+
+
+def test_missing_feature_is_named(model_file):
+    with pytest.raises(ModelError) as info:
+        load_model(model_file, favorable=1, feature_names=["income", "housing"])
+    assert "missing from the data: 'age'" in str(info.value)
+
+
+def test_extra_feature_is_named(model_file):
+    with pytest.raises(ModelError) as info:
+        load_model(model_file, favorable=1, feature_names=FEATURES + ["zip_code"])
+    message = str(info.value)
+    assert "unknown to the model: 'zip_code'" in message and "missing from the data" not in message
+
+
+def test_feature_count_checked_without_names(tmp_path, data):
+    frame, y = data
+    path = tmp_path / "m.pkl"
+    joblib.dump(LogisticRegression().fit(frame[["income", "age"]].to_numpy(), y), path)
+    with pytest.raises(ModelError, match="expects 2 features; the data has 3"):
+        load_model(path, favorable=1, feature_names=FEATURES)
+    model = load_model(path, favorable=1, feature_names=["income", "age"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "X has feature names" warning: an array is passed
+        p = model.favorable_probability(frame)
+    np.testing.assert_array_equal(p, model.estimator.predict_proba(frame[["income", "age"]].to_numpy())[:, 1])
+
+
+# ------------------------------------------------------------------ kinds of models and files
+
+
+def test_predict_only_model(tmp_path, data):
+    frame, _ = data
+    path = tmp_path / "rule.pkl"
+    joblib.dump(PredictOnly(), path)
+    model = load_model(path, favorable="yes", feature_names=FEATURES)
+    assert not model.uses_proba
+    p = model.favorable_probability(frame)
+    np.testing.assert_array_equal(p, (frame["income"] > 55).astype(float).to_numpy())
+    assert set(np.unique(p)) <= {0.0, 1.0}
+
+
+def test_predict_only_sklearn_model_with_classes(tmp_path, data):
+    from sklearn.svm import LinearSVC
+
+    frame, y = data
+    path = tmp_path / "svm.pkl"
+    fitted = _pipeline(LinearSVC()).fit(frame, y)
+    joblib.dump(fitted, path)
+    model = load_model(path, favorable="1", feature_names=FEATURES)
+    assert not model.uses_proba
+    np.testing.assert_array_equal(model.favorable_probability(frame), (fitted.predict(frame) == 1).astype(float))
+
+
+def test_not_a_model_refused(tmp_path):
+    path = tmp_path / "m.pkl"
+    joblib.dump(NotAModel(), path)
+    with pytest.raises(ModelError, match="neither predict_proba nor predict"):
+        load_model(path, favorable=1, feature_names=FEATURES)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ModelError, match="does not exist"):
+        load_model(tmp_path / "nope.pkl", favorable=1, feature_names=FEATURES)
+
+
+def test_unknown_extension(tmp_path):
+    path = tmp_path / "model.bin"
+    path.write_bytes(b"x")
+    with pytest.raises(ModelError, match=r"extension '\.bin'"):
+        load_model(path, favorable=1, feature_names=FEATURES)
+
+
+@pytest.mark.parametrize("threshold", [0, 1, -0.1, 1.5, float("nan"), True, "0.5"])
+def test_threshold_must_be_in_open_unit_interval(model_file, threshold):
+    with pytest.raises(InputError, match="threshold"):
+        load_model(model_file, favorable=1, feature_names=FEATURES, threshold=threshold)
+
+
+def test_garbage_pickle(tmp_path):
+    path = tmp_path / "model.pkl"
+    path.write_bytes(b"this is not a pickle at all\n" * 3)
+    with pytest.raises(ModelError, match="cannot be unpickled"):
+        load_model(path, favorable=1, feature_names=FEATURES)
+
+
+def test_truncated_pickle(tmp_path, fitted):
+    data = pickle.dumps(fitted)
+    path = tmp_path / "model.pkl"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ModelError, match="cannot be unpickled"):
+        load_model(path, favorable=1, feature_names=FEATURES)
+
+
+def test_pickle_of_missing_module_names_it(tmp_path, monkeypatch):
+    module_dir = tmp_path / "mods"
+    module_dir.mkdir()
+    (module_dir / "frpd_vanished_mod.py").write_text(
+        "class Rule:\n    def predict(self, X):\n        return [1] * len(X)\n"
+    )
+    monkeypatch.syspath_prepend(str(module_dir))
+    import frpd_vanished_mod
+
+    path = tmp_path / "model.pkl"
+    joblib.dump(frpd_vanished_mod.Rule(), path)
+    monkeypatch.delitem(sys.modules, "frpd_vanished_mod")
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(module_dir)])
+    with pytest.raises(ModelError) as info:
+        load_model(path, favorable=1, feature_names=FEATURES)
+    assert "'frpd_vanished_mod'" in str(info.value) and "not installed" in str(info.value)
+
+
+def test_version_warning_reissued(tmp_path, data, monkeypatch):
+    import sklearn
+    from sklearn.base import BaseEstimator
+
+    frame, y = data
+    clf = DecisionTreeClassifier(max_depth=2).fit(frame[["income", "age"]], y)
+    original = BaseEstimator.__getstate__
+    monkeypatch.setattr(BaseEstimator, "__getstate__", lambda self: {**original(self), "_sklearn_version": "1.5.2"})
+    path = tmp_path / "old.pkl"
+    joblib.dump(clf, path)
+    monkeypatch.undo()
+
+    # scikit-learn itself warns on such a file ...
+    with pytest.warns(InconsistentVersionWarning):
+        joblib.load(path)
+    # ... and load_model re-issues one clear warning instead
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = load_model(path, favorable=1, feature_names=["income", "age"])
+    categories = [w.category for w in caught]
+    assert InconsistentVersionWarning not in categories
+    ours = [w for w in caught if issubclass(w.category, ModelVersionWarning)]
+    assert len(ours) == 1
+    message = str(ours[0].message)
+    assert "old.pkl was saved with scikit-learn 1.5.2" in message
+    assert f"this environment has {sklearn.__version__}" in message
+    assert "scikit-learn==1.5.2" in message
+    assert model.favorable_probability(frame).shape == (len(frame),)
+
+
+# ------------------------------------------------------------------ skops
+
+
+def test_skops_round_trip(tmp_path, data):
+    sio = pytest.importorskip("skops.io")
+    frame, y = data
+    fitted = _pipeline(DecisionTreeClassifier(max_depth=3, random_state=0)).fit(frame, y)
+    path = tmp_path / "model.skops"
+    sio.dump(fitted, path)
+    assert sio.get_untrusted_types(file=path)  # the tree needs the default allow-list
+    model = load_model(path, favorable="1", feature_names=FEATURES)
+    np.testing.assert_array_equal(model.favorable_probability(frame), fitted.predict_proba(frame)[:, 1])
+
+
+def test_skops_untrusted_custom_type_refused(tmp_path, data):
+    sio = pytest.importorskip("skops.io")
+    frame, y = data
+    fitted = Pipeline([("clip", Clip()), ("clf", _pipeline())]).fit(frame, y)
+    path = tmp_path / "model.skops"
+    sio.dump(fitted, path)
+    name = f"{Clip.__module__}.Clip"
+    with pytest.raises(ModelError) as info:
+        load_model(path, favorable=1, feature_names=FEATURES)
+    assert name in str(info.value) and "does not trust" in str(info.value)
+    model = load_model(path, favorable=1, feature_names=FEATURES, trusted_types=[name])
+    np.testing.assert_array_equal(model.favorable_probability(frame), fitted.predict_proba(frame)[:, 1])
+
+
+def test_skops_corrupt_file(tmp_path):
+    pytest.importorskip("skops.io")
+    path = tmp_path / "model.skops"
+    path.write_bytes(b"PK\x03\x04 broken")
+    with pytest.raises(ModelError, match="cannot be read"):
+        load_model(path, favorable=1, feature_names=FEATURES)
+
+
+def test_skops_missing_gives_install_hint(tmp_path, monkeypatch):
+    path = tmp_path / "model.skops"
+    path.write_bytes(b"x")
+    monkeypatch.setitem(sys.modules, "skops", None)
+    monkeypatch.setitem(sys.modules, "skops.io", None)
+    with pytest.raises(ModelError, match=r"pip install 'frpd-cli\[safe\]'"):
+        load_model(path, favorable=1, feature_names=FEATURES)
