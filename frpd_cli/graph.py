@@ -1,0 +1,1043 @@
+"""The actionability graph: build it, attach an applicant, find shortest paths.
+
+Nodes are the training rows in the encoded space. A directed edge ``u -> v``
+exists when the move from row ``u`` to row ``v`` is actionable (the rule of
+:func:`frpd_cli.constraints.actionable_mask`) and short (``v`` is among the
+nearest actionable targets of ``u``, or within a radius). Sequential recourses
+are shortest paths on this graph from the applicant to the prototypes
+(Section 4 and the appendix "Sequential Recourse" of the paper; the graph
+follows FACE, Poyiadzi et al. 2020).
+
+The graph is built once per training set and never modified: an applicant
+``x0`` is attached on the fly (:func:`attach_source`) and
+:func:`shortest_paths` runs Dijkstra on an ``(N + 1)``-node view.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse import csgraph
+from scipy.spatial import cKDTree
+
+from frpd_cli.constraints import ConstraintCodes, actionable_mask
+from frpd_cli.exceptions import ArtifactError, InputError
+
+__all__ = [
+    "Graph",
+    "ZERO_LENGTH_WEIGHT",
+    "build_graph",
+    "graph_statistics",
+    "graph_to_arrays",
+    "graph_from_arrays",
+    "attach_source",
+    "shortest_paths",
+    "extract_path",
+    "path_cost",
+    "to_networkx",
+]
+
+#: Weight stored for an edge of Euclidean length zero (duplicate rows).
+#: scipy.sparse drops explicit zeros and csgraph reads a zero entry as "no
+#: edge", so such edges carry this tiny positive weight instead. It is far below
+#: the rounding error of any real length (``0.1 + 1e-300 == 0.1``), so path
+#: costs are unchanged whenever a path has one positive-length edge.
+ZERO_LENGTH_WEIGHT = 1e-300
+
+_WEIGHTS = ("euclidean", "density")
+_ALGORITHMS = ("auto", "kd_tree", "brute")
+_DEFAULT_CHUNK_SIZE = 1 << 22  # distance entries held at once (32 MiB of float64)
+_TREE_MAX_WIDTH = 16  # kd-trees degrade above ~10 intrinsic dimensions
+_TREE_MIN_GROUP = 2048  # below this group size brute force is as fast
+_KDE_CUTOFF = 4.0  # kernel truncated at 4 bandwidths (dropped terms < e^-8 each)
+_REL_MARGIN = 1e-9  # relative safety margin when comparing kd-tree and exact lengths
+_FORMAT_VERSION = 1
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """An actionability graph over the training rows.
+
+    Parameters
+    ----------
+    adjacency : scipy.sparse.csr_matrix of shape (n_nodes, n_nodes), float64
+        ``adjacency[u, v] > 0`` is the weight of the directed edge ``u -> v``;
+        a structural zero means "no edge". Indices are sorted within each row
+        and there are no duplicate entries. Edges of length zero carry
+        :data:`ZERO_LENGTH_WEIGHT`.
+    n_neighbors : int or None
+        Number of nearest positive-length actionable targets per node, or
+        ``None`` for a radius graph.
+    radius : float or None
+        Radius of a radius graph, or ``None`` for a nearest-neighbour graph.
+    max_step : float or None
+        Longest Euclidean edge kept, or ``None`` for no cap.
+    weight : {"euclidean", "density"}
+        How edge weights were computed (see :func:`build_graph`).
+    directed : bool
+        ``True`` when the rows have monotone features, so that actionability is
+        not symmetric. When ``False`` the adjacency is symmetric.
+    bandwidth : float or None
+        Kernel bandwidth of the density weights, ``None`` for Euclidean weights.
+    """
+
+    adjacency: sp.csr_matrix
+    n_neighbors: int | None
+    radius: float | None
+    max_step: float | None
+    weight: str
+    directed: bool
+    bandwidth: float | None = None
+
+    @property
+    def n_nodes(self) -> int:
+        """Number of nodes (training rows)."""
+        return int(self.adjacency.shape[0])
+
+    @property
+    def n_edges(self) -> int:
+        """Number of directed edges (an undirected edge counts twice)."""
+        return int(self.adjacency.nnz)
+
+
+# --------------------------------------------------------------------------
+# validation helpers
+# --------------------------------------------------------------------------
+
+
+def _type_name(value) -> str:
+    return type(value).__name__
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InputError(f"The '{name}' option must be an int >= {minimum}. Got {value!r} instead.")
+    return int(value)
+
+
+def _check_positive(name: str, value, *, allow_none: bool = True) -> float | None:
+    if value is None and allow_none:
+        return None
+    if (
+        isinstance(value, (bool, np.bool_))
+        or not isinstance(value, numbers.Real)
+        or not math.isfinite(float(value))
+        or float(value) <= 0
+    ):
+        raise InputError(
+            f"The '{name}' option must be a finite number > 0{' or None' if allow_none else ''}. "
+            f"Got {value!r} instead."
+        )
+    return float(value)
+
+
+def _check_matrix(X, name: str = "X") -> np.ndarray:
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InputError(f"'{name}' must be a numeric array of shape (n_rows, n_features). {exc}") from None
+    if X.ndim != 2 or X.shape[0] < 1 or X.shape[1] < 1:
+        raise InputError(
+            f"'{name}' must be a 2-D array with at least one row and one column. Got shape {X.shape} instead."
+        )
+    if not np.all(np.isfinite(X)):
+        raise InputError(f"'{name}' contains NaN or infinite values; encode and impute the data first.")
+    return np.ascontiguousarray(X)
+
+
+def _check_codes(codes, n_rows: int, name: str = "codes") -> ConstraintCodes:
+    if not isinstance(codes, ConstraintCodes):
+        raise InputError(f"'{name}' must be a ConstraintCodes. Got {_type_name(codes)} instead.")
+    imm = np.asarray(codes.immutable, dtype=np.float64)
+    mono = np.asarray(codes.monotone, dtype=np.float64)
+    direction = np.asarray(codes.direction)
+    if imm.ndim != 2 or imm.shape[0] != n_rows:
+        raise InputError(
+            f"'{name}.immutable' must have shape ({n_rows}, n_immutable), one row per data row. "
+            f"Got shape {imm.shape} instead."
+        )
+    if mono.ndim != 2 or mono.shape[0] != n_rows:
+        raise InputError(
+            f"'{name}.monotone' must have shape ({n_rows}, n_monotone), one row per data row. "
+            f"Got shape {mono.shape} instead."
+        )
+    if direction.shape != (mono.shape[1],) or not np.all(np.isin(direction, (-1, 1))):
+        raise InputError(
+            f"'{name}.direction' must hold one +1 or -1 per monotone column ({mono.shape[1]}). "
+            f"Got {direction.tolist()!r} instead."
+        )
+    if not (np.all(np.isfinite(imm)) and np.all(np.isfinite(mono))):
+        raise InputError(f"'{name}' contains NaN or infinite codes; every constrained value must be known.")
+    return ConstraintCodes(
+        immutable=imm + 0.0,  # turns -0.0 into 0.0 so that grouping by bytes agrees with ==
+        monotone=mono,
+        direction=direction.astype(np.int8),
+        immutable_names=codes.immutable_names,
+        monotone_names=codes.monotone_names,
+    )
+
+
+# --------------------------------------------------------------------------
+# neighbour search
+# --------------------------------------------------------------------------
+
+
+def _lengths(XT: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    """Euclidean lengths of the moves ``src -> dst``; ``XT`` is ``X.T`` (contiguous).
+
+    Summed column by column so that a pair gets bit-identical lengths whatever
+    the batch it is computed in (reductions may round differently by alignment).
+    """
+    out = np.zeros(src.shape[0])
+    for col in XT:
+        diff = col[dst] - col[src]
+        out += diff * diff
+    return np.sqrt(out, out=out)
+
+
+def _monotone_ok(mono: np.ndarray, direction: np.ndarray, src, dst) -> np.ndarray:
+    """Vectorised monotone part of :func:`actionable_mask` for pairs ``src -> dst``.
+
+    ``src`` and ``dst`` broadcast against each other. Same formula as
+    ``actionable_mask``: ``(monotone[dst] - monotone[src]) * direction >= 0``.
+    """
+    ok = np.ones(np.broadcast_shapes(np.shape(src), np.shape(dst)), dtype=bool)
+    for j in range(mono.shape[1]):
+        ok &= (mono[dst, j] - mono[src, j]) * direction[j] >= 0
+    return ok
+
+
+def _groups(immutable: np.ndarray) -> list[np.ndarray]:
+    """Row indices of each immutable group, ascending within a group."""
+    n = immutable.shape[0]
+    if immutable.shape[1] == 0:
+        return [np.arange(n)]
+    _, inverse = np.unique(immutable, axis=0, return_inverse=True)
+    inverse = np.asarray(inverse).ravel()
+    order = np.argsort(inverse, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(inverse))[:-1])
+
+
+def _select_nearest(src, dst, length, n_neighbors):
+    """Keep every zero-length pair and the ``n_neighbors`` nearest positive ones per source.
+
+    Returns the kept ``(src, dst, length)`` sorted by ``(src, length, dst)``,
+    and for each kept pair its rank among the positive lengths of its source
+    (``-1`` for zero-length pairs).
+    """
+    order = np.lexsort((dst, length, src))
+    src, dst, length = src[order], dst[order], length[order]
+    positive = length > 0
+    idx = np.flatnonzero(positive)
+    ps = src[idx]
+    rank = np.full(src.shape[0], -1, dtype=np.int64)
+    if ps.size:
+        pos = np.arange(ps.size)
+        start = np.r_[True, ps[1:] != ps[:-1]]
+        rank[idx] = pos - np.maximum.accumulate(np.where(start, pos, 0))
+    keep = rank < n_neighbors
+    return src[keep], dst[keep], length[keep], rank[keep]
+
+
+def _search_brute(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, report):
+    """Exact search in one group by chunked brute force (local indices)."""
+    G, p = Xg.shape
+    sq = np.einsum("ij,ij->i", Xg, Xg)
+    sq_max = sq.max()
+    eps = np.finfo(np.float64).eps
+    block = max(1, chunk_size // G)
+    out = []
+    for start in range(0, G, block):
+        rows = np.arange(start, min(G, start + block))
+        B = rows.size
+        D = sq[rows, None] + sq[None, :] - 2.0 * (Xg[rows] @ Xg.T)  # approximate squared lengths
+        ok = _monotone_ok(mono, direction, rows[:, None], np.arange(G)[None, :])
+        ok[np.arange(B), rows] = False
+        # |approx - exact| <= tol: a generous bound on the rounding of the expansion
+        tol = (8.0 * (p + 2) * eps) * (sq[rows] + sq_max)
+        if radius is not None:
+            cand = ok & (D <= radius * radius + 2.0 * tol[:, None])
+        else:
+            # possible duplicates do not count towards n_neighbors; take the
+            # (n + c_max)-th smallest approximate value as a safe threshold
+            c_max = int((ok & (D <= tol[:, None])).sum(axis=1).max())
+            kth = min(G - 1, n_neighbors + c_max - 1)
+            D[~ok] = np.inf
+            thr = np.partition(D, kth, axis=1)[:, kth]
+            cand = ok & (D <= thr[:, None] + 2.0 * tol[:, None])
+        bi, gj = np.nonzero(cand)
+        src, dst = rows[bi], gj
+        length = _lengths(XTg, src, dst)
+        if radius is not None:
+            keep = length <= radius
+            out.append((src[keep], dst[keep], length[keep]))
+        else:
+            s, d, l, _ = _select_nearest(src, dst, length, n_neighbors)
+            out.append((s, d, l))
+        report(B)
+    return out
+
+
+def _search_tree(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, report):
+    """Exact search in one group with a kd-tree, growing k until complete (local indices)."""
+    G = Xg.shape[0]
+    tree = cKDTree(Xg)
+    out = []
+    if radius is not None:
+        block = max(1, chunk_size // 64)
+        r_query = radius * (1.0 + _REL_MARGIN)
+        for start in range(0, G, block):
+            rows = np.arange(start, min(G, start + block))
+            hits = tree.query_ball_point(Xg[rows], r_query)
+            counts = np.fromiter((len(h) for h in hits), dtype=np.int64, count=rows.size)
+            dst = np.concatenate([np.asarray(h, dtype=np.int64) for h in hits]) if counts.sum() else np.empty(0, np.int64)
+            src = np.repeat(rows, counts)
+            ok = (dst != src) & _monotone_ok(mono, direction, src, dst)
+            src, dst = src[ok], dst[ok]
+            length = _lengths(XTg, src, dst)
+            keep = length <= radius
+            out.append((src[keep], dst[keep], length[keep]))
+            report(rows.size)
+        return out
+
+    k = min(G, (n_neighbors + 1) * (2 if mono.shape[1] else 1))
+    pending = np.arange(G)
+    while pending.size:
+        block = max(1, chunk_size // k)
+        unfinished = []
+        for start in range(0, pending.size, block):
+            rows = pending[start : start + block]
+            dist, nbr = tree.query(Xg[rows], k=k)
+            dist, nbr = dist.reshape(rows.size, k), nbr.reshape(rows.size, k)
+            src = np.repeat(rows, k)
+            dst = nbr.ravel()
+            ok = (dst != src) & _monotone_ok(mono, direction, src, dst)
+            src, dst = src[ok], dst[ok]
+            length = _lengths(XTg, src, dst)
+            s, d, l, rank = _select_nearest(src, dst, length, n_neighbors)
+            if k >= G:
+                done = np.ones(rows.size, dtype=bool)
+            else:
+                # complete when the n-th positive length is strictly below the
+                # farthest returned distance: every closer row was returned
+                local = np.searchsorted(rows, s)  # rows ascend: pending keeps its order
+                nth = np.full(rows.size, np.inf)
+                at_n = rank == n_neighbors - 1
+                nth[local[at_n]] = l[at_n]
+                done = nth < dist[:, -1] * (1.0 - _REL_MARGIN)
+                finished = done[local]
+                s, d, l = s[finished], d[finished], l[finished]
+            out.append((s, d, l))
+            unfinished.append(rows[~done])
+            report(int(done.sum()))
+        pending = np.concatenate(unfinished) if unfinished else np.empty(0, np.int64)
+        k = min(G, 2 * k)
+    return out
+
+
+def _neighbours(X, codes, n_neighbors, radius, algorithm, chunk_size, progress):
+    """Edges ``(src, dst, length)`` (global indices) of the nearest/radius rule."""
+    N, p = X.shape
+    done = [0]
+
+    def report(n_rows):
+        done[0] += n_rows
+        if progress is not None and n_rows:
+            progress(done[0], N)
+
+    parts = []
+    for rows in _groups(codes.immutable):
+        G = rows.size
+        if G < 2:
+            report(G)
+            continue
+        Xg = X[rows]
+        XTg = np.ascontiguousarray(Xg.T)
+        mono = codes.monotone[rows]
+        use_tree = algorithm == "kd_tree" or (
+            algorithm == "auto" and p <= _TREE_MAX_WIDTH and G >= _TREE_MIN_GROUP
+        )
+        search = _search_tree if use_tree else _search_brute
+        for s, d, l in search(Xg, XTg, mono, codes.direction, n_neighbors, radius, chunk_size, report):
+            parts.append((rows[s], rows[d], l))
+    if not parts:
+        empty = np.empty(0, np.int64)
+        return empty, empty, np.empty(0)
+    src = np.concatenate([q[0] for q in parts]).astype(np.int64)
+    dst = np.concatenate([q[1] for q in parts]).astype(np.int64)
+    length = np.concatenate([q[2] for q in parts])
+    return src, dst, length
+
+
+# --------------------------------------------------------------------------
+# density weights
+# --------------------------------------------------------------------------
+
+
+def _kde_tree(X, midpoints, bandwidth, chunk=4096):
+    """Truncated Gaussian KDE of the rows of ``X`` at ``midpoints`` (kd-tree)."""
+    tree = cKDTree(X)
+    cutoff = _KDE_CUTOFF * bandwidth
+    out = np.empty(midpoints.shape[0])
+    for start in range(0, midpoints.shape[0], chunk):
+        M = midpoints[start : start + chunk]
+        pairs = cKDTree(M).sparse_distance_matrix(tree, cutoff, output_type="ndarray")
+        vals = np.exp(-0.5 * (pairs["v"] / bandwidth) ** 2)
+        out[start : start + M.shape[0]] = np.bincount(pairs["i"], weights=vals, minlength=M.shape[0])
+    return out / X.shape[0]
+
+
+def _kde_brute(X, midpoints, bandwidth):
+    """Same estimate as :func:`_kde_tree` by brute force (few midpoints)."""
+    cutoff = _KDE_CUTOFF * bandwidth
+    out = np.empty(midpoints.shape[0])
+    XT = np.ascontiguousarray(X.T)
+    for i, m in enumerate(midpoints):
+        sq = np.zeros(X.shape[0])
+        for j, col in enumerate(XT):
+            diff = col - m[j]
+            sq += diff * diff
+        d = np.sqrt(sq)
+        near = d <= cutoff
+        out[i] = np.exp(-0.5 * (d[near] / bandwidth) ** 2).sum()
+    return out / X.shape[0]
+
+
+def _density_weights(length, density, bandwidth, n_rows):
+    """``length / f`` with ``f`` floored by the two endpoints' own kernel terms."""
+    floor = (2.0 / n_rows) * np.exp(-0.125 * (length / bandwidth) ** 2)
+    f = np.maximum(np.maximum(density, floor), np.finfo(np.float64).tiny)
+    return length / f
+
+
+def _weights(X, src, dst, length, weight, bandwidth, *, brute_kde=False):
+    if weight == "euclidean":
+        w = length.copy()
+    else:
+        mid = 0.5 * (X[src] + X[dst])
+        kde = _kde_brute if brute_kde else _kde_tree
+        w = _density_weights(length, kde(X, mid, bandwidth), bandwidth, X.shape[0])
+    return np.maximum(w, ZERO_LENGTH_WEIGHT)
+
+
+# --------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------
+
+
+def build_graph(
+    X,
+    codes,
+    *,
+    n_neighbors=10,
+    radius=None,
+    max_step=None,
+    weight="euclidean",
+    bandwidth=None,
+    algorithm="auto",
+    chunk_size=_DEFAULT_CHUNK_SIZE,
+    progress: Callable[[int, int], None] | None = None,
+) -> Graph:
+    """Build the actionability graph of the training rows.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_features)
+        Encoded training rows (min-max scaled, one-hot), float64, finite.
+    codes : ConstraintCodes
+        Constraint codes of the same rows.
+    n_neighbors : int, default=10
+        Number of nearest actionable targets of positive length per node
+        (ignored when ``radius`` is given).
+    radius : float or None, default=None
+        When given, a radius graph: every actionable target within Euclidean
+        distance ``radius`` (inclusive).
+    max_step : float or None, default=None
+        Drop edges longer than ``max_step`` (applied after the selection, which
+        is the same as selecting among the targets within ``max_step``).
+    weight : {"euclidean", "density"}, default="euclidean"
+        Edge weight; see Notes.
+    bandwidth : float or None, default=None
+        Kernel bandwidth of ``weight="density"``; default: the median positive
+        Euclidean edge length of the graph (1.0 if there is none). Only valid
+        with ``weight="density"``.
+    algorithm : {"auto", "kd_tree", "brute"}, default="auto"
+        Neighbour search. Both give the same graph. ``"auto"`` uses a kd-tree
+        for an immutable group of at least 2048 rows when ``n_features <= 16``,
+        and chunked brute force otherwise.
+    chunk_size : int, default=4194304
+        Most distance entries (source rows x candidate rows) held at once;
+        bounds the working memory of the search to a few times
+        ``8 * chunk_size`` bytes.
+    progress : callable or None
+        Called as ``progress(done, total)`` with the number of rows whose
+        neighbours are final and ``total = n_rows``.
+
+    Returns
+    -------
+    graph : Graph
+
+    Raises
+    ------
+    InputError
+        If an argument has the wrong shape, type or value.
+
+    Notes
+    -----
+    **Edge rule.** Rows are partitioned by their immutable codes and edges stay
+    within a part. Inside a part, ``v != u`` is an actionable target of ``u``
+    when ``direction * (monotone[v] - monotone[u]) >= 0`` for every monotone
+    column (the rule of :func:`~frpd_cli.constraints.actionable_mask`). With
+    ``radius=None``, ``u -> v`` is an edge when ``v`` is
+
+    * an actionable target at Euclidean distance exactly 0 (a duplicate row:
+      every such target, they do not count towards ``n_neighbors``), or
+    * one of the ``n_neighbors`` actionable targets nearest to ``u`` among those
+      at positive distance, ties broken by the lower row index.
+
+    Duplicates are kept apart from the count because a block of more than
+    ``n_neighbors`` identical rows (common in tabular data: 30% of Adult's rows
+    repeat another one) would otherwise point only at itself and become a dead
+    end. With ``radius`` set, ``u -> v`` for every actionable target within
+    ``radius``. ``max_step`` then drops edges longer than ``max_step``.
+
+    When there are no monotone columns actionability is symmetric and the graph
+    is made undirected (``directed=False``): ``u -> v`` and ``v -> u`` are both
+    stored when either row selected the other. With monotone columns the graph
+    is directed and holds exactly the selected edges.
+
+    **Search.** A kd-tree query asks for ``k`` neighbours (starting at
+    ``n_neighbors + 1``, doubled when there are monotone columns); the rows
+    whose selection is not provably complete (the monotone filter discarded too
+    many, or ties/duplicates reach the farthest returned distance) are queried
+    again with ``k`` doubled, up to the size of their part. Brute force computes
+    squared distances by ``|a|^2 + |b|^2 - 2 a.b`` in blocks, keeps a superset of
+    the answer with a rounding margin, and both searches rank the candidates by
+    lengths summed column by column, so their graphs are identical.
+
+    **Weights.** ``"euclidean"``: ``w(u, v) = ||x_u - x_v||``. ``"density"``
+    (FACE's kernel-density weight): ``w(u, v) = ||x_u - x_v|| / f((x_u + x_v) / 2)``
+    with ``f(m) = (1/N) sum_i exp(-||m - x_i||^2 / (2 h^2))`` (an unnormalised
+    Gaussian KDE in ``(0, 1]``), truncated at ``4 h`` (each dropped term
+    ``< e^-8``) and floored by the two endpoints' own terms
+    ``(2/N) exp(-||x_u - x_v||^2 / (8 h^2))``. Low-density moves cost more.
+    Edges of length 0 get :data:`ZERO_LENGTH_WEIGHT` so they are not dropped.
+
+    **Cost.** kd-tree: ``O(N log N)`` build plus ``O(N k log N)`` queries,
+    good up to ~10 intrinsic dimensions. Brute force: ``O(sum_g N_g^2 p)`` time
+    over immutable groups ``g``, memory bounded by ``chunk_size``. Density
+    weights add a truncated KDE at ``E`` midpoints, ``O(E x rows within 4h)``.
+
+    References
+    ----------
+    Nguyen et al., "Feasible Recourse Plan via Diverse Interpolation",
+    AISTATS 2023, Section 4 (graph interpolation). Poyiadzi et al., "FACE:
+    Feasible and Actionable Counterfactual Explanations", AIES 2020.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from frpd_cli.constraints import ConstraintCodes
+    >>> X = np.array([[0.0], [0.1], [0.3], [1.0]])
+    >>> codes = ConstraintCodes(immutable=np.zeros((4, 0)), monotone=X.copy(),
+    ...                         direction=np.array([1], dtype=np.int8))
+    >>> g = build_graph(X, codes, n_neighbors=1)
+    >>> g.directed, g.adjacency.nonzero()[1].tolist()
+    (True, [1, 2, 3])
+    """
+    X = _check_matrix(X)
+    N = X.shape[0]
+    codes = _check_codes(codes, N)
+    radius = _check_positive("radius", radius)
+    if radius is None:
+        n_neighbors = _check_int("n_neighbors", n_neighbors, 1)
+    max_step = _check_positive("max_step", max_step)
+    if weight not in _WEIGHTS:
+        raise InputError(f"The 'weight' option must be one of {', '.join(_WEIGHTS)}. Got {weight!r} instead.")
+    bandwidth = _check_positive("bandwidth", bandwidth)
+    if bandwidth is not None and weight != "density":
+        raise InputError(
+            f"The 'bandwidth' option only applies to weight='density'. Got bandwidth={bandwidth!r} "
+            f"with weight={weight!r}; drop it or use weight='density'."
+        )
+    if algorithm not in _ALGORITHMS:
+        raise InputError(
+            f"The 'algorithm' option must be one of {', '.join(_ALGORITHMS)}. Got {algorithm!r} instead."
+        )
+    chunk_size = _check_int("chunk_size", chunk_size, 1)
+    if progress is not None and not callable(progress):
+        raise InputError(f"The 'progress' option must be a callable or None. Got {_type_name(progress)} instead.")
+
+    src, dst, length = _neighbours(X, codes, n_neighbors, radius, algorithm, chunk_size, progress)
+    if max_step is not None:
+        keep = length <= max_step
+        src, dst, length = src[keep], dst[keep], length[keep]
+    directed = codes.monotone.shape[1] > 0
+    key = src * N + dst
+    if not directed:
+        key = np.concatenate([key, dst * N + src])
+        length = np.concatenate([length, length])  # (a - b)^2 == (b - a)^2 exactly
+    key, first = np.unique(key, return_index=True)  # sorted by (src, dst), no duplicates
+    src, dst, length = key // N, key % N, length[first]
+    if weight == "density" and bandwidth is None:
+        positive = length[length > 0]
+        bandwidth = float(np.median(positive)) if positive.size else 1.0
+    data = _weights(X, src, dst, length, weight, bandwidth)
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=N))])
+    adjacency = sp.csr_matrix((data, dst, indptr), shape=(N, N))
+    return Graph(
+        adjacency=adjacency,
+        n_neighbors=None if radius is not None else n_neighbors,
+        radius=radius,
+        max_step=max_step,
+        weight=weight,
+        directed=directed,
+        bandwidth=bandwidth if weight == "density" else None,
+    )
+
+
+def graph_statistics(graph: Graph) -> dict:
+    """Summary numbers of a graph.
+
+    Parameters
+    ----------
+    graph : Graph
+
+    Returns
+    -------
+    stats : dict
+        ``nodes``, ``edges`` (directed edges stored), ``directed``,
+        ``weak_components`` (weakly connected components), ``largest_component``
+        (nodes in the largest one), ``median_out_degree``, ``sinks`` (nodes
+        without out-edges) and ``isolated_nodes`` (no edge in or out), as
+        Python scalars.
+
+    Notes
+    -----
+    ``O(N + E)``.
+    """
+    A = _check_graph(graph).adjacency
+    out_deg = np.diff(A.indptr)
+    in_deg = np.bincount(A.indices, minlength=A.shape[0])
+    n_comp, labels = csgraph.connected_components(A, directed=True, connection="weak")
+    sizes = np.bincount(labels) if labels.size else np.zeros(1, np.int64)
+    return {
+        "nodes": int(A.shape[0]),
+        "edges": int(A.nnz),
+        "directed": bool(graph.directed),
+        "weak_components": int(n_comp),
+        "largest_component": int(sizes.max()),
+        "median_out_degree": float(np.median(out_deg)) if out_deg.size else 0.0,
+        "sinks": int(np.sum(out_deg == 0)),
+        "isolated_nodes": int(np.sum((out_deg == 0) & (in_deg == 0))),
+    }
+
+
+def graph_to_arrays(graph: Graph) -> dict[str, np.ndarray]:
+    """Everything needed to rebuild ``graph``, as plain arrays for :func:`numpy.savez`.
+
+    Parameters
+    ----------
+    graph : Graph
+
+    Returns
+    -------
+    arrays : dict of str to ndarray
+        ``indptr`` (int64, N+1), ``indices`` (int64, E), ``data`` (float64, E),
+        ``n_nodes`` (int64 scalar), ``n_neighbors`` (int64 scalar, -1 for a
+        radius graph), ``radius``, ``max_step``, ``bandwidth`` (float64 scalars,
+        NaN for None), ``weight`` (unicode scalar), ``directed`` (bool scalar),
+        ``graph_format_version`` (int64 scalar). No object arrays, so the file
+        loads with ``allow_pickle=False``.
+    """
+    A = _check_graph(graph).adjacency
+
+    def opt(value):
+        return np.array(np.nan if value is None else value, dtype=np.float64)
+
+    return {
+        "graph_format_version": np.array(_FORMAT_VERSION, dtype=np.int64),
+        "n_nodes": np.array(A.shape[0], dtype=np.int64),
+        "indptr": A.indptr.astype(np.int64),
+        "indices": A.indices.astype(np.int64),
+        "data": A.data.astype(np.float64),
+        "n_neighbors": np.array(-1 if graph.n_neighbors is None else graph.n_neighbors, dtype=np.int64),
+        "radius": opt(graph.radius),
+        "max_step": opt(graph.max_step),
+        "bandwidth": opt(graph.bandwidth),
+        "weight": np.array(graph.weight, dtype=np.str_),
+        "directed": np.array(bool(graph.directed)),
+    }
+
+
+def graph_from_arrays(arrays) -> Graph:
+    """Rebuild a :class:`Graph` from :func:`graph_to_arrays` output (or a loaded ``.npz``).
+
+    Parameters
+    ----------
+    arrays : mapping of str to ndarray
+
+    Returns
+    -------
+    graph : Graph
+
+    Raises
+    ------
+    ArtifactError
+        If a key is missing or an array has the wrong shape, type or value.
+
+    Notes
+    -----
+    Validation is ``O(N + E)``.
+    """
+    needed = (
+        "graph_format_version", "n_nodes", "indptr", "indices", "data", "n_neighbors",
+        "radius", "max_step", "bandwidth", "weight", "directed",
+    )
+    try:
+        missing = [k for k in needed if k not in arrays]
+    except TypeError:
+        raise ArtifactError(f"Graph arrays must be a mapping of names to arrays. Got {_type_name(arrays)}.") from None
+    if missing:
+        raise ArtifactError(
+            f"The graph arrays lack {', '.join(missing)}; the file is not a graph saved by this version of frpd. "
+            "Rebuild the graph."
+        )
+    a = {k: np.asarray(arrays[k]) for k in needed}
+
+    def scalar(name, kind):
+        v = a[name]
+        if v.shape != () or v.dtype.kind not in kind:
+            raise ArtifactError(f"Graph array '{name}' must be a scalar of kind {kind!r}. Got {v.dtype} {v.shape}.")
+        return v[()]
+
+    version = int(scalar("graph_format_version", "iu"))
+    if version != _FORMAT_VERSION:
+        raise ArtifactError(
+            f"Graph format version {version} is not supported (expected {_FORMAT_VERSION}). Rebuild the graph."
+        )
+    N = int(scalar("n_nodes", "iu"))
+    indptr, indices, data = a["indptr"], a["indices"], a["data"]
+    if N < 0 or indptr.ndim != 1 or indptr.shape[0] != N + 1 or indptr.dtype.kind not in "iu":
+        raise ArtifactError(f"Graph array 'indptr' must be integers of shape ({N + 1},). Got {indptr.dtype} {indptr.shape}.")
+    if indices.ndim != 1 or indices.dtype.kind not in "iu" or data.ndim != 1 or data.dtype.kind != "f":
+        raise ArtifactError("Graph arrays 'indices' (integers) and 'data' (floats) must be 1-D.")
+    E = indices.shape[0]
+    if data.shape[0] != E or indptr[0] != 0 or indptr[-1] != E or np.any(np.diff(indptr) < 0):
+        raise ArtifactError(
+            f"Graph arrays are inconsistent: indptr must start at 0, not decrease and end at "
+            f"len(indices) == len(data); got indptr[-1]={int(indptr[-1])}, {E} indices, {data.shape[0]} weights."
+        )
+    if E and (indices.min() < 0 or indices.max() >= N):
+        raise ArtifactError(f"Graph array 'indices' holds node ids outside [0, {N}).")
+    if not np.all(np.isfinite(data)) or np.any(data <= 0):
+        raise ArtifactError("Graph array 'data' must hold finite positive edge weights.")
+    rows = np.repeat(np.arange(N), np.diff(indptr))
+    if np.any((rows[1:] == rows[:-1]) & (indices[1:] <= indices[:-1])):
+        raise ArtifactError("Graph array 'indices' must be strictly increasing within each row.")
+    weight = str(scalar("weight", "U"))
+    if weight not in _WEIGHTS:
+        raise ArtifactError(f"Graph weight must be one of {', '.join(_WEIGHTS)}. Got {weight!r}.")
+    directed = bool(scalar("directed", "b"))
+    n_neighbors = int(scalar("n_neighbors", "iu"))
+
+    def opt(name):
+        v = float(scalar(name, "f"))
+        if math.isnan(v):
+            return None
+        if not (math.isfinite(v) and v > 0):
+            raise ArtifactError(f"Graph parameter '{name}' must be positive or NaN. Got {v}.")
+        return v
+
+    radius, max_step, bandwidth = opt("radius"), opt("max_step"), opt("bandwidth")
+    if (radius is None) == (n_neighbors < 1) or (radius is not None and n_neighbors != -1):
+        raise ArtifactError(
+            f"Graph parameters must give either n_neighbors >= 1 or a radius. "
+            f"Got n_neighbors={n_neighbors}, radius={radius}."
+        )
+    if (bandwidth is not None) != (weight == "density"):
+        raise ArtifactError(f"Graph bandwidth must be set exactly for density weights. Got {bandwidth} with {weight!r}.")
+    adjacency = sp.csr_matrix(
+        (data.astype(np.float64), indices.astype(np.int64), indptr.astype(np.int64)), shape=(N, N)
+    )
+    if not directed and (adjacency != adjacency.T).nnz:
+        raise ArtifactError("Graph is marked undirected but its adjacency is not symmetric.")
+    return Graph(
+        adjacency=adjacency,
+        n_neighbors=None if radius is not None else n_neighbors,
+        radius=radius,
+        max_step=max_step,
+        weight=weight,
+        directed=directed,
+        bandwidth=bandwidth,
+    )
+
+
+def _check_graph(graph) -> Graph:
+    if not isinstance(graph, Graph):
+        raise InputError(f"'graph' must be a Graph. Got {_type_name(graph)} instead.")
+    return graph
+
+
+def attach_source(graph: Graph, X, codes, x0, codes0) -> tuple[np.ndarray, np.ndarray]:
+    """Out-edges of an applicant ``x0`` into the graph, under the graph's own rules.
+
+    Parameters
+    ----------
+    graph : Graph
+        Built from ``X`` and ``codes``; not modified.
+    X : ndarray of shape (n_nodes, n_features)
+        The encoded training rows the graph was built from.
+    codes : ConstraintCodes
+        Their constraint codes.
+    x0 : ndarray of shape (n_features,) or (1, n_features)
+        The encoded applicant.
+    codes0 : ConstraintCodes
+        The applicant's codes (one row).
+
+    Returns
+    -------
+    neighbors : ndarray of int64, shape (n_out,)
+        Row indices of ``x0``'s out-neighbours, nearest first (ties by index).
+    weights : ndarray of float64, shape (n_out,)
+        Edge weights, computed as in :func:`build_graph` with the graph's
+        ``weight`` and ``bandwidth`` (zero lengths get :data:`ZERO_LENGTH_WEIGHT`).
+
+    Raises
+    ------
+    InputError
+        If shapes disagree with the graph.
+
+    Notes
+    -----
+    Targets are the rows ``i`` with ``actionable_mask(codes0, codes)[i]``; the
+    selection (every duplicate of ``x0`` plus the ``n_neighbors`` nearest at
+    positive distance, or every target within ``radius``, then ``max_step``)
+    is that of :func:`build_graph`. Only out-edges of ``x0`` are produced: in an
+    undirected graph, rows that would have selected ``x0`` do not add edges.
+    Brute force, ``O(N p)`` per applicant (plus ``O(n_out N p)`` for density
+    weights).
+    """
+    graph = _check_graph(graph)
+    X = _check_matrix(X)
+    N, p = X.shape
+    if N != graph.n_nodes:
+        raise InputError(f"'X' must have the graph's {graph.n_nodes} rows. Got {N} rows instead.")
+    codes = _check_codes(codes, N)
+    x0 = np.asarray(x0, dtype=np.float64)
+    if x0.ndim == 2 and x0.shape[0] == 1:
+        x0 = x0[0]
+    if x0.shape != (p,) or not np.all(np.isfinite(x0)):
+        raise InputError(f"'x0' must be one finite encoded row of {p} values. Got shape {x0.shape} instead.")
+    codes0 = _check_codes(codes0, 1, "codes0")
+    if codes0.immutable.shape[1] != codes.immutable.shape[1] or codes0.monotone.shape[1] != codes.monotone.shape[1]:
+        raise InputError(
+            f"'codes0' must have the same constrained columns as 'codes' "
+            f"({codes.immutable.shape[1]} immutable, {codes.monotone.shape[1]} monotone). "
+            f"Got {codes0.immutable.shape[1]} and {codes0.monotone.shape[1]} instead."
+        )
+    targets = np.flatnonzero(actionable_mask(codes0, codes)).astype(np.int64)
+    XT = np.ascontiguousarray(np.vstack([X, x0[None, :]]).T)
+    src = np.full(targets.size, N, dtype=np.int64)
+    length = _lengths(XT, src, targets)
+    if graph.radius is not None:
+        keep = length <= graph.radius
+        order = np.lexsort((targets[keep], length[keep]))
+        nbr, length = targets[keep][order], length[keep][order]
+    else:
+        _, nbr, length, _ = _select_nearest(src, targets, length, graph.n_neighbors)
+    if graph.max_step is not None:
+        keep = length <= graph.max_step
+        nbr, length = nbr[keep], length[keep]
+    if graph.weight == "density":
+        mid = 0.5 * (X[nbr] + x0[None, :])
+        w = _density_weights(length, _kde_brute(X, mid, graph.bandwidth), graph.bandwidth, N)
+        w = np.maximum(w, ZERO_LENGTH_WEIGHT)
+    else:
+        w = np.maximum(length, ZERO_LENGTH_WEIGHT)
+    return nbr, w
+
+
+def _check_source_edges(graph, neighbors, weights):
+    N = graph.n_nodes
+    neighbors = np.asarray(neighbors)
+    weights = np.asarray(weights, dtype=np.float64) if np.size(weights) else np.empty(0)
+    if neighbors.size == 0:
+        neighbors = neighbors.astype(np.int64)
+    if neighbors.ndim != 1 or neighbors.dtype.kind not in "iu":
+        raise InputError(f"'neighbors' must be a 1-D array of node indices. Got {neighbors.dtype} {neighbors.shape}.")
+    if weights.shape != neighbors.shape:
+        raise InputError(f"'weights' must have the shape of 'neighbors' {neighbors.shape}. Got {weights.shape} instead.")
+    if neighbors.size and (neighbors.min() < 0 or neighbors.max() >= N):
+        raise InputError(f"'neighbors' must be node indices in [0, {N}). Got values outside that range.")
+    if np.unique(neighbors).size != neighbors.size:
+        raise InputError("'neighbors' must not repeat a node.")
+    if not np.all(np.isfinite(weights)) or np.any(weights <= 0):
+        raise InputError(
+            "'weights' must be finite and > 0 (zero-length edges carry ZERO_LENGTH_WEIGHT); use attach_source's output."
+        )
+    return neighbors.astype(np.int64), weights
+
+
+def shortest_paths(graph: Graph, neighbors, weights, *, limit=np.inf) -> tuple[np.ndarray, np.ndarray]:
+    """Dijkstra from an attached applicant ``x0`` to every node.
+
+    Parameters
+    ----------
+    graph : Graph
+    neighbors, weights : ndarray of shape (n_out,)
+        ``x0``'s out-edges, as returned by :func:`attach_source`.
+    limit : float, default=inf
+        Stop exploring beyond this path cost; nodes farther away get ``inf``.
+
+    Returns
+    -------
+    dist : ndarray of float64, shape (n_nodes,)
+        Shortest path cost from ``x0`` (``inf`` if unreachable within ``limit``).
+    predecessor : ndarray of int64, shape (n_nodes,)
+        The node before each node on its shortest path. ``-1`` means "reached
+        directly from ``x0``" when ``dist`` is finite and "unreachable" when it is
+        ``inf``; always check ``dist`` first.
+
+    Notes
+    -----
+    The stored graph is not modified: an ``(N + 1)``-node CSR view is assembled
+    by appending ``x0``'s row to the CSR arrays (``O(N + E)`` copying), then
+    :func:`scipy.sparse.csgraph.dijkstra` runs in ``O((N + E) log N)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from frpd_cli.constraints import ConstraintCodes
+    >>> X = np.array([[0.0], [0.1], [0.3]])
+    >>> codes = ConstraintCodes(np.zeros((3, 0)), np.zeros((3, 0)), np.zeros(0, np.int8))
+    >>> g = build_graph(X, codes, n_neighbors=1)
+    >>> nbr, w = attach_source(g, X, codes, np.array([-0.1]), codes.row(0))
+    >>> dist, pred = shortest_paths(g, nbr, w)
+    >>> np.round(dist, 3).tolist(), extract_path(pred, 2)
+    ([0.1, 0.2, 0.4], [0, 1, 2])
+    """
+    graph = _check_graph(graph)
+    neighbors, weights = _check_source_edges(graph, neighbors, weights)
+    try:
+        limit = float(limit)
+    except (TypeError, ValueError):
+        raise InputError(f"The 'limit' option must be a number >= 0. Got {limit!r} instead.") from None
+    if math.isnan(limit) or limit < 0:
+        raise InputError(f"The 'limit' option must be a number >= 0. Got {limit!r} instead.")
+    A = graph.adjacency
+    N = A.shape[0]
+    order = np.argsort(neighbors)
+    indptr = np.concatenate([A.indptr.astype(np.int64), [A.nnz + neighbors.size]])
+    indices = np.concatenate([A.indices.astype(np.int64), neighbors[order]])
+    data = np.concatenate([A.data, weights[order]])
+    view = sp.csr_matrix((data, indices, indptr), shape=(N + 1, N + 1))
+    dist, pred = csgraph.dijkstra(view, directed=True, indices=N, return_predecessors=True, limit=limit)
+    pred = pred[:N].astype(np.int64)
+    pred[(pred == N) | (pred < 0)] = -1
+    return dist[:N], pred
+
+
+def extract_path(predecessors, target) -> list[int]:
+    """Nodes of the shortest path to ``target``, from the first node after ``x0`` to ``target``.
+
+    Parameters
+    ----------
+    predecessors : ndarray of int, shape (n_nodes,)
+        As returned by :func:`shortest_paths`.
+    target : int
+        A node with a finite distance (check ``dist[target]`` first: an
+        unreachable node has predecessor ``-1`` too and gives ``[target]``).
+
+    Returns
+    -------
+    path : list of int
+
+    Raises
+    ------
+    InputError
+        If ``target`` is out of range or the predecessors loop.
+    """
+    pred = np.asarray(predecessors)
+    N = pred.shape[0]
+    if isinstance(target, (bool, np.bool_)) or not isinstance(target, numbers.Integral) or not 0 <= target < N:
+        raise InputError(f"'target' must be a node index in [0, {N}). Got {target!r} instead.")
+    path = [int(target)]
+    node = int(target)
+    while pred[node] >= 0:
+        node = int(pred[node])
+        path.append(node)
+        if len(path) > N:
+            raise InputError("'predecessors' contains a cycle; pass the array returned by shortest_paths.")
+    path.reverse()
+    return path
+
+
+def path_cost(graph: Graph, neighbors, weights, path) -> float:
+    """Sum of the edge weights along ``x0 -> path[0] -> ... -> path[-1]``.
+
+    Parameters
+    ----------
+    graph : Graph
+    neighbors, weights : ndarray of shape (n_out,)
+        ``x0``'s out-edges (:func:`attach_source`).
+    path : sequence of int
+        Nodes after ``x0``; empty gives 0.0.
+
+    Returns
+    -------
+    cost : float
+
+    Raises
+    ------
+    InputError
+        If a step of the path is not an edge.
+    """
+    graph = _check_graph(graph)
+    neighbors, weights = _check_source_edges(graph, neighbors, weights)
+    path = [int(v) for v in path]
+    if not path:
+        return 0.0
+    hit = np.flatnonzero(neighbors == path[0])
+    if hit.size == 0:
+        raise InputError(f"Node {path[0]} is not an out-neighbour of x0.")
+    cost = float(weights[hit[0]])
+    A = graph.adjacency
+    for u, v in zip(path[:-1], path[1:]):
+        row = A.indices[A.indptr[u] : A.indptr[u + 1]]
+        j = np.flatnonzero(row == v)
+        if j.size == 0:
+            raise InputError(f"The path uses {u} -> {v}, which is not an edge of the graph.")
+        cost += float(A.data[A.indptr[u] + j[0]])
+    return cost
+
+
+def to_networkx(graph: Graph):
+    """The graph as a :class:`networkx.DiGraph` with ``weight`` edge attributes.
+
+    Graph parameters that are not None go into ``G.graph`` (GraphML-friendly).
+    ``O(N + E)`` Python objects: meant for export and small-graph checks.
+    """
+    import networkx as nx
+
+    graph = _check_graph(graph)
+    A = graph.adjacency
+    G = nx.DiGraph()
+    G.add_nodes_from(range(A.shape[0]))
+    src = np.repeat(np.arange(A.shape[0]), np.diff(A.indptr))
+    G.add_weighted_edges_from(zip(src.tolist(), A.indices.tolist(), A.data.tolist()))
+    params = {
+        "n_neighbors": graph.n_neighbors,
+        "radius": graph.radius,
+        "max_step": graph.max_step,
+        "weight": graph.weight,
+        "directed": graph.directed,
+        "bandwidth": graph.bandwidth,
+    }
+    G.graph.update({k: v for k, v in params.items() if v is not None})
+    return G
