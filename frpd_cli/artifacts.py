@@ -1,0 +1,567 @@
+"""Artifact folders: payload files plus a ``manifest.json``, written atomically, read with checks.
+
+An artifact is what one command leaves for the next (``build-graph`` -> graph,
+``select`` -> selection, ``interpolate`` -> plan). It is a folder::
+
+    DIR/
+      manifest.json     kind, schema_version, frpd_version, created, params,
+                        inputs {name: {path, sha256}}, libraries {name: version},
+                        payloads {file name: {sha256, size}}
+      *.npz             dicts of arrays (no pickled objects; read with allow_pickle=False)
+      *.csv             tables
+      *.json            JSON documents
+      *.txt             text
+
+frpd never pickles its own objects. Reading checks the kind, the schema version, the
+sha256 of every payload (corruption) and of every input named by the caller (staleness).
+Payload names are plain file names: a manifest can never make frpd read or write outside
+the artifact folder.
+
+Determinism: the same inputs and seed give byte-identical payload files. ``manifest.json``
+is byte-identical too when ``SOURCE_DATE_EPOCH`` is set (it is used as ``created``).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import io
+import json
+import math
+import os
+import platform
+import shutil
+import tempfile
+import zipfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import __version__
+from .exceptions import ArtifactError, InputError, StaleArtifactError
+
+__all__ = [
+    "Artifact",
+    "MANIFEST_NAME",
+    "PAYLOAD_SUFFIXES",
+    "SCHEMA_VERSION",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "read_artifact",
+    "sha256_file",
+    "write_artifact",
+]
+
+SCHEMA_VERSION = 1
+_KNOWN_SCHEMA_VERSIONS = frozenset({1})
+MANIFEST_NAME = "manifest.json"
+PAYLOAD_SUFFIXES = (".npz", ".csv", ".json", ".txt")
+_LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "highspy", "joblib", "networkx", "skops")
+_ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can hold
+_CHUNK = 1 << 20
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_read_umask()  # read once at import: os.umask is process-wide
+
+
+# ---------------------------------------------------------------------------- files
+
+
+def sha256_file(path) -> str:
+    """Hex sha256 of a file's bytes, read in 1 MiB chunks.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.txt")
+    >>> atomic_write_text(p, "abc")
+    >>> sha256_file(p)[:16]
+    'ba7816bf8f01cfea'
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def atomic_write_bytes(path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, fsync, ``os.replace``.
+
+    Readers see the old file or the new one, never a partial one. On failure the
+    temporary file is removed and an existing ``path`` is left untouched.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, _FILE_MODE)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove_quietly(Path(tmp))
+        raise
+    _fsync_dir(path.parent)
+
+
+def atomic_write_text(path, text: str) -> None:
+    """Write ``text`` as UTF-8 to ``path`` atomically (see :func:`atomic_write_bytes`)."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+# ---------------------------------------------------------------------------- writing
+
+
+def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: dict) -> Path:
+    """Write an artifact folder (payloads + ``manifest.json``) atomically.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The artifact folder. Its parent is created if needed. An existing frpd artifact
+        (or empty folder) there is replaced; any other existing path is refused.
+    kind : str
+        What the artifact holds (``"graph"``, ``"selection"``, ``"plan"``).
+    params : dict
+        JSON-able parameters of the command (numpy scalars and arrays, tuples and paths are
+        converted).
+    inputs : dict of str to path
+        Files the artifact was computed from. A folder stands for its ``manifest.json``
+        (an upstream artifact). Their path and sha256 are recorded.
+    payloads : dict of str to object
+        File name to content, by suffix: ``.npz`` a mapping of str to ndarray (saved
+        compressed, no object arrays); ``.csv`` a DataFrame (index not written) or str;
+        ``.json`` a JSON-able dict/list or str; ``.txt`` a str.
+
+    Returns
+    -------
+    path : Path
+        ``out_dir``.
+
+    Raises
+    ------
+    ArtifactError
+        A payload name or content is invalid, or ``out_dir`` exists and is not an artifact.
+    InputError
+        An input file does not exist, or ``SOURCE_DATE_EPOCH`` is not an integer.
+
+    Notes
+    -----
+    Everything is written into a temporary sibling folder first; then an existing artifact
+    is renamed away, the new folder renamed in, and the old one deleted. A failure at any
+    point leaves no partial folder behind (the old artifact stays in place).
+    """
+    out_dir = Path(out_dir)
+    if not isinstance(kind, str) or not kind:
+        raise ArtifactError(f"The artifact kind must be a non-empty string. Got {kind!r} instead.")
+    for name in payloads:
+        _check_payload_name(name)
+    recorded_inputs = {name: _describe_input(name, p) for name, p in sorted(inputs.items())}
+    created = _created()
+    params_json = _to_json_value(params, where="params")
+    _check_destination(out_dir)
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
+    try:
+        described = {}
+        for name, content in payloads.items():
+            data = _payload_bytes(name, content)
+            _write_file(tmp_dir / name, data)
+            described[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        manifest = {
+            "kind": kind,
+            "schema_version": SCHEMA_VERSION,
+            "frpd_version": __version__,
+            "created": created,
+            "params": params_json,
+            "inputs": recorded_inputs,
+            "libraries": _library_versions(),
+            "payloads": dict(sorted(described.items())),
+        }
+        _write_file(tmp_dir / MANIFEST_NAME, _dump_json(manifest, where="manifest").encode("utf-8"))
+        _fsync_dir(tmp_dir)
+        _swap_in(tmp_dir, out_dir)
+    except BaseException:
+        shutil.rmtree(tmp_dir, ignore_errors=True)
+        raise
+    return out_dir
+
+
+def _check_destination(out_dir: Path) -> None:
+    if not out_dir.exists() and not out_dir.is_symlink():
+        return
+    if not out_dir.is_dir() or out_dir.is_symlink():
+        raise ArtifactError(
+            f"The output path '{out_dir}' exists and is not an artifact folder; "
+            "choose another --out or remove it."
+        )
+    if not any(out_dir.iterdir()):
+        return
+    manifest = out_dir / MANIFEST_NAME
+    try:
+        existing = json.loads(manifest.read_text(encoding="utf-8"))
+        is_ours = isinstance(existing, dict) and "frpd_version" in existing and "kind" in existing
+    except (OSError, ValueError):
+        is_ours = False
+    if not is_ours:
+        raise ArtifactError(
+            f"The output folder '{out_dir}' exists and is not an frpd artifact; refusing to replace it. "
+            "Choose another --out or remove the folder."
+        )
+
+
+def _swap_in(new_dir: Path, out_dir: Path) -> None:
+    if not out_dir.exists():
+        os.rename(new_dir, out_dir)
+        _fsync_dir(out_dir.parent)
+        return
+    old_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.old-"))
+    os.rmdir(old_dir)  # only reserve a unique name
+    os.rename(out_dir, old_dir)
+    try:
+        os.rename(new_dir, out_dir)
+    except BaseException:
+        os.rename(old_dir, out_dir)
+        raise
+    _fsync_dir(out_dir.parent)
+    shutil.rmtree(old_dir, ignore_errors=True)
+
+
+def _payload_bytes(name: str, content) -> bytes:
+    suffix = Path(name).suffix
+    if isinstance(content, str) and suffix != ".npz":
+        return content.encode("utf-8")
+    if suffix == ".npz":
+        if not isinstance(content, Mapping):
+            raise ArtifactError(
+                f"The payload '{name}' must be a dict of arrays; got {type(content).__name__}."
+            )
+        return _npz_bytes(name, content)
+    if suffix == ".csv":
+        if not isinstance(content, pd.DataFrame):
+            raise ArtifactError(f"The payload '{name}' must be a DataFrame or str; got {type(content).__name__}.")
+        return content.to_csv(index=False, lineterminator="\n").encode("utf-8")
+    if suffix == ".json":
+        return _dump_json(_to_json_value(content, where=name), where=name).encode("utf-8")
+    raise ArtifactError(f"The payload '{name}' must be a str; got {type(content).__name__}.")
+
+
+def _npz_bytes(name: str, arrays: Mapping) -> bytes:
+    """A compressed ``.npz`` whose bytes depend only on the arrays (fixed zip dates, no pickles)."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, mode="w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for key, value in arrays.items():
+            if not isinstance(key, str) or not key or "/" in key or "\\" in key or key.startswith("."):
+                raise ArtifactError(
+                    f"Array names in the payload '{name}' must be plain non-empty strings; got {key!r}."
+                )
+            array = np.asanyarray(value)
+            if array.dtype.hasobject:
+                raise ArtifactError(
+                    f"The array '{key}' of the payload '{name}' has dtype object, which would need pickling. "
+                    "Convert it to a numeric or fixed-width string dtype (e.g. .astype(str))."
+                )
+            info = zipfile.ZipInfo(f"{key}.npy", date_time=_ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            with archive.open(info, mode="w", force_zip64=True) as handle:
+                np.lib.format.write_array(handle, np.asarray(array), allow_pickle=False)
+    return buffer.getvalue()
+
+
+def _write_file(path: Path, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(path, _FILE_MODE)
+
+
+def _describe_input(name: str, path) -> dict:
+    given = Path(path)
+    target = given / MANIFEST_NAME if given.is_dir() else given
+    if not target.is_file():
+        raise InputError(f"The input '{name}' ('{given}') does not exist or is not a file or artifact folder.")
+    return {"path": str(given.resolve()), "sha256": sha256_file(target)}
+
+
+def _created() -> str:
+    epoch = os.environ.get("SOURCE_DATE_EPOCH")
+    if epoch is None or epoch == "":
+        moment = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0)
+    else:
+        try:
+            moment = _dt.datetime.fromtimestamp(int(epoch), _dt.timezone.utc)
+        except (ValueError, OverflowError, OSError):
+            raise InputError(
+                f"SOURCE_DATE_EPOCH must be an integer number of seconds since 1970-01-01 UTC. Got {epoch!r}."
+            ) from None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _library_versions() -> dict:
+    versions = {"python": platform.python_version()}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _to_json_value(value, *, where: str):
+    if isinstance(value, Mapping):
+        out = {}
+        for key, item in value.items():
+            key = _plain_scalar(key)
+            if not isinstance(key, (str, int, float, bool)) and key is not None:
+                raise ArtifactError(f"Keys in {where} must be strings or numbers; got {key!r}.")
+            out[str(key) if not isinstance(key, str) else key] = _to_json_value(item, where=where)
+        return out
+    if isinstance(value, (list, tuple)):
+        return [_to_json_value(v, where=where) for v in value]
+    if isinstance(value, np.ndarray):
+        if value.dtype.hasobject:
+            return [_to_json_value(v, where=where) for v in value.tolist()]
+        return _to_json_value(value.tolist(), where=where)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    value = _plain_scalar(value)
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ArtifactError(
+                f"{where} contains {value!r}, which is not valid JSON. Store it as null, or in an .npz payload."
+            )
+        return value
+    raise ArtifactError(f"{where} contains a {type(value).__name__} ({value!r}), which is not JSON-able.")
+
+
+def _plain_scalar(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _dump_json(value, *, where: str) -> str:
+    try:
+        return json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    except (TypeError, ValueError) as exc:
+        raise ArtifactError(f"{where} cannot be written as JSON: {exc}.") from exc
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A checked artifact folder.
+
+    Attributes
+    ----------
+    path : Path
+        The folder.
+    manifest : dict
+        The parsed ``manifest.json``.
+    """
+
+    path: Path
+    manifest: dict = field(repr=False)
+
+    @property
+    def kind(self) -> str:
+        return self.manifest["kind"]
+
+    @property
+    def params(self) -> dict:
+        return self.manifest.get("params", {})
+
+    @property
+    def payload_names(self) -> tuple[str, ...]:
+        return tuple(self.manifest["payloads"])
+
+    def load_npz(self, name: str) -> dict[str, np.ndarray]:
+        """The arrays of an ``.npz`` payload, read with ``allow_pickle=False``."""
+        path = self._payload_path(name, ".npz")
+        try:
+            with np.load(path, allow_pickle=False) as archive:
+                return {key: archive[key] for key in archive.files}
+        except (ValueError, OSError, zipfile.BadZipFile) as exc:
+            raise ArtifactError(f"The payload '{name}' of the artifact '{self.path}' cannot be read: {exc}.") from exc
+
+    def load_csv(self, name: str, **read_csv_kwargs) -> pd.DataFrame:
+        """An ``.csv`` payload as a DataFrame (keyword arguments go to :func:`pandas.read_csv`)."""
+        return pd.read_csv(self._payload_path(name, ".csv"), **read_csv_kwargs)
+
+    def load_json(self, name: str):
+        """A ``.json`` payload, parsed."""
+        path = self._payload_path(name, ".json")
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise ArtifactError(f"The payload '{name}' of the artifact '{self.path}' is not valid JSON: {exc}.") from exc
+
+    def load_text(self, name: str) -> str:
+        """A payload's text."""
+        return self._payload_path(name, None).read_text(encoding="utf-8")
+
+    def _payload_path(self, name: str, suffix: str | None) -> Path:
+        _check_payload_name(name)
+        if name not in self.manifest["payloads"]:
+            raise ArtifactError(
+                f"The artifact '{self.path}' has no payload '{name}'; it has: {', '.join(self.payload_names) or 'none'}."
+            )
+        if suffix is not None and Path(name).suffix != suffix:
+            raise ArtifactError(f"The payload '{name}' is not a {suffix} file.")
+        return self.path / name
+
+
+def read_artifact(path, *, kind: str, inputs: dict | None = None, command_hint: str) -> Artifact:
+    """Open an artifact folder and check it before use.
+
+    Parameters
+    ----------
+    path : str or Path
+        The artifact folder.
+    kind : str
+        The expected kind.
+    inputs : dict of str to path, optional
+        Inputs named on the command line now (a folder stands for its ``manifest.json``);
+        each must have the sha256 recorded when the artifact was built.
+    command_hint : str
+        The command that (re)builds this artifact, quoted in error messages, e.g.
+        ``"frpd build-graph DATA --model MODEL --out DIR"``.
+
+    Returns
+    -------
+    artifact : Artifact
+
+    Raises
+    ------
+    ArtifactError
+        Missing folder or manifest, invalid JSON, another kind, an unknown schema
+        version, a missing or corrupted payload (sha256 mismatch), an unsafe payload name.
+    StaleArtifactError
+        An input given now differs from (or was not among) the ones the artifact was built from.
+    InputError
+        An input given now does not exist.
+    """
+    folder = Path(path)
+    remedy = f"Re-run: {command_hint}"
+    if not folder.is_dir():
+        what = "is not a folder" if folder.exists() else "does not exist"
+        raise ArtifactError(f"The {kind} artifact '{folder}' {what}. Create it with: {command_hint}")
+    manifest_path = folder / MANIFEST_NAME
+    if not manifest_path.is_file():
+        raise ArtifactError(
+            f"The folder '{folder}' has no {MANIFEST_NAME}, so it is not an frpd artifact (or it is incomplete). "
+            f"{remedy}"
+        )
+    try:
+        manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ArtifactError(f"The manifest of '{folder}' is not valid JSON ({exc}); the artifact is corrupted. {remedy}") from None
+    if not isinstance(manifest, dict) or not {"kind", "schema_version", "payloads"} <= manifest.keys():
+        raise ArtifactError(
+            f"The manifest of '{folder}' lacks kind, schema_version or payloads; it is not an frpd artifact. {remedy}"
+        )
+    if manifest["kind"] != kind:
+        raise ArtifactError(
+            f"'{folder}' is a {manifest['kind']!r} artifact; expected a {kind!r} artifact, made by: {command_hint}"
+        )
+    version = manifest["schema_version"]
+    if version not in _KNOWN_SCHEMA_VERSIONS or isinstance(version, bool):
+        newer = isinstance(version, int) and not isinstance(version, bool) and version > max(_KNOWN_SCHEMA_VERSIONS)
+        advice = "upgrade frpd, or re-run" if newer else "re-run"
+        raise ArtifactError(
+            f"The artifact '{folder}' has schema version {version!r} (written by frpd "
+            f"{manifest.get('frpd_version', '?')}); this frpd ({__version__}) reads version(s) "
+            f"{', '.join(map(str, sorted(_KNOWN_SCHEMA_VERSIONS)))}. To fix it, {advice}: {command_hint}"
+        )
+    payloads = manifest["payloads"]
+    if not isinstance(payloads, dict):
+        raise ArtifactError(f"The manifest of '{folder}' has a malformed payload list. {remedy}")
+    root = folder.resolve()
+    for name, entry in payloads.items():
+        _check_payload_name(name)
+        file = folder / name
+        if not file.is_file() or file.resolve().parent != root:
+            raise ArtifactError(f"The payload '{name}' of the artifact '{folder}' is missing. {remedy}")
+        expected = entry.get("sha256") if isinstance(entry, dict) else None
+        if sha256_file(file) != expected:
+            raise ArtifactError(
+                f"The payload '{name}' of the artifact '{folder}' is corrupted (its sha256 differs from the "
+                f"manifest's). {remedy}"
+            )
+    recorded = manifest.get("inputs") or {}
+    for name, given in (inputs or {}).items():
+        given = Path(given)
+        target = given / MANIFEST_NAME if given.is_dir() else given
+        if not target.is_file():
+            raise InputError(f"The input '{name}' ('{given}') does not exist or is not a file or artifact folder.")
+        if name not in recorded:
+            raise StaleArtifactError(
+                f"The {kind} artifact '{folder}' was not built from an input named '{name}' "
+                f"(it records: {', '.join(recorded) or 'none'}). {remedy}"
+            )
+        if sha256_file(target) != recorded[name].get("sha256"):
+            raise StaleArtifactError(
+                f"The {kind} artifact '{folder}' is stale: its '{name}' input was '{recorded[name].get('path')}' "
+                f"with other contents than '{given}' given now. {remedy}"
+            )
+    return Artifact(path=folder, manifest=manifest)
+
+
+# ---------------------------------------------------------------------------- helpers
+
+
+def _check_payload_name(name) -> None:
+    if (
+        not isinstance(name, str)
+        or not name
+        or name in (".", "..")
+        or name.startswith(".")
+        or "/" in name
+        or "\\" in name
+        or "\x00" in name
+        or ".." in name
+        or name == MANIFEST_NAME
+        or Path(name).suffix not in PAYLOAD_SUFFIXES
+    ):
+        raise ArtifactError(
+            f"Invalid payload name {name!r}: expected a plain file name (no folders, no '..', not starting "
+            f"with '.', not {MANIFEST_NAME}) ending in one of {', '.join(PAYLOAD_SUFFIXES)}."
+        )
+
+
+def _fsync_dir(path: Path) -> None:
+    """Persist a folder's entries (renames); a no-op where folders cannot be opened (Windows)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def _remove_quietly(path: Path) -> None:
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
