@@ -1,0 +1,39 @@
+# frpd: every target works from a fresh clone; the virtualenv lives in .venv/.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install sample-model demo test bench paper-tables lint clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev,safe]'
+	touch $(STAMP)
+
+sample_data/model.pkl: $(STAMP) sample_data/credit.csv sample_data/train_model.py
+	$(BIN)/python sample_data/train_model.py --data sample_data/credit.csv --out sample_data/model.pkl
+
+sample-model: sample_data/model.pkl
+
+demo: sample_data/model.pkl
+	$(BIN)/frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml \
+		--applicants sample_data/applicants.csv --format table
+
+test: sample_data/model.pkl
+	$(BIN)/python -m pytest -q
+
+bench: sample_data/model.pkl
+	$(BIN)/python benchmarks/bench_select.py
+	$(BIN)/python benchmarks/bench_graph.py
+	$(BIN)/python benchmarks/bench_plan.py
+
+lint: $(STAMP)
+	$(BIN)/python -m pip install --quiet ruff
+	$(BIN)/ruff check frpd_cli tests benchmarks
+
+clean:
+	rm -rf $(VENV) sample_data/model.pkl .pytest_cache

@@ -1,0 +1,1 @@
+"""The command line: the only part of frpd that imports typer and rich."""

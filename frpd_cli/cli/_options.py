@@ -1,0 +1,115 @@
+"""Options shared by several commands, and loading what they name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
+from ..model import load_model
+from ..schema import SchemaSpec, infer_schema
+
+__all__ = [
+    "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
+    "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
+    "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
+    "SchemaFlags", "load_training",
+]
+
+_DATA = "Data and schema"
+_SEL = "Selection"
+_OUT = "Output"
+
+DataArg = Annotated[Path, typer.Argument(help="Training CSV (header row; features and the target column).",
+                                         show_default=False)]
+ModelOpt = Annotated[Path, typer.Option("--model", help="Trusted model file (.pkl/.joblib run code when loaded; "
+                                        ".skops with a trusted-type list).", show_default=False,
+                                        rich_help_panel=_DATA)]
+SchemaOpt = Annotated[Optional[Path], typer.Option("--schema", help="Schema TOML file (feature roles, target, "
+                                                   "favourable class). Flags override it.", rich_help_panel=_DATA)]
+TargetOpt = Annotated[Optional[str], typer.Option("--target", help="Target column [default: label].",
+                                                  rich_help_panel=_DATA)]
+FavorableOpt = Annotated[Optional[str], typer.Option("--favorable", help="Favourable class of the target "
+                                                     "[default: 1].", rich_help_panel=_DATA)]
+ImmutableOpt = Annotated[Optional[list[str]], typer.Option("--immutable", help="Feature that must not change "
+                                                           "(repeatable).", rich_help_panel=_DATA)]
+IncreasingOpt = Annotated[Optional[list[str]], typer.Option("--increasing", help="Feature that may only increase "
+                                                            "(repeatable; ordinal categoricals need a declared "
+                                                            "order).", rich_help_panel=_DATA)]
+DecreasingOpt = Annotated[Optional[list[str]], typer.Option("--decreasing", help="Feature that may only decrease "
+                                                            "(repeatable).", rich_help_panel=_DATA)]
+CategoricalOpt = Annotated[Optional[list[str]], typer.Option("--categorical", help="Treat a column as categorical "
+                                                             "(repeatable).", rich_help_panel=_DATA)]
+ContinuousOpt = Annotated[Optional[list[str]], typer.Option("--continuous", help="Treat a column as continuous "
+                                                            "(repeatable).", rich_help_panel=_DATA)]
+IdColumnOpt = Annotated[Optional[str], typer.Option("--id-column", help="Applicants' identifier column (kept in "
+                                                    "the output) [default: row number].", rich_help_panel=_DATA)]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random choice; same inputs and seed give "
+                                      "byte-identical outputs.", rich_help_panel=_DATA)]
+ThresholdOpt = Annotated[float, typer.Option("--threshold", min=0.0, max=1.0,
+                                             help="Favourable when the model's probability is >= this.",
+                                             rich_help_panel=_DATA)]
+EncodingOpt = Annotated[str, typer.Option("--encoding", help="Text encoding of the CSV files.",
+                                          rich_help_panel=_DATA)]
+MethodOpt = Annotated[str, typer.Option("--method", help="quad, quad-dp, quad-greedy, dpp-greedy, dpp-ls, "
+                                        "nearest, exact (face with --graph).", rich_help_panel=_SEL)]
+KOpt = Annotated[int, typer.Option("-k", "--k", min=1, help="Recourses per plan.", rich_help_panel=_SEL)]
+ThetaOpt = Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Diversity weight (0: nearest, "
+                                         "1: most diverse).", rich_help_panel=_SEL)]
+BandwidthOpt = Annotated[float, typer.Option("--bandwidth", min=0.0, min_open=True,
+                                             help="DPP proximity bandwidth h.", rich_help_panel=_SEL)]
+CandidatesOpt = Annotated[str, typer.Option("--candidates", help="Prototype pool: rows the model predicts "
+                                            "favourable (predicted) or labelled favourable and predicted so "
+                                            "(labeled).", rich_help_panel=_SEL)]
+FormatOpt = Annotated[Optional[str], typer.Option("--format", help="table, csv, json or jsonl [default: table on "
+                                                  "a terminal, csv otherwise].", rich_help_panel=_OUT)]
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the data to this file "
+                                                   "(atomically) instead of stdout.", rich_help_panel=_OUT)]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
+                                      "on it.", rich_help_panel=_OUT)]
+
+
+@dataclass(frozen=True)
+class SchemaFlags:
+    """The schema-related flags of a command."""
+
+    schema: Optional[Path] = None
+    target: Optional[str] = None
+    favorable: Optional[str] = None
+    immutable: Optional[list] = None
+    increasing: Optional[list] = None
+    decreasing: Optional[list] = None
+    categorical: Optional[list] = None
+    continuous: Optional[list] = None
+    id_column: Optional[str] = None
+
+    def spec(self) -> SchemaSpec:
+        flags = SchemaSpec(
+            target=self.target, favorable=self.favorable, id_column=self.id_column,
+            immutable=tuple(self.immutable or ()), increasing=tuple(self.increasing or ()),
+            decreasing=tuple(self.decreasing or ()), categorical=tuple(self.categorical or ()),
+            continuous=tuple(self.continuous or ()),
+        )
+        return resolve_spec(self.schema, flags)
+
+
+def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
+                  encoding: str = "utf-8"):
+    """Read the training CSV, infer the schema, load and check the model, score the rows.
+
+    Returns
+    -------
+    training : TrainingSet
+    model : Model
+    spec : SchemaSpec
+    """
+    spec = flags.spec()
+    frame = read_training_frame(data, encoding=encoding)
+    schema = infer_schema(frame, spec, source=f"'{data}'")
+    model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
+                       threshold=threshold)
+    training: TrainingSet = build_training_set(frame, schema, model, source=f"'{data}'")
+    return training, model, spec

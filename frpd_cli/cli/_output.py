@@ -1,0 +1,187 @@
+"""Output formats: table on a terminal, csv/json/jsonl for pipes and files.
+
+Data goes to stdout or to ``--output FILE`` (written under a temporary name and
+renamed when complete); messages and progress go to stderr.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterable
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..exceptions import InputError
+from ..plans import Plan, csv_columns, plan_record, plan_rows, python_value
+
+__all__ = ["FORMATS", "resolve_format", "open_output", "PlanWriter", "stderr_console", "render_rows_table",
+           "write_records"]
+
+FORMATS = ("table", "csv", "json", "jsonl")
+
+
+def stderr_console() -> Console:
+    return Console(stderr=True)
+
+
+def resolve_format(fmt: str | None, output: Path | None) -> str:
+    """The format to use: the one asked for, else table on a terminal, csv otherwise."""
+    if fmt is None:
+        if output is None and sys.stdout.isatty():
+            return "table"
+        return "csv"
+    fmt = fmt.lower()
+    if fmt not in FORMATS:
+        raise InputError(f"The 'format' option must be one of {', '.join(FORMATS)}. Got {fmt!r} instead.")
+    return fmt
+
+
+@contextmanager
+def open_output(output: Path | None):
+    """A text stream for the data: stdout, or a temporary file renamed to ``output`` on success."""
+    if output is None:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    output = Path(output)
+    directory = output.parent if str(output.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"Cannot write '{output}': the folder '{directory}' does not exist.")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise InputError(f"Cannot write '{output}': {exc.strerror}.") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
+            yield stream
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(tmp, output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+class PlanWriter:
+    """Writes plans chunk by chunk in the chosen format."""
+
+    def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None):
+        self.stream = stream
+        self.fmt = fmt
+        self.feature_names = list(feature_names)
+        self.console = console
+        self._buffer: list[Plan] = []
+        self._started = False
+        if fmt == "csv":
+            self._csv = csv.DictWriter(stream, fieldnames=csv_columns(self.feature_names), lineterminator="\n")
+
+    def write(self, plans: Iterable[Plan]) -> None:
+        plans = list(plans)
+        if self.fmt == "csv":
+            if not self._started:
+                self._csv.writeheader()
+            for plan in plans:
+                self._csv.writerows(plan_rows(plan, self.feature_names))
+        elif self.fmt == "jsonl":
+            for plan in plans:
+                self.stream.write(json.dumps(plan_record(plan), ensure_ascii=False) + "\n")
+        else:
+            self._buffer.extend(plans)
+        self._started = True
+        self.stream.flush()
+
+    def close(self) -> None:
+        if self.fmt == "csv" and not self._started:
+            self._csv.writeheader()
+        if self.fmt == "json":
+            json.dump([plan_record(p) for p in self._buffer], self.stream, ensure_ascii=False, indent=2)
+            self.stream.write("\n")
+        elif self.fmt == "table":
+            console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
+            for plan in self._buffer:
+                console.print(plan_table(plan))
+        self.stream.flush()
+
+
+def _fmt(value) -> str:
+    value = python_value(value)
+    if isinstance(value, float):
+        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.0f}"
+    return str(value)
+
+
+def plan_table(plan: Plan) -> Table:
+    """A rich table of one plan: the applicant's values and each recourse's changes (old -> new)."""
+    changed = []
+    for r in plan.recourses:
+        for name in r.changes:
+            if name not in changed:
+                changed.append(name)
+    changed.sort(key=lambda n: list(plan.applicant_features).index(n) if n in plan.applicant_features else 0)
+    status = {"ok": "green", "already-favorable": "cyan", "infeasible": "red"}.get(plan.status, "yellow")
+    title = Text.assemble(("Applicant ", "bold"), (str(plan.applicant), "bold"), "  ",
+                          (plan.status, f"bold {status}"), f"  method {plan.method}")
+    caption = plan.reason or None
+    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left", expand=False)
+    table.add_column("#", justify="right", no_wrap=True)
+    for name in changed:
+        table.add_column(name, overflow="fold")
+    has_steps = any(r.steps for r in plan.recourses)
+    table.add_column("cost", justify="right", no_wrap=True)
+    table.add_column("prob", justify="right", no_wrap=True)
+    if not plan.recourses:
+        return table
+    table.add_row("now", *[_fmt(plan.applicant_features.get(n, "")) for n in changed], "", "", style="dim")
+    for r in plan.recourses:
+        cells = []
+        for name in changed:
+            if name in r.changes:
+                old, new = r.changes[name]
+                cells.append(Text.assemble((_fmt(old), "dim"), " → ", (_fmt(new), "bold yellow")))
+            else:
+                cells.append(Text("·", style="dim"))
+        table.add_row(str(r.rank), *cells, f"{r.cost:.3f}", f"{r.probability:.2f}")
+        if has_steps and r.steps:
+            actions = "; ".join(
+                f"{i}. " + ", ".join(f"{k} {_fmt(a)}→{_fmt(b)}" for k, (a, b) in step.items())
+                for i, step in enumerate(r.steps, start=1)
+            )
+            table.add_row("", Text(actions, style="italic"), *[""] * (len(changed) + 1))
+    return table
+
+
+def render_rows_table(rows: list[dict], columns: list[str], *, title: str | None = None) -> Table:
+    """A plain rich table of dict rows."""
+    table = Table(title=title, title_justify="left")
+    for c in columns:
+        table.add_column(c, overflow="fold")
+    for row in rows:
+        table.add_row(*[_fmt(row.get(c, "")) for c in columns])
+    return table
+
+
+def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, title: str | None = None) -> None:
+    """Write flat records (summary tables, prototype lists) in any format."""
+    if fmt == "csv":
+        writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows([{c: python_value(r.get(c, "")) for c in columns} for r in rows])
+    elif fmt == "jsonl":
+        for r in rows:
+            stream.write(json.dumps({c: python_value(r.get(c)) for c in columns}, ensure_ascii=False) + "\n")
+    elif fmt == "json":
+        json.dump([{c: python_value(r.get(c)) for c in columns} for r in rows], stream, ensure_ascii=False,
+                  indent=2)
+        stream.write("\n")
+    else:
+        Console(file=stream).print(render_rows_table(rows, columns, title=title))

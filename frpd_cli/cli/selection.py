@@ -1,0 +1,269 @@
+"""``frpd select`` (selection artifact) and ``frpd interpolate`` (plan artifact)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import numpy as np
+import pandas as pd
+import typer
+
+from ..artifacts import read_artifact, write_artifact
+from ..encoding import Encoder
+from ..exceptions import InputError
+from ..model import load_model
+from ..planning import PlanSettings, SelectionOutcome, interpolate_plans, select_for_applicant
+from ..plans import plan_record
+from ..selection import compute_geometry, eigen_decompose
+from . import _options as o
+from ._errors import echo_err, handle_errors
+from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
+from .app import _flags, app
+from .plan import read_applicants
+
+__all__ = ["select_command", "interpolate_command"]
+
+SELECTION_KIND = "selection"
+PLAN_KIND = "plan"
+
+
+def _parse_thetas(text: str) -> list[float]:
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise InputError(f"The 'theta' option must be a number or a comma list of numbers in [0, 1]. "
+                         f"Got {text!r} instead.") from None
+    if not values or any(not 0 <= t <= 1 for t in values):
+        raise InputError(f"The 'theta' option must be a number or a comma list of numbers in [0, 1]. "
+                         f"Got {text!r} instead.")
+    return values
+
+
+@app.command("select")
+@handle_errors
+def select_command(
+    data: o.DataArg,
+    model: o.ModelOpt,
+    applicants: Annotated[Path, typer.Option("--applicants", help="CSV of applicants.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the selection artifact to.",
+                                      show_default=False)],
+    method: o.MethodOpt = "quad",
+    k: o.KOpt = 3,
+    theta: Annotated[str, typer.Option("--theta", help="Diversity weight in [0, 1], or a comma list "
+                                       "(e.g. 0.1,0.5,0.9): the geometry is computed once per applicant.",
+                                       rich_help_panel="Selection")] = "0.9",
+    bandwidth: o.BandwidthOpt = 1.0,
+    candidates: o.CandidatesOpt = "predicted",
+    save_eigen: Annotated[bool, typer.Option("--save-eigen", help="Also store each applicant's "
+                                             "eigendecomposition (float32) in eigen.npz.",
+                                             rich_help_panel="Selection")] = False,
+    fmt: o.FormatOpt = None,
+    schema: o.SchemaOpt = None,
+    target: o.TargetOpt = None,
+    favorable: o.FavorableOpt = None,
+    immutable: o.ImmutableOpt = None,
+    increasing: o.IncreasingOpt = None,
+    decreasing: o.DecreasingOpt = None,
+    categorical: o.CategoricalOpt = None,
+    continuous: o.ContinuousOpt = None,
+    id_column: o.IdColumnOpt = None,
+    threshold: o.ThresholdOpt = 0.5,
+    seed: o.SeedOpt = 0,
+    encoding: o.EncodingOpt = "utf-8",
+) -> None:
+    """Select K diverse prototypes per applicant and save them as a selection artifact.
+
+    Example: frpd select sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
+    --applicants sample_data/applicants.csv --out sel/ --theta 0.1,0.5,0.9
+    """
+    thetas = _parse_thetas(theta)
+    settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth,
+                            candidates=candidates).validate()
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    names = list(training.schema.feature_names)
+    frame, ids = read_applicants(applicants, names, spec.id_column, encoding=encoding)
+    raw = frame.loc[:, names].reset_index(drop=True)
+    encoder = training.encoder
+    X0 = encoder.encode(raw, source=f"'{applicants}'")
+    codes0 = encoder.constraint_codes(raw, source=f"'{applicants}'")
+    prob0 = loaded.favorable_probability(raw)
+    pool = training.pool(settings.candidates)
+
+    start = time.perf_counter()
+    proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
+    for i in range(len(raw)):
+        if prob0[i] >= loaded.threshold:
+            outcomes = [SelectionOutcome("already-favorable",
+                                         f"the model already predicts favourable (probability {prob0[i]:.4f})",
+                                         np.zeros(0, dtype=np.int64)) for _ in thetas]
+        else:
+            outcomes = select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings, pool=pool,
+                                            thetas=thetas)
+            if save_eigen and outcomes[0].status == "ok":
+                from ..planning import candidate_mask
+
+                cand = np.flatnonzero(candidate_mask(training, X0[i], codes0.row(i), pool))
+                eig = eigen_decompose(compute_geometry(training.X[cand], X0[i]))
+                eigen_arrays[f"values_{i}"] = eig.values.astype(np.float32)
+                eigen_arrays[f"vectors_{i}"] = eig.vectors.astype(np.float32)
+                eigen_arrays[f"candidates_{i}"] = cand.astype(np.int64)
+        for th, out in zip(thetas, outcomes):
+            status_rows.append({"applicant": ids[i], "theta": th, "status": out.status, "reason": out.reason or "",
+                                "n_candidates": out.n_candidates})
+            if out.screening is not None:
+                screening.append((i, th, out.screening))
+            if out.status != "ok":
+                row = {"applicant": ids[i], "status": out.status, "method": method, "theta": th, "rank": "",
+                       "row": "", "objective": ""}
+                row.update({n: "" for n in names})
+                proto_rows.append(row)
+                continue
+            for rank, r in enumerate(out.rows, start=1):
+                row = {"applicant": ids[i], "status": out.status, "method": method, "theta": th, "rank": rank,
+                       "row": int(r), "objective": out.objective}
+                row.update(training.frame.iloc[int(r)].to_dict())
+                proto_rows.append(row)
+    seconds = time.perf_counter() - start
+
+    columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]
+    prototypes = pd.DataFrame(proto_rows, columns=columns)
+    applicants_frame = raw.copy()
+    applicants_frame.insert(0, "applicant", ids)
+    payloads = {
+        "prototypes.csv": prototypes,
+        "status.csv": pd.DataFrame(status_rows, columns=["applicant", "theta", "status", "reason", "n_candidates"]),
+        "applicants.csv": applicants_frame,
+        "encoder.json": encoder.to_dict(),
+        "screening.npz": _screening_arrays(screening),
+    }
+    if save_eigen:
+        payloads["eigen.npz"] = eigen_arrays
+    params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
+              "id_column": spec.id_column}
+    write_artifact(out, kind=SELECTION_KIND, params=params,
+                   inputs={"data": data, "model": model, "applicants": applicants}, payloads=payloads)
+    counts = pd.Series([r["status"] for r in status_rows]).value_counts().to_dict()
+    echo_err(f"Selected prototypes for {len(raw)} applicant(s) x {len(thetas)} theta(s) in {seconds:.2f} s: "
+             + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f". Artifact written to '{out}'.")
+
+    shown = _summary_rows(prototypes, names, training.frame, raw, ids)
+    fmt_ = resolve_format(fmt, None)
+    with open_output(None) as stream:
+        write_records(stream, fmt_, shown, ["applicant", "theta", "status", "rank", "row", "changes", "objective"],
+                      title=f"Prototypes ({method})")
+
+
+def _screening_arrays(screening) -> dict:
+    if not screening:
+        return {"applicant_index": np.zeros(0, dtype=np.int64), "theta": np.zeros(0),
+                "offsets": np.zeros(1, dtype=np.int64), "rows": np.zeros(0, dtype=np.int64)}
+    lengths = [len(s) for _, _, s in screening]
+    return {
+        "applicant_index": np.array([i for i, _, _ in screening], dtype=np.int64),
+        "theta": np.array([t for _, t, _ in screening], dtype=np.float64),
+        "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        "rows": np.concatenate([np.asarray(s, dtype=np.int64) for _, _, s in screening]),
+    }
+
+
+def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids) -> list[dict]:
+    position = {a: i for i, a in enumerate(ids)}
+    rows = []
+    for rec in prototypes.to_dict("records"):
+        changes = ""
+        if rec["status"] == "ok":
+            x0 = raw.iloc[position[rec["applicant"]]]
+            changes = ", ".join(f"{n}: {x0[n]} → {rec[n]}" for n in names if str(x0[n]) != str(rec[n]))
+        rows.append({"applicant": rec["applicant"], "theta": rec["theta"], "status": rec["status"],
+                     "rank": rec["rank"], "row": rec["row"], "changes": changes, "objective": rec["objective"]})
+    return rows
+
+
+@app.command("interpolate")
+@handle_errors
+def interpolate_command(
+    selection: Annotated[Path, typer.Option("--selection", help="Selection artifact folder from 'frpd select'.",
+                                            show_default=False)],
+    model: o.ModelOpt,
+    out: Annotated[Path, typer.Option("--out", help="Folder to write the plan artifact to.", show_default=False)],
+    scheme: Annotated[str, typer.Option("--scheme", help="linear (graph: not implemented yet).")] = "linear",
+    tol: Annotated[float, typer.Option("--tol", min=0.0, max=1.0, min_open=True, max_open=True,
+                                       help="Interpolation tolerance, as a fraction of each segment.")] = 1e-3,
+    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
+                                                       help="Favourable threshold [default: the selection's].")]
+    = None,
+    fmt: o.FormatOpt = None,
+    output: o.OutputOpt = None,
+) -> None:
+    """Turn a selection artifact into recourse plans (a plan artifact, and the records on stdout).
+
+    Example: frpd interpolate --selection sel/ --model sample_data/model.pkl --out plans/ --format jsonl
+    """
+    if scheme != "linear":
+        raise InputError(f"The 'scheme' option must be 'linear' (graph interpolation is not implemented yet). "
+                         f"Got {scheme!r} instead.")
+    artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model},
+                             command_hint="frpd select DATA --model MODEL --applicants CSV --out DIR")
+    params = artifact.params
+    encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
+    names = list(encoder.schema.feature_names)
+    loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
+                        threshold=params["threshold"] if threshold is None else threshold)
+    applicants = artifact.load_csv("applicants.csv", dtype={"applicant": str}, keep_default_na=False)
+    prototypes = artifact.load_csv("prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
+    status = artifact.load_csv("status.csv", dtype={"applicant": str}, keep_default_na=False)
+    ids = applicants["applicant"].tolist()
+    raw = _restore_types(applicants.loc[:, names], encoder)
+    X0 = encoder.encode(raw, source="the selection's applicants")
+    prob0 = loaded.favorable_probability(raw)
+    thetas = params["thetas"]
+    method = params["method"]
+    fmt_ = resolve_format(fmt, output)
+    all_plans = []
+    start = time.perf_counter()
+    for theta in thetas:
+        label = method if len(thetas) == 1 else f"{method}@{theta:g}"
+        outcomes, ends = [], []
+        st = status[status["theta"].astype(float) == float(theta)].set_index("applicant")
+        for i, a in enumerate(ids):
+            s = st.loc[a]
+            if s["status"] == "already-favorable":
+                outcomes.append(None)
+                ends.append(None)
+                continue
+            if s["status"] != "ok":
+                outcomes.append(SelectionOutcome(s["status"], s["reason"] or None, np.zeros(0, dtype=np.int64)))
+                ends.append(None)
+                continue
+            rows = prototypes[(prototypes["applicant"] == a) & (prototypes["theta"].astype(float) == float(theta))]
+            rows = rows.sort_values("rank", key=lambda c: c.astype(int))
+            outcomes.append(SelectionOutcome("ok", None, rows["row"].astype(np.int64).to_numpy()))
+            ends.append(encoder.encode(_restore_types(rows.loc[:, names].reset_index(drop=True), encoder),
+                                       source="the selection's prototypes"))
+        all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
+                                           k=int(params["k"]), tol=tol))
+    seconds = time.perf_counter() - start
+    jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
+    write_artifact(out, kind=PLAN_KIND, params={"scheme": scheme, "tol": tol, "selection": params},
+                   inputs={"selection": Path(selection) / "manifest.json", "model": model},
+                   payloads={"plans.jsonl": jsonl})
+    echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
+    with open_output(output) as stream:
+        writer = PlanWriter(stream, fmt_, names)
+        writer.write(all_plans)
+        writer.close()
+
+
+def _restore_types(frame: pd.DataFrame, encoder: Encoder) -> pd.DataFrame:
+    """Give columns read back from an artifact CSV the types of the training data."""
+    frame = frame.copy()
+    for f in encoder.schema.features:
+        if f.is_categorical:
+            levels = {str(level): level for level in f.levels}
+            frame[f.name] = [levels.get(str(v), v) for v in frame[f.name]]
+        else:
+            frame[f.name] = pd.to_numeric(frame[f.name])
+    return frame

@@ -1,0 +1,105 @@
+"""The training data as every command needs it: schema, encoder, encoded rows, model predictions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .constraints import ConstraintCodes
+from .data import read_csv
+from .encoding import Encoder, fit_encoder
+from .exceptions import InputError
+from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
+
+__all__ = ["TrainingSet", "build_training_set", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
+
+CANDIDATE_POOLS = ("predicted", "labeled")
+
+
+@dataclass(frozen=True)
+class TrainingSet:
+    """Training rows in raw and encoded form, with the model's verdict on each.
+
+    Attributes
+    ----------
+    frame : DataFrame of shape (n_rows, n_features)
+        Raw feature values, in schema order.
+    schema : Schema
+    encoder : Encoder
+    X : ndarray of shape (n_rows, n_features_out)
+        Encoded rows.
+    codes : ConstraintCodes
+        Immutable and monotone codes of every row.
+    probability : ndarray of shape (n_rows,)
+        The model's favourable probability of each row.
+    favorable : ndarray of bool, shape (n_rows,)
+        Rows the model predicts favourable.
+    labeled : ndarray of bool, shape (n_rows,)
+        Rows whose target is the favourable class.
+    """
+
+    frame: pd.DataFrame
+    schema: Schema
+    encoder: Encoder
+    X: np.ndarray
+    codes: ConstraintCodes
+    probability: np.ndarray
+    favorable: np.ndarray
+    labeled: np.ndarray
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.X.shape[0])
+
+    def pool(self, candidates: str = "predicted") -> np.ndarray:
+        """Rows eligible as prototypes before per-applicant constraints.
+
+        ``"predicted"``: rows the model predicts favourable. ``"labeled"``: rows
+        labelled favourable *and* predicted favourable, so that every prototype
+        is itself a valid recourse.
+        """
+        if candidates not in CANDIDATE_POOLS:
+            raise InputError(
+                f"The 'candidates' option must be one of {', '.join(CANDIDATE_POOLS)}. Got {candidates!r} instead."
+            )
+        return self.favorable if candidates == "predicted" else self.favorable & self.labeled
+
+
+def resolve_spec(schema_file: str | Path | None, flags: SchemaSpec) -> SchemaSpec:
+    """Merge a schema file (optional) with the command-line flags (which win)."""
+    base = load_schema_file(schema_file) if schema_file else SchemaSpec()
+    return merge_specs(base, flags)
+
+
+def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: str = "the data file") -> TrainingSet:
+    """Fit the encoder and score every training row with the model.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The training CSV as read.
+    schema : Schema
+        The feature schema (see :func:`frpd_cli.schema.infer_schema`).
+    model : frpd_cli.model.Model
+        The loaded model; must expose ``favorable_probability`` and ``threshold``.
+    source : str
+        How the data is named in messages.
+    """
+    encoder = fit_encoder(schema, frame, source=source)
+    features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
+    X = encoder.encode(features, source=source)
+    codes = encoder.constraint_codes(features, source=source)
+    probability = np.asarray(model.favorable_probability(features), dtype=np.float64)
+    favorable = probability >= model.threshold
+    target = frame[schema.target]
+    labeled = (target == schema.favorable).to_numpy() | (target.astype(str) == str(schema.favorable)).to_numpy()
+    return TrainingSet(frame=features, schema=schema, encoder=encoder, X=X, codes=codes,
+                       probability=probability, favorable=favorable, labeled=labeled)
+
+
+def read_training_frame(path, *, encoding: str = "utf-8") -> pd.DataFrame:
+    """Read the training CSV."""
+    return read_csv(path, encoding=encoding, what="data file")

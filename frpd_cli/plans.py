@@ -1,0 +1,197 @@
+"""Recourse plans and their records (the output contract of ``frpd plan``).
+
+A :class:`Plan` holds one applicant's outcome; :func:`plan_record` turns it into
+the JSON object of the ``json``/``jsonl`` formats and :func:`plan_rows` into the
+rows of the ``csv`` format, exactly as the command-line contract specifies.
+:func:`read_plans` reads either format back.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import InputError
+
+__all__ = [
+    "STATUSES",
+    "Recourse",
+    "Plan",
+    "plan_record",
+    "plan_rows",
+    "csv_columns",
+    "read_plans",
+    "python_value",
+]
+
+STATUSES = ("ok", "already-favorable", "infeasible", "invalid-input")
+_DIGITS = 6
+
+
+@dataclass(frozen=True)
+class Recourse:
+    """One recourse of a plan.
+
+    Attributes
+    ----------
+    rank : int
+        1..K, closest prototype first.
+    features : dict
+        Raw value of every feature.
+    changes : dict
+        ``{feature: (old, new)}`` for the features that change.
+    cost : float
+        Euclidean distance from the applicant in the encoded space (graph
+        plans: the path cost).
+    probability : float
+        The model's favourable probability of ``features``.
+    prototype : int
+        0-based training row number of the prototype the recourse leads to.
+    path, steps : list or None
+        Graph plans only: training rows visited after leaving the applicant,
+        and the feature changes of each move.
+    """
+
+    rank: int
+    features: dict
+    changes: dict
+    cost: float
+    probability: float
+    prototype: int
+    path: list | None = None
+    steps: list | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One applicant's plan (possibly empty, with the reason)."""
+
+    applicant: str
+    status: str
+    reason: str | None
+    method: str
+    recourses: tuple = ()
+    applicant_features: dict = field(default_factory=dict)
+
+
+def python_value(value):
+    """A JSON-friendly Python scalar for a numpy/pandas value."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        if math.isnan(value):
+            return None
+        if value.is_integer() and abs(value) < 2**53:
+            return value
+    return value
+
+
+def _rounded(x: float) -> float:
+    return float(round(float(x), _DIGITS))
+
+
+def plan_record(plan: Plan) -> dict:
+    """The ``jsonl`` object of a plan."""
+    recourses = []
+    for r in plan.recourses:
+        item = {
+            "rank": r.rank,
+            "features": {k: python_value(v) for k, v in r.features.items()},
+            "changes": {k: [python_value(a), python_value(b)] for k, (a, b) in r.changes.items()},
+            "cost": _rounded(r.cost),
+            "probability": _rounded(r.probability),
+        }
+        if r.path is not None:
+            item["path"] = [int(p) for p in r.path]
+            item["steps"] = [
+                {k: [python_value(a), python_value(b)] for k, (a, b) in step.items()} for step in r.steps or []
+            ]
+        recourses.append(item)
+    return {
+        "applicant": plan.applicant,
+        "status": plan.status,
+        "reason": plan.reason,
+        "method": plan.method,
+        "recourses": recourses,
+    }
+
+
+def csv_columns(feature_names) -> list[str]:
+    """Column order of the ``csv`` format."""
+    return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability"]
+
+
+def plan_rows(plan: Plan, feature_names) -> list[dict]:
+    """The ``csv`` rows of a plan: one per recourse, or one row with empty features when there is none."""
+    if not plan.recourses:
+        row = {"applicant": plan.applicant, "status": plan.status, "reason": plan.reason or "", "rank": "",
+               "method": plan.method}
+        row.update({name: "" for name in feature_names})
+        row.update({"cost": "", "probability": ""})
+        return [row]
+    rows = []
+    for r in plan.recourses:
+        row = {"applicant": plan.applicant, "status": plan.status, "reason": plan.reason or "", "rank": r.rank,
+               "method": plan.method}
+        row.update({name: python_value(r.features[name]) for name in feature_names})
+        row.update({"cost": _rounded(r.cost), "probability": _rounded(r.probability)})
+        rows.append(row)
+    return rows
+
+
+def read_plans(path, *, feature_names=None) -> list[dict]:
+    """Read plans written by ``frpd plan`` or ``frpd interpolate`` (csv or jsonl/json).
+
+    Returns
+    -------
+    records : list of dict
+        One ``jsonl``-style object per (method, applicant), in file order. CSV
+        input is regrouped into the same objects (without ``changes``).
+    """
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"The plans file '{path}' does not exist.")
+    text = path.read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    if not stripped:
+        raise InputError(f"The plans file '{path}' is empty.")
+    if stripped[0] in "{[":
+        return _read_json_plans(path, stripped)
+    frame = pd.read_csv(path, dtype={"applicant": str}, keep_default_na=False)
+    required = {"applicant", "status", "reason", "rank", "method", "cost", "probability"}
+    missing = sorted(required - set(frame.columns))
+    if missing:
+        raise InputError(f"The plans file '{path}' lacks the column(s) {', '.join(missing)}; expected output of frpd plan.")
+    features = [c for c in frame.columns if c not in required] if feature_names is None else list(feature_names)
+    records: dict = {}
+    for _, row in frame.iterrows():
+        key = (row["method"], row["applicant"])
+        rec = records.setdefault(key, {"applicant": row["applicant"], "status": row["status"],
+                                       "reason": row["reason"] or None, "method": row["method"], "recourses": []})
+        if str(row["rank"]) != "":
+            rec["recourses"].append({
+                "rank": int(row["rank"]),
+                "features": {c: row[c] for c in features},
+                "cost": float(row["cost"]),
+                "probability": float(row["probability"]),
+            })
+    return list(records.values())
+
+
+def _read_json_plans(path: Path, text: str) -> list[dict]:
+    try:
+        if text[0] == "[":
+            records = json.loads(text)
+        else:
+            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    except json.JSONDecodeError as exc:
+        raise InputError(f"The plans file '{path}' is not valid JSON/JSON lines: {exc}.") from None
+    for i, rec in enumerate(records):
+        if not isinstance(rec, dict) or "applicant" not in rec or "recourses" not in rec:
+            raise InputError(f"Record {i + 1} of '{path}' is not a plan object (needs 'applicant' and 'recourses').")
+    return records

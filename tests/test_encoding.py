@@ -1,0 +1,117 @@
+"""Encoding and decoding: round trips, relaxed one-hot blocks, rounding and clipping."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from frpd_cli.encoding import Encoder, fit_encoder
+from frpd_cli.exceptions import InputError
+from frpd_cli.schema import SchemaSpec, infer_schema
+
+
+def _frame():
+    return pd.DataFrame({
+        "age": [20, 40, 30, 60],
+        "amount": [100.25, 300.5, 1000.0, 250.75],
+        "job": ["b", "a", "c", "b"],
+        "savings": ["none", "rich", "little", "none"],
+        "label": [0, 1, 1, 0],
+    })
+
+
+def _encoder(frame=None):
+    frame = _frame() if frame is None else frame
+    spec = SchemaSpec(ordinal={"savings": ("none", "little", "rich")}, increasing=("savings",), immutable=("job",))
+    return fit_encoder(infer_schema(frame, spec), frame), frame
+
+
+def test_layout_and_values():
+    enc, frame = _encoder()
+    assert enc.feature_names_out == ("age", "amount", "job=a", "job=b", "job=c", "savings=none",
+                                     "savings=little", "savings=rich")
+    Z = enc.encode(frame)
+    # age: (x - 20) / 40 ; amount: (x - 100.25) / 899.75
+    np.testing.assert_allclose(Z[:, 0], [0, 0.5, 0.25, 1])
+    np.testing.assert_allclose(Z[:, 1], (frame["amount"] - 100.25) / 899.75)
+    assert Z[0, 2:5].tolist() == [0, 1, 0] and Z[1, 5:8].tolist() == [0, 0, 1]
+
+
+def test_round_trip_exact_on_training_rows():
+    enc, frame = _encoder()
+    back = enc.decode(enc.encode(frame))
+    pd.testing.assert_frame_equal(back, frame.drop(columns="label"), check_dtype=False)
+    assert back["age"].dtype == np.int64
+
+
+def test_relaxed_blocks_integers_and_clipping():
+    enc, _ = _encoder()
+    Z = np.array([[0.26, 1.7, 0.2, 0.3, 0.5, 0.4, 0.35, 0.25],
+                  [-0.5, -3.0, 0.6, 0.3, 0.1, 0.1, 0.2, 0.7]])
+    out = enc.decode(Z)
+    # 0.26 * 40 + 20 = 30.4 -> 30 ; amount clipped to max 1000.0 ; argmax job=c ; savings=none
+    assert out.iloc[0].tolist() == [30, 1000.0, "c", "none"]
+    # -0.5 -> 0 clipped to 20 ; amount clipped to min ; job=a ; savings=rich
+    assert out.iloc[1].tolist() == [20, 100.25, "a", "rich"]
+
+
+def test_unseen_category_named():
+    enc, frame = _encoder()
+    bad = frame.copy()
+    bad.loc[2, "job"] = "pilot"
+    with pytest.raises(InputError, match="'pilot' in data row 3, a category never seen"):
+        enc.encode(bad)
+
+
+def test_text_in_numeric_column_named():
+    enc, frame = _encoder()
+    bad = frame.astype({"amount": object})
+    bad.loc[1, "amount"] = "lots"
+    with pytest.raises(InputError, match="must be numeric, but data row 2 holds 'lots'"):
+        enc.encode(bad)
+
+
+def test_missing_column_named():
+    enc, frame = _encoder()
+    with pytest.raises(InputError, match="'age'"):
+        enc.encode(frame.drop(columns="age"))
+
+
+def test_constraint_codes():
+    enc, frame = _encoder()
+    codes = enc.constraint_codes(frame)
+    assert codes.immutable_names == ("job",) and codes.monotone_names == ("savings",)
+    assert codes.immutable[:, 0].tolist() == [1, 0, 2, 1]       # level index in sorted levels a, b, c
+    assert codes.monotone[:, 0].tolist() == [0, 2, 1, 0]        # rank in declared order
+    assert codes.direction.tolist() == [1]
+
+
+def test_to_dict_round_trip():
+    enc, frame = _encoder()
+    again = Encoder.from_dict(enc.to_dict())
+    np.testing.assert_array_equal(again.encode(frame), enc.encode(frame))
+    pd.testing.assert_frame_equal(again.decode(enc.encode(frame)), enc.decode(enc.encode(frame)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ints=st.lists(st.integers(-10_000, 10_000), min_size=3, max_size=25),
+    data=st.data(),
+)
+def test_round_trip_property(ints, data):
+    n = len(ints)
+    decimals = data.draw(st.integers(0, 4))
+    floats = data.draw(st.lists(st.integers(-10**7, 10**7), min_size=n, max_size=n))
+    cats = data.draw(st.lists(st.sampled_from(["x", "y", "z", "w"]), min_size=n, max_size=n))
+    frame = pd.DataFrame({
+        "i": ints,
+        "f": [v / 10**decimals for v in floats],
+        "c": cats,
+        "label": [1] * n,
+    })
+    enc = fit_encoder(infer_schema(frame, SchemaSpec(continuous=("f",))), frame)
+    back = enc.decode(enc.encode(frame))
+    assert back["i"].tolist() == frame["i"].tolist()
+    assert back["f"].tolist() == frame["f"].tolist()
+    assert back["c"].tolist() == frame["c"].tolist()
