@@ -8,15 +8,18 @@ from typing import Annotated, Optional
 
 import typer
 
+from ..data import read_csv
+from ..exceptions import InputError
 from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
 from ..model import load_model
 from ..schema import SchemaSpec, infer_schema
+from ._errors import echo_err
 
 __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
-    "SchemaFlags", "load_training",
+    "SchemaFlags", "load_training", "read_applicants",
 ]
 
 _DATA = "Data and schema"
@@ -59,7 +62,7 @@ MethodOpt = Annotated[str, typer.Option("--method", help="quad, quad-dp, quad-gr
 KOpt = Annotated[int, typer.Option("-k", "--k", min=1, help="Recourses per plan.", rich_help_panel=_SEL)]
 ThetaOpt = Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Diversity weight (0: nearest, "
                                          "1: most diverse).", rich_help_panel=_SEL)]
-BandwidthOpt = Annotated[float, typer.Option("--bandwidth", min=0.0, min_open=True,
+BandwidthOpt = Annotated[float, typer.Option("--bandwidth",
                                              help="DPP proximity bandwidth h.", rich_help_panel=_SEL)]
 CandidatesOpt = Annotated[str, typer.Option("--candidates", help="Prototype pool: rows the model predicts "
                                             "favourable (predicted) or labelled favourable and predicted so "
@@ -113,3 +116,27 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
                        threshold=threshold)
     training: TrainingSet = build_training_set(frame, schema, model, source=f"'{data}'")
     return training, model, spec
+
+
+def read_applicants(path: Path, feature_names, id_column: str | None, *, encoding: str = "utf-8"):
+    """Read the applicants file; return the frame and the applicant ids (id column or 0-based row number)."""
+    frame = read_csv(path, encoding=encoding, what="applicants file")
+    missing = [n for n in feature_names if n not in frame.columns]
+    if missing:
+        raise InputError(
+            f"Column(s) {', '.join(repr(m) for m in missing)} missing from the applicants file '{path}'; "
+            "the model was trained with them."
+        )
+    if id_column is not None:
+        if id_column not in frame.columns:
+            raise InputError(
+                f"The id column '{id_column}' is not in the applicants file '{path}'. "
+                f"Its columns are: {', '.join(map(str, frame.columns))}."
+            )
+        ids = [str(v) for v in frame[id_column].tolist()]
+    else:
+        ids = [str(i) for i in range(len(frame))]
+    extra = [c for c in frame.columns if c not in feature_names and c != id_column]
+    if extra:
+        echo_err(f"Warning: ignoring column(s) {', '.join(map(str, extra))} of '{path}' (not features).")
+    return frame, ids

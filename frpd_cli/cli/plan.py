@@ -4,41 +4,20 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Annotated, Optional
 
 import pandas as pd
+import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..data import read_csv
-from ..exceptions import InputError
+from ..exceptions import NotImplementedYetError
 from ..planning import PlanSettings, plan_applicants
-from ._errors import echo_err
+from . import _options as o
+from ._errors import echo_err, handle_errors
+from .app import _flags, app
 from ._output import PlanWriter, open_output, resolve_format, stderr_console
 
-__all__ = ["read_applicants", "run_plan", "summarize_plans"]
-
-
-def read_applicants(path: Path, feature_names, id_column: str | None, *, encoding: str = "utf-8"):
-    """Read the applicants file; return the frame and the applicant ids (id column or 0-based row number)."""
-    frame = read_csv(path, encoding=encoding, what="applicants file")
-    missing = [n for n in feature_names if n not in frame.columns]
-    if missing:
-        raise InputError(
-            f"Column(s) {', '.join(repr(m) for m in missing)} missing from the applicants file '{path}'; "
-            "the model was trained with them."
-        )
-    if id_column is not None:
-        if id_column not in frame.columns:
-            raise InputError(
-                f"The id column '{id_column}' is not in the applicants file '{path}'. "
-                f"Its columns are: {', '.join(map(str, frame.columns))}."
-            )
-        ids = [str(v) for v in frame[id_column].tolist()]
-    else:
-        ids = [str(i) for i in range(len(frame))]
-    extra = [c for c in frame.columns if c not in feature_names and c != id_column]
-    if extra:
-        echo_err(f"Warning: ignoring column(s) {', '.join(map(str, extra))} of '{path}' (not features).")
-    return frame, ids
+__all__ = ["plan_command", "run_plan", "summarize_plans"]
 
 
 def summarize_plans(counts: dict, n: int, seconds: float) -> str:
@@ -74,3 +53,53 @@ def run_plan(training, model, applicants: pd.DataFrame, ids, settings: PlanSetti
     echo_err(summarize_plans(counts, len(applicants), time.perf_counter() - start))
     if counts.get("infeasible", 0) and counts.get("infeasible", 0) >= max(1, len(applicants) // 2):
         echo_err("Hint: many applicants have too few candidates; declare fewer immutable or monotone features.")
+
+
+@app.command("plan")
+@handle_errors
+def plan_command(
+    data: o.DataArg,
+    model: o.ModelOpt,
+    applicants: Annotated[Path, typer.Option("--applicants", help="CSV of applicants to plan for (feature "
+                                             "columns; an id column with --id-column).", show_default=False)],
+    method: o.MethodOpt = "quad",
+    k: o.KOpt = 3,
+    theta: o.ThetaOpt = 0.9,
+    bandwidth: o.BandwidthOpt = 1.0,
+    candidates: o.CandidatesOpt = "predicted",
+    fmt: o.FormatOpt = None,
+    output: o.OutputOpt = None,
+    jobs: o.JobsOpt = 1,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Applicants per batch (memory and "
+                                            "model-call size).", rich_help_panel="Output")] = 64,
+    tol: Annotated[float, typer.Option("--tol",
+                                       help="Interpolation tolerance, as a fraction of each segment.",
+                                       rich_help_panel="Selection")] = 1e-3,
+    graph: Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder from "
+                                                  "build-graph (sequential recourse).")] = None,
+    schema: o.SchemaOpt = None,
+    target: o.TargetOpt = None,
+    favorable: o.FavorableOpt = None,
+    immutable: o.ImmutableOpt = None,
+    increasing: o.IncreasingOpt = None,
+    decreasing: o.DecreasingOpt = None,
+    categorical: o.CategoricalOpt = None,
+    continuous: o.ContinuousOpt = None,
+    id_column: o.IdColumnOpt = None,
+    threshold: o.ThresholdOpt = 0.5,
+    seed: o.SeedOpt = 0,
+    encoding: o.EncodingOpt = "utf-8",
+) -> None:
+    """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
+
+    Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
+    --applicants sample_data/applicants.csv
+    """
+    if graph is not None:
+        raise NotImplementedYetError("Graph plans (--graph) are not implemented yet; omit --graph for linear plans.")
+    settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
+                            tol=tol).validate()
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    frame, ids = o.read_applicants(applicants, training.schema.feature_names, spec.id_column, encoding=encoding)
+    run_plan(training, loaded, frame, ids, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size)

@@ -21,7 +21,6 @@ from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
-from .plan import read_applicants
 
 __all__ = ["select_command", "interpolate_command"]
 
@@ -84,7 +83,7 @@ def select_command(
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
     names = list(training.schema.feature_names)
-    frame, ids = read_applicants(applicants, names, spec.id_column, encoding=encoding)
+    frame, ids = o.read_applicants(applicants, names, spec.id_column, encoding=encoding)
     raw = frame.loc[:, names].reset_index(drop=True)
     encoder = training.encoder
     X0 = encoder.encode(raw, source=f"'{applicants}'")
@@ -190,7 +189,7 @@ def interpolate_command(
     model: o.ModelOpt,
     out: Annotated[Path, typer.Option("--out", help="Folder to write the plan artifact to.", show_default=False)],
     scheme: Annotated[str, typer.Option("--scheme", help="linear (graph: not implemented yet).")] = "linear",
-    tol: Annotated[float, typer.Option("--tol", min=0.0, max=1.0, min_open=True, max_open=True,
+    tol: Annotated[float, typer.Option("--tol",
                                        help="Interpolation tolerance, as a fraction of each segment.")] = 1e-3,
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
                                                        help="Favourable threshold [default: the selection's].")]

@@ -1,0 +1,199 @@
+"""The command line: exit codes, stdout carries data only, stderr carries messages, formats match the contract."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli import __version__
+from frpd_cli.cli.app import app
+
+runner = CliRunner()
+
+
+def _plan_args(paths, *extra):
+    return ["plan", str(paths["data"]), "--model", str(paths["model"]), "--schema", str(paths["schema"]),
+            "--applicants", str(paths["applicants"]), *extra]
+
+
+def test_help_lists_the_five_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for command in ("build-graph", "select", "interpolate", "plan", "evaluate"):
+        assert command in result.stdout
+
+
+@pytest.mark.parametrize("command", ["build-graph", "select", "interpolate", "plan", "evaluate"])
+def test_every_command_help_has_an_example(command):
+    result = runner.invoke(app, [command, "--help"])
+    assert result.exit_code == 0
+    assert "Example:" in result.stdout
+
+
+def test_version():
+    result = runner.invoke(app, ["--version"])
+    assert result.exit_code == 0 and result.stdout.strip() == f"frpd {__version__}"
+
+
+def test_module_entry_point_runs():
+    done = subprocess.run([sys.executable, "-m", "frpd_cli", "--version"], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == f"frpd {__version__}"
+
+
+def test_usage_error_exits_2():
+    result = runner.invoke(app, ["plan", "--no-such-option"])
+    assert result.exit_code == 2
+    assert result.stdout == ""
+
+
+def test_out_of_range_option_is_a_usage_error(sample_paths):
+    result = runner.invoke(app, _plan_args(sample_paths, "-k", "0"))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+
+
+def test_plan_csv_contract(sample_paths):
+    result = runner.invoke(app, _plan_args(sample_paths, "--format", "csv"))
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    features = ["age", "personal_status", "duration", "credit_amount", "housing", "job", "savings"]
+    assert list(rows[0].keys()) == ["applicant", "status", "reason", "rank", "method", *features, "cost",
+                                    "probability"]
+    applicants = pd.read_csv(sample_paths["applicants"])
+    # the schema file names applicant_id as the id column; every applicant appears, in input order
+    seen = list(dict.fromkeys(r["applicant"] for r in rows))
+    assert seen == applicants["applicant_id"].tolist()
+    assert {r["status"] for r in rows} == {"ok"}
+    assert all(float(r["probability"]) >= 0.5 for r in rows)
+    assert "applicant(s)" in result.stderr          # the summary goes to stderr
+
+
+def test_without_id_column_applicants_are_row_numbers(sample_paths, tmp_path):
+    plain = tmp_path / "applicants.csv"
+    pd.read_csv(sample_paths["applicants"]).drop(columns="applicant_id").to_csv(plain, index=False)
+    result = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--immutable", "personal_status", "--increasing", "age", "--applicants", str(plain),
+                                 "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["applicant"] for r in records] == [str(i) for i in range(20)]
+
+
+def test_plan_jsonl_contract_with_id_column(sample_paths):
+    result = runner.invoke(app, _plan_args(sample_paths, "--format", "jsonl", "--id-column", "applicant_id"))
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["applicant"] for r in records] == pd.read_csv(sample_paths["applicants"])["applicant_id"].tolist()
+    first = records[0]
+    assert set(first) == {"applicant", "status", "reason", "method", "recourses"}
+    rec = first["recourses"][0]
+    assert set(rec) == {"rank", "features", "changes", "cost", "probability"}
+    for name, (old, new) in rec["changes"].items():
+        assert rec["features"][name] == new and old != new
+
+
+def test_json_is_the_jsonl_objects_as_an_array(sample_paths):
+    a = runner.invoke(app, _plan_args(sample_paths, "--format", "json"))
+    b = runner.invoke(app, _plan_args(sample_paths, "--format", "jsonl"))
+    assert json.loads(a.stdout) == [json.loads(line) for line in b.stdout.splitlines()]
+
+
+def test_table_shows_changes(sample_paths):
+    result = runner.invoke(app, _plan_args(sample_paths, "--format", "table"))
+    assert result.exit_code == 0, result.stderr
+    assert "Applicant" in result.stdout and "→" in result.stdout
+
+
+def test_output_file_written_and_stdout_empty(sample_paths, tmp_path):
+    out = tmp_path / "plans.csv"
+    result = runner.invoke(app, _plan_args(sample_paths, "--output", str(out)))
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""
+    assert out.read_text().startswith("applicant,status,reason,rank,method,")
+    assert [p.name for p in tmp_path.iterdir()] == ["plans.csv"]
+
+
+def test_same_inputs_byte_identical_for_jobs_1_and_2(sample_paths):
+    one = runner.invoke(app, _plan_args(sample_paths, "--format", "csv", "--jobs", "1"))
+    two = runner.invoke(app, _plan_args(sample_paths, "--format", "csv", "--jobs", "2", "--chunk-size", "4"))
+    assert one.exit_code == two.exit_code == 0
+    assert one.stdout == two.stdout
+
+
+def test_domain_error_exits_1_without_traceback(sample_paths, tmp_path):
+    result = runner.invoke(app, _plan_args(sample_paths, "--immutable", "no_such_column"))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr.startswith("Error: ") and "no_such_column" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_missing_applicant_column_named(sample_paths, tmp_path):
+    bad = tmp_path / "bad.csv"
+    pd.read_csv(sample_paths["applicants"]).drop(columns=["savings"]).to_csv(bad, index=False)
+    args = _plan_args({**sample_paths, "applicants": bad})
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and "'savings'" in result.stderr
+
+
+def test_failed_run_leaves_no_output_file(sample_paths, tmp_path):
+    out = tmp_path / "plans.csv"
+    result = runner.invoke(app, _plan_args(sample_paths, "--method", "nope", "--output", str(out)))
+    assert result.exit_code == 1 and "method" in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unimplemented_commands_exit_1(sample_paths, tmp_path):
+    result = runner.invoke(app, ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--out", str(tmp_path / "g")])
+    assert result.exit_code == 1 and "not implemented yet" in result.stderr and result.stdout == ""
+
+
+def test_select_then_interpolate_matches_plan(sample_paths, tmp_path):
+    sel = tmp_path / "sel"
+    common = ["--schema", str(sample_paths["schema"])]
+    r1 = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                             "--applicants", str(sample_paths["applicants"]), "--out", str(sel), "--format", "csv",
+                             *common])
+    assert r1.exit_code == 0, r1.stderr
+    protos = pd.read_csv(sel / "prototypes.csv")
+    assert list(protos.columns[:7]) == ["applicant", "status", "method", "theta", "rank", "row", "objective"]
+    assert (protos["status"] == "ok").all() and len(protos) == 3 * 20
+    r2 = runner.invoke(app, ["interpolate", "--selection", str(sel), "--model", str(sample_paths["model"]),
+                             "--out", str(tmp_path / "plan"), "--format", "jsonl"])
+    assert r2.exit_code == 0, r2.stderr
+    r3 = runner.invoke(app, _plan_args(sample_paths, "--format", "jsonl"))
+    assert r2.stdout == r3.stdout
+    assert (tmp_path / "plan" / "plans.jsonl").read_text() == r3.stdout
+
+
+def test_interpolate_refuses_another_model(sample_paths, tmp_path):
+    sel = tmp_path / "sel"
+    r1 = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                             "--applicants", str(sample_paths["applicants"]), "--out", str(sel), "--format", "csv",
+                             "--schema", str(sample_paths["schema"])])
+    assert r1.exit_code == 0, r1.stderr
+    other = tmp_path / "other.pkl"
+    other.write_bytes(sample_paths["model"].read_bytes() + b"\0")
+    r2 = runner.invoke(app, ["interpolate", "--selection", str(sel), "--model", str(other), "--out",
+                             str(tmp_path / "p")])
+    assert r2.exit_code == 1 and "frpd select" in r2.stderr
+    assert not (tmp_path / "p").exists()
+
+
+def test_select_theta_list(sample_paths, tmp_path):
+    sel = tmp_path / "sel"
+    result = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--applicants", str(sample_paths["applicants"]), "--out", str(sel),
+                                 "--theta", "0,0.5,1", "--method", "dpp-greedy", "--format", "csv",
+                                 "--schema", str(sample_paths["schema"])])
+    assert result.exit_code == 0, result.stderr
+    protos = pd.read_csv(sel / "prototypes.csv")
+    assert sorted(protos["theta"].unique().tolist()) == [0.0, 0.5, 1.0]

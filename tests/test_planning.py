@@ -1,0 +1,152 @@
+"""End-to-end invariants of linear plans: validity, constraints, statuses, determinism."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from frpd_cli.dataset import build_training_set
+from frpd_cli.model import load_model
+from frpd_cli.planning import PlanSettings, plan_applicants
+from frpd_cli.schema import SchemaSpec, infer_schema, load_schema_file
+
+from .conftest import dataset_path
+
+
+def _setup(data_path, model_path, spec):
+    frame = pd.read_csv(data_path)
+    schema = infer_schema(frame, spec)
+    model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names)
+    return build_training_set(frame, schema, model), model
+
+
+def _plans(training, model, applicants, settings, **kw):
+    ids = [str(i) for i in range(len(applicants))]
+    return [p for chunk in plan_applicants(training, model, applicants, ids, settings, **kw) for p in chunk]
+
+
+def check_invariants(plans, training, model_path, applicants, k):
+    """Every recourse re-predicted favourable by an independently loaded model, and every constraint held."""
+    import joblib
+
+    estimator = joblib.load(model_path)
+    schema = training.schema
+    names = list(schema.feature_names)
+    raw = applicants.reset_index(drop=True)
+    n_ok = 0
+    for i, plan in enumerate(plans):
+        x0 = raw.iloc[i]
+        if plan.status != "ok":
+            assert plan.recourses == () and plan.reason
+            continue
+        n_ok += 1
+        rows = pd.DataFrame([r.features for r in plan.recourses], columns=names)
+        proba = estimator.predict_proba(rows)[:, list(estimator.classes_).index(schema.favorable)]
+        assert np.all(proba >= 0.5), (plan.applicant, proba)
+        np.testing.assert_allclose(proba, [r.probability for r in plan.recourses], rtol=0, atol=1e-12)
+        assert 1 <= len(plan.recourses) <= k
+        assert len({tuple(map(str, r.features.values())) for r in plan.recourses}) == len(plan.recourses)
+        for r in plan.recourses:
+            for f in schema.features:
+                value = r.features[f.name]
+                if f.mutability == "immutable":
+                    assert value == x0[f.name], f.name
+                if f.is_categorical:
+                    assert value in f.levels
+                    if f.mutability in ("increasing", "decreasing"):
+                        step = f.levels.index(value) - f.levels.index(x0[f.name])
+                        assert step * (1 if f.mutability == "increasing" else -1) >= 0, f.name
+                else:
+                    col = training.frame[f.name]
+                    changed = float(value) != float(x0[f.name])
+                    if changed:
+                        assert col.min() <= value <= col.max(), f.name
+                    if f.kind == "integer":
+                        assert float(value) == int(value)
+                    if f.mutability == "increasing":
+                        assert value >= x0[f.name]
+                    if f.mutability == "decreasing":
+                        assert value <= x0[f.name]
+            for name, (old, new) in r.changes.items():
+                assert str(old) != str(new) and x0[name] == old
+            unchanged = [n for n in names if n not in r.changes]
+            assert all(str(r.features[n]) == str(x0[n]) for n in unchanged)
+            encoded = training.encoder.encode(pd.DataFrame([r.features]))
+            x0e = training.encoder.encode(raw.iloc[[i]])
+            assert r.cost == pytest.approx(float(np.linalg.norm(encoded - x0e)), abs=1e-6)
+    return n_ok
+
+
+@pytest.fixture(scope="module")
+def sample(sample_paths):
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"])
+    return training, model, applicants, sample_paths
+
+
+@pytest.mark.parametrize("method", ["quad", "quad-dp", "dpp-greedy", "dpp-ls", "nearest", "quad-greedy"])
+def test_sample_plans_hold_every_invariant(sample, method):
+    training, model, applicants, paths = sample
+    plans = _plans(training, model, applicants, PlanSettings(method=method, k=3))
+    assert [p.applicant for p in plans] == [str(i) for i in range(len(applicants))]
+    n_ok = check_invariants(plans, training, paths["model"], applicants, 3)
+    assert n_ok == len(applicants)          # every sample applicant has a feasible plan
+    assert sum(len(p.recourses) == 3 for p in plans) >= len(applicants) - 2
+
+
+def test_already_favorable_and_infeasible_statuses(sample):
+    training, model, applicants, paths = sample
+    favourable_row = training.frame[training.favorable].head(1)
+    # An applicant older than every favourable training row with the same status: age may only increase.
+    old = applicants.head(1).copy()
+    old["age"] = int(training.frame["age"].max()) + 1
+    batch = pd.concat([favourable_row, old, applicants.head(1)], ignore_index=True)
+    plans = _plans(training, model, batch, PlanSettings(k=3))
+    assert [p.status for p in plans] == ["already-favorable", "infeasible", "ok"]
+    assert "have lower age" in plans[1].reason and "need 3" in plans[1].reason
+
+
+def test_results_identical_for_any_jobs_and_chunking(sample):
+    training, model, applicants, _ = sample
+    one = _plans(training, model, applicants, PlanSettings(k=3), n_jobs=1, chunk_size=64)
+    two = _plans(training, model, applicants, PlanSettings(k=3), n_jobs=2, chunk_size=3)
+    assert one == two
+
+
+def test_theta_zero_gives_nearest_prototypes(sample):
+    training, model, applicants, _ = sample
+    a = _plans(training, model, applicants.head(5), PlanSettings(method="quad", theta=0.0))
+    b = _plans(training, model, applicants.head(5), PlanSettings(method="nearest", theta=0.0))
+    assert [[r.prototype for r in p.recourses] for p in a] == [[r.prototype for r in p.recourses] for p in b]
+
+
+def test_german_plans_hold_every_invariant(tmp_path):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.model_selection import train_test_split
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+    import joblib
+
+    path = dataset_path("german.csv")
+    frame = pd.read_csv(path)
+    train, test = train_test_split(frame, test_size=0.2, random_state=42, stratify=frame["label"])
+    features = [c for c in frame.columns if c != "label"]
+    numeric = ["Duration", "Credit amount", "Age"]
+    pipe = Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["Personal status"]),
+                                    ("num", MinMaxScaler(), numeric)])),
+        ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=0, max_iter=500)),
+    ]).fit(train[features], train["label"])
+    model_path = tmp_path / "german.pkl"
+    joblib.dump(pipe, model_path)
+    train_path = tmp_path / "train.csv"
+    train.to_csv(train_path, index=False)
+    spec = SchemaSpec(immutable=("Personal status",), increasing=("Age",))
+    training, model = _setup(train_path, model_path, spec)
+    denied = test[features][pipe.predict_proba(test[features])[:, 1] < 0.5].head(40)
+    plans = _plans(training, model, denied, PlanSettings(method="quad", k=3))
+    n_ok = check_invariants(plans, training, model_path, denied, 3)
+    assert n_ok >= 0.8 * len(denied)
