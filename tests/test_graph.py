@@ -551,3 +551,19 @@ def test_input_errors_say_what_was_expected_and_received():
         shortest_paths(g, np.array([1]), np.array([1.0]), limit=-1)
     with pytest.raises(InputError, match="target"):
         extract_path(np.full(20, -1), 20)
+
+
+def test_kd_tree_growth_inside_a_large_group():
+    # 3000 rows, increasing-only code tied to a feature: many rows need k to grow,
+    # the top rows fall back to brute force; the result must equal brute force.
+    rng = np.random.default_rng(5)
+    X = rng.random((3000, 2))
+    mono = np.floor(X[:, :1] * 30)
+    X[:200] = X[200:400]  # duplicates
+    mono[:200] = mono[200:400]
+    codes = ConstraintCodes(np.zeros((3000, 0)), mono, np.array([1], np.int8))
+    a = build_graph(X, codes, n_neighbors=7, algorithm="kd_tree", chunk_size=5000)
+    b = build_graph(X, codes, n_neighbors=7, algorithm="brute")
+    assert_same_graph(a, b)
+    for u in rng.choice(3000, 40, replace=False):
+        assert set(out_edges(a, u)[0].tolist()) == oracle_targets(X, codes, u, n_neighbors=7)
