@@ -1,0 +1,387 @@
+"""The public entry point of prototype selection: :func:`select_prototypes` and the two objectives."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from frpd_cli.exceptions import InputError, SolverError
+from frpd_cli.selection.baselines import k_nearest, quad_greedy, rank_order
+from frpd_cli.selection.dpp import DppKernel, dpp_greedy, dpp_local_search
+from frpd_cli.selection.exact import MAX_ENUMERATION, solve_subset_qp
+from frpd_cli.selection.geometry import Eigen, Geometry, compute_geometry, eigen_decompose  # noqa: F401 (doctest)
+from frpd_cli.selection.quad import (
+    quad_objective_values,
+    screen_best_response,
+    screen_dual_ascent,
+    screening_set,
+)
+
+__all__ = ["METHODS", "EXACT_MAX_CANDIDATES", "Selection", "select_prototypes", "quad_objective", "dpp_log_det"]
+
+METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact")
+
+#: Largest number of candidates for ``method="exact"`` when enumeration is too large
+#: (``C(N, k) > max_enumeration``). Measured here with the OA-MILP, ``k = 3``: 63 candidates
+#: (``p = 30``) take about 14 s, 200 candidates (``p = 10``) about 23 s; beyond a few hundred the
+#: default 60 s limit mostly expires with a large gap.
+EXACT_MAX_CANDIDATES = 300
+
+
+@dataclass(frozen=True, eq=False)
+class Selection:
+    """The prototypes chosen for one applicant.
+
+    Attributes
+    ----------
+    indices : ndarray of shape (n_selected,), int64
+        Rows of the candidate matrix, by distance ascending (ties by index): the rank order.
+    objective : float
+        QUAD objective ``theta z^T S z + (1 - theta) d^T z`` (lower is better) for ``quad``,
+        ``quad-dp``, ``quad-greedy``, ``nearest`` and ``exact``; ``log det L_z`` (higher is better)
+        for ``dpp-greedy`` and ``dpp-ls``.
+    screening : ndarray of shape (n_screened,), int64, or None
+        Screening set ``Z`` (sorted) for ``quad`` and ``quad-dp``; None otherwise.
+    method : str
+    theta : float
+    info : dict
+        Method details: ``n_candidates`` always; ``iterations``, ``n_screened``, ``solver``, ``gap`` for
+        the QUAD family; ``greedy_objective``, ``swaps``, ``converged`` for ``dpp-ls``.
+
+    Notes
+    -----
+    ``eq=False``: instances compare by identity (arrays have no truth value).
+    """
+
+    indices: np.ndarray
+    objective: float
+    screening: np.ndarray | None
+    method: str
+    theta: float
+    info: dict = field(default_factory=dict)
+
+
+# ----------------------------------------------------------------------------------------------
+# Validation at the boundary
+# ----------------------------------------------------------------------------------------------
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise InputError(f"The '{name}' option must be an int >= {minimum}. Got {value!r} instead.")
+    return int(value)
+
+
+def _check_float(name: str, value, low: float, high: float, *, low_open: bool = False) -> float:
+    ok = not isinstance(value, bool) and isinstance(value, numbers.Real) and math.isfinite(value)
+    ok = ok and (value > low if low_open else value >= low) and value <= high
+    if not ok:
+        interval = f"{'(' if low_open else '['}{low:g}, {high:g}]" if math.isfinite(high) else f"> {low:g}"
+        raise InputError(f"The '{name}' option must be a float in {interval}. Got {value!r} instead.")
+    return float(value)
+
+
+def _check_geometry(geometry) -> Geometry:
+    if not isinstance(geometry, Geometry):
+        raise InputError(f"geometry must be a Geometry from compute_geometry(). Got {type(geometry).__name__} instead.")
+    return geometry
+
+
+def _check_indices(geometry: Geometry, indices) -> np.ndarray:
+    indices = np.asarray(indices)
+    if indices.ndim != 1 or indices.size == 0 or not np.issubdtype(indices.dtype, np.integer):
+        raise InputError(f"indices must be a non-empty 1-D array of ints. Got {indices!r} instead.")
+    n = geometry.n_candidates
+    if indices.min() < 0 or indices.max() >= n:
+        raise InputError(f"indices must lie in [0, {n - 1}] (one per candidate row). Got {indices.tolist()} instead.")
+    if np.unique(indices).size != indices.size:
+        raise InputError(f"indices must be distinct. Got {indices.tolist()} instead.")
+    return indices.astype(np.int64)
+
+
+# ----------------------------------------------------------------------------------------------
+# Objectives
+# ----------------------------------------------------------------------------------------------
+
+
+def quad_objective(geometry: Geometry, indices, *, theta: float) -> float:
+    """QUAD objective ``theta z^T S z + (1 - theta) d^T z`` of the set ``indices`` (lower is better).
+
+    Parameters
+    ----------
+    geometry : Geometry
+    indices : array-like of shape (n_selected,)
+        Distinct candidate rows.
+    theta : float
+        Weight of anti-diversity, in ``[0, 1]``.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    ``z^T S z = ||sum_{i in z} a_i||^2`` (diagonal of ``S`` included): ``O(n_selected p)``.
+
+    References
+    ----------
+    Paper eq. (cosine2).
+    """
+    geometry = _check_geometry(geometry)
+    theta = _check_float("theta", theta, 0.0, 1.0)
+    indices = _check_indices(geometry, indices)
+    return quad_objective_values(geometry.directions, geometry.distances, indices, theta)
+
+
+def dpp_log_det(geometry: Geometry, indices, *, theta: float, bandwidth: float) -> float:
+    """``log det L_z`` with ``L = theta S + (1 - theta) diag(exp(-d^2 / h^2))`` (higher is better).
+
+    Parameters
+    ----------
+    geometry : Geometry
+    indices : array-like of shape (n_selected,)
+        Distinct candidate rows.
+    theta : float
+        In ``[0, 1]``.
+    bandwidth : float
+        ``h > 0``.
+
+    Returns
+    -------
+    float
+        ``-inf`` if ``L_z`` is singular. For ``theta = 0`` the value ``-sum d_i^2 / h^2`` is computed in
+        log space (no underflow of ``exp``).
+
+    Notes
+    -----
+    ``O(n_selected^2 p + n_selected^3)``.
+
+    References
+    ----------
+    Paper Section 2, definition of ``L^theta`` and eq. (det).
+    """
+    geometry = _check_geometry(geometry)
+    theta = _check_float("theta", theta, 0.0, 1.0)
+    bandwidth = _check_float("bandwidth", bandwidth, 0.0, math.inf, low_open=True)
+    indices = _check_indices(geometry, indices)
+    if theta == 0.0:
+        return float(-np.sum((geometry.distances[indices] / bandwidth) ** 2))
+    kernel = DppKernel(geometry.directions, geometry.distances, theta, bandwidth)
+    sign, value = np.linalg.slogdet(kernel.submatrix(indices))
+    return float(value) if sign > 0 else -np.inf
+
+
+# ----------------------------------------------------------------------------------------------
+# Methods
+# ----------------------------------------------------------------------------------------------
+
+
+def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration):
+    distances, directions = geometry.distances, geometry.directions
+    if eigen is None:
+        eigen = eigen_decompose(geometry)
+    if method == "quad":
+        iterates, cycle_start = screen_best_response(eigen, distances, k, theta, n_iter)
+    else:
+        iterates, cycle_start = screen_dual_ascent(eigen, distances, k, theta, n_iter, step), None
+    screening = screening_set(iterates, n_iter, tau, cycle_start)
+    # Distinct iterates inside Z are feasible starts for the exact solver (incumbent and cuts).
+    position = np.full(distances.shape[0], -1, dtype=np.int64)
+    position[screening] = np.arange(screening.size)
+    starts = {z.tobytes(): position[z] for z in iterates if np.all(position[z] >= 0)}
+    local, info = solve_subset_qp(
+        directions[screening],
+        distances[screening],
+        k,
+        theta,
+        max_enumeration=max_enumeration,
+        time_limit=time_limit,
+        initial_sets=list(starts.values()),
+    )
+    info = {
+        "iterations": len(iterates),
+        "fixed_point": bool(cycle_start is not None and cycle_start == len(iterates) - 2),
+        "cycle_detected": cycle_start is not None,
+        "n_screened": int(screening.size),
+        "n_components": eigen.n_components,
+        **info,
+    }
+    return screening[local], screening, info
+
+
+def _select_exact(geometry, k, theta, time_limit, max_enumeration):
+    n = geometry.n_candidates
+    if math.comb(n, k) > max_enumeration and n > EXACT_MAX_CANDIDATES:
+        raise SolverError(
+            f"The 'exact' method solves the full binary QP and is limited to {EXACT_MAX_CANDIDATES} candidates "
+            f"when C(N, k) exceeds max_enumeration={max_enumeration}; got N={n}, k={k}. "
+            "Use method='quad' (screening + exact reduced problem) for large candidate sets."
+        )
+    starts = [k_nearest(geometry.distances, k), quad_greedy(geometry.directions, geometry.distances, k, theta)]
+    local, info = solve_subset_qp(
+        geometry.directions,
+        geometry.distances,
+        k,
+        theta,
+        max_enumeration=max_enumeration,
+        time_limit=time_limit,
+        initial_sets=starts,
+    )
+    return local, info
+
+
+def select_prototypes(
+    geometry: Geometry,
+    *,
+    k: int = 3,
+    method: str = "quad",
+    theta: float = 0.9,
+    bandwidth: float = 1.0,
+    eigen: Eigen | None = None,
+    n_iter: int = 100,
+    tau: int = 20,
+    step: float = 0.1,
+    max_swaps: int = 100,
+    time_limit: float = 60.0,
+    max_enumeration: int = MAX_ENUMERATION,
+) -> Selection:
+    """Select ``k`` diverse prototypes among the candidates of one applicant.
+
+    Parameters
+    ----------
+    geometry : Geometry
+        Directions and distances from :func:`compute_geometry`, shapes (N, p) and (N,).
+    k : int, default=3
+        Number of prototypes, ``1 <= k <= N``.
+    method : {"quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact"}, default="quad"
+        ``quad``: best-response screening (Algorithm 1) then the exact reduced problem over ``Z``;
+        ``quad-dp``: the same with dual ascent screening (Algorithm 2); ``quad-greedy``: greedy on
+        the QUAD objective; ``dpp-greedy``: greedy MAP of the DPP; ``dpp-ls``: greedy then swap local
+        search; ``nearest``: the ``k`` closest; ``exact``: the full QUAD problem solved exactly.
+    theta : float, default=0.9
+        Diversity weight in ``[0, 1]`` (``vartheta`` of the QUAD problem, ``theta`` of the DPP kernel).
+        ``theta = 0`` returns the ``k`` nearest candidates for every method.
+    bandwidth : float, default=1.0
+        ``h > 0`` of the DPP quality ``exp(-d^2 / h^2)``; used by ``dpp-*`` only.
+    eigen : Eigen, optional
+        Precomputed :func:`eigen_decompose` of ``geometry`` (QUAD screening); computed if None.
+    n_iter : int, default=100
+        Iterations ``T`` of the screening (``quad`` stops at the first repeated iterate).
+    tau : int, default=20
+        The screening set is the union of the last ``tau + 1`` iterates.
+    step : float, default=0.1
+        ``lambda`` of the dual ascent step ``2 lambda / sqrt(t + 1)`` (``quad-dp``).
+    max_swaps : int, default=100
+        Cap on accepted local search moves (``dpp-ls``); ``info["converged"]`` tells if it was hit.
+    time_limit : float, default=60.0
+        Seconds for the OA-MILP of the exact (reduced) problem; on expiry the incumbent is returned
+        and ``info["gap"]`` is positive.
+    max_enumeration : int, default=1_000_000
+        The exact (reduced) problem is solved by enumeration when ``C(n, k)`` is at most this, and by
+        the OA-MILP on HiGHS otherwise.
+
+    Returns
+    -------
+    Selection
+
+    Raises
+    ------
+    InputError
+        If an argument is invalid or there are fewer than ``k`` candidates.
+    SolverError
+        For ``method="exact"`` above :data:`EXACT_MAX_CANDIDATES` candidates, or if HiGHS fails.
+
+    Notes
+    -----
+    Costs (``N`` candidates, ``p`` features, ``M <= p`` eigenpairs): geometry ``O(N p)``; eigenpairs
+    ``O(N p^2)``; ``quad`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1) k``);
+    ``quad-dp`` ``O(N M n_iter)``; ``dpp-greedy`` ``O(N k (p + k))``; ``dpp-ls`` ``O(N k^2 + N p)`` per
+    move; ``quad-greedy`` ``O(N p k)``; ``nearest`` ``O(N)``. No ``N x N`` matrix is formed. The
+    result is deterministic (no randomness is used).
+
+    References
+    ----------
+    Paper eq. (det) and Appendix "Local Search for the MAP Inference" (DPP); eq. (cosine2),
+    Lemma 1, eq. (z-opt), eq. (gamma-opt), Algorithms 1 and 2, eq. (cosine-final) (QUAD).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> X = np.array([[1.0, 0.0], [1.0, 0.1], [0.0, 1.0], [-1.0, 0.0], [2.0, 0.0]])
+    >>> g = compute_geometry(X, np.zeros(2))
+    >>> select_prototypes(g, k=2, method="nearest").indices.tolist()
+    [0, 2]
+    >>> s = select_prototypes(g, k=2, method="quad", theta=0.9)
+    >>> s.indices.tolist()  # opposite directions cancel: the most diverse pair
+    [0, 3]
+    >>> round(s.objective, 6) == round(quad_objective(g, s.indices, theta=0.9), 6)
+    True
+    """
+    geometry = _check_geometry(geometry)
+    k = _check_int("k", k, 1)
+    if method not in METHODS:
+        raise InputError(f"The 'method' option must be one of {', '.join(METHODS)}. Got {method!r} instead.")
+    theta = _check_float("theta", theta, 0.0, 1.0)
+    bandwidth = _check_float("bandwidth", bandwidth, 0.0, math.inf, low_open=True)
+    n_iter = _check_int("n_iter", n_iter, 1)
+    tau = _check_int("tau", tau, 0)
+    step = _check_float("step", step, 0.0, math.inf, low_open=True)
+    max_swaps = _check_int("max_swaps", max_swaps, 0)
+    time_limit = _check_float("time_limit", time_limit, 0.0, math.inf, low_open=True)
+    max_enumeration = _check_int("max_enumeration", max_enumeration, 1)
+    n = geometry.n_candidates
+    if eigen is not None and (not isinstance(eigen, Eigen) or eigen.vectors.shape[0] != n):
+        raise InputError(
+            f"eigen must be the Eigen of this geometry (vectors with {n} rows). "
+            f"Got {type(eigen).__name__} instead; pass eigen=None to compute it."
+        )
+    if n < k:
+        raise InputError(
+            f"Only {n} candidate(s) are available and k={k} prototypes were requested; lower 'k' or widen the candidate set."
+        )
+
+    distances, directions = geometry.distances, geometry.directions
+    info: dict = {"n_candidates": n}
+    screening = None
+    if method == "nearest" or theta == 0.0 or (k == 1 and method != "dpp-greedy" and method != "dpp-ls"):
+        # theta = 0: every objective reduces to proximity. k = 1: z^T S z = ||a_i||^2 = 1 for every i,
+        # so the QUAD objectives are minimised by the nearest candidate.
+        chosen = k_nearest(distances, k)
+        if method != "nearest":
+            info["shortcut"] = "theta=0: k nearest" if theta == 0.0 else "k=1: nearest"
+    elif method in ("quad", "quad-dp"):
+        chosen, screening, extra = _select_quad(
+            geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration
+        )
+        info.update(extra)
+    elif method == "quad-greedy":
+        chosen = quad_greedy(directions, distances, k, theta)
+    elif method == "exact":
+        chosen, extra = _select_exact(geometry, k, theta, time_limit, max_enumeration)
+        info.update(extra)
+    else:
+        kernel = DppKernel(directions, distances, theta, bandwidth)
+        order = k_nearest(distances, n)
+        chosen, _, full_rank = dpp_greedy(kernel, k, order)
+        info["full_rank"] = full_rank
+        if method == "dpp-ls":
+            greedy_value = dpp_log_det(geometry, chosen, theta=theta, bandwidth=bandwidth)
+            info["greedy_objective"] = greedy_value
+            if full_rank:
+                chosen, _, n_swaps, converged = dpp_local_search(kernel, chosen, max_swaps=max_swaps)
+            else:
+                n_swaps, converged = 0, True  # rank(L) < k: every k-set has determinant 0
+            info["swaps"], info["converged"] = n_swaps, converged
+
+    chosen = rank_order(distances, chosen)
+    if method.startswith("dpp"):
+        objective = dpp_log_det(geometry, chosen, theta=theta, bandwidth=bandwidth)
+    else:
+        objective = quad_objective_values(directions, distances, chosen, theta)
+    chosen.setflags(write=False)
+    if screening is not None:
+        screening.setflags(write=False)
+    return Selection(indices=chosen, objective=objective, screening=screening, method=method, theta=theta, info=info)
