@@ -10,7 +10,7 @@ An artifact is what one command leaves for the next (``build-graph`` -> graph,
       *.npz             dicts of arrays (no pickled objects; read with allow_pickle=False)
       *.csv             tables
       *.json            JSON documents
-      *.txt             text
+      *.txt, *.jsonl    text
 
 frpd never pickles its own objects. Reading checks the kind, the schema version, the
 sha256 of every payload (corruption) and of every input named by the caller (staleness).
@@ -59,7 +59,7 @@ __all__ = [
 SCHEMA_VERSION = 1
 _KNOWN_SCHEMA_VERSIONS = frozenset({1})
 MANIFEST_NAME = "manifest.json"
-PAYLOAD_SUFFIXES = (".npz", ".csv", ".json", ".txt")
+PAYLOAD_SUFFIXES = (".npz", ".csv", ".json", ".jsonl", ".txt")
 _LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "highspy", "joblib", "networkx", "skops")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can hold
 _CHUNK = 1 << 20

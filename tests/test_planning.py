@@ -11,7 +11,7 @@ from frpd_cli.model import load_model
 from frpd_cli.planning import PlanSettings, plan_applicants
 from frpd_cli.schema import SchemaSpec, infer_schema, load_schema_file
 
-from .conftest import dataset_path
+from conftest import dataset_path
 
 
 def _setup(data_path, model_path, spec):
@@ -99,13 +99,26 @@ def test_sample_plans_hold_every_invariant(sample, method):
 def test_already_favorable_and_infeasible_statuses(sample):
     training, model, applicants, paths = sample
     favourable_row = training.frame[training.favorable].head(1)
-    # An applicant older than every favourable training row with the same status: age may only increase.
-    old = applicants.head(1).copy()
-    old["age"] = int(training.frame["age"].max()) + 1
-    batch = pd.concat([favourable_row, old, applicants.head(1)], ignore_index=True)
+    batch = pd.concat([favourable_row, applicants.head(2)], ignore_index=True)
     plans = _plans(training, model, batch, PlanSettings(k=3))
-    assert [p.status for p in plans] == ["already-favorable", "infeasible", "ok"]
-    assert "have lower age" in plans[1].reason and "need 3" in plans[1].reason
+    assert [p.status for p in plans] == ["already-favorable", "ok", "ok"]
+    assert "already predicts favourable" in plans[0].reason
+
+    # Holding credit_amount fixed leaves no favourable row with the applicant's exact amount.
+    spec = SchemaSpec(immutable=("personal_status", "credit_amount"), increasing=("age",))
+    strict, strict_model = _setup(paths["data"], paths["model"], spec)
+    x0 = applicants.iloc[0]
+    plans = _plans(strict, strict_model, applicants.head(1), PlanSettings(k=3))
+    assert plans[0].status == "infeasible" and plans[0].recourses == ()
+    n_fav = int(strict.favorable.sum())
+    differ_amount = int((strict.favorable & (strict.frame["credit_amount"] != x0["credit_amount"])).sum())
+    differ_status = int((strict.favorable & (strict.frame["personal_status"] != x0["personal_status"])).sum())
+    younger = int((strict.favorable & (strict.frame["age"] < x0["age"])).sum())
+    reason = plans[0].reason
+    assert reason.startswith(f"only 0 candidate row(s), need 3: of {n_fav} favourable training rows")
+    assert f"{differ_amount} differ in credit_amount" in reason
+    assert f"{differ_status} differ in personal_status" in reason
+    assert f"{younger} have lower age" in reason
 
 
 def test_results_identical_for_any_jobs_and_chunking(sample):

@@ -109,20 +109,20 @@ def select_command(
                 eigen_arrays[f"values_{i}"] = eig.values.astype(np.float32)
                 eigen_arrays[f"vectors_{i}"] = eig.vectors.astype(np.float32)
                 eigen_arrays[f"candidates_{i}"] = cand.astype(np.int64)
-        for th, out in zip(thetas, outcomes):
-            status_rows.append({"applicant": ids[i], "theta": th, "status": out.status, "reason": out.reason or "",
-                                "n_candidates": out.n_candidates})
-            if out.screening is not None:
-                screening.append((i, th, out.screening))
-            if out.status != "ok":
-                row = {"applicant": ids[i], "status": out.status, "method": method, "theta": th, "rank": "",
+        for th, sel in zip(thetas, outcomes):
+            status_rows.append({"applicant": ids[i], "theta": th, "status": sel.status, "reason": sel.reason or "",
+                                "n_candidates": sel.n_candidates})
+            if sel.screening is not None:
+                screening.append((i, th, sel.screening))
+            if sel.status != "ok":
+                row = {"applicant": ids[i], "status": sel.status, "method": method, "theta": th, "rank": "",
                        "row": "", "objective": ""}
                 row.update({n: "" for n in names})
                 proto_rows.append(row)
                 continue
-            for rank, r in enumerate(out.rows, start=1):
-                row = {"applicant": ids[i], "status": out.status, "method": method, "theta": th, "rank": rank,
-                       "row": int(r), "objective": out.objective}
+            for rank, r in enumerate(sel.rows, start=1):
+                row = {"applicant": ids[i], "status": sel.status, "method": method, "theta": th, "rank": rank,
+                       "row": int(r), "objective": sel.objective}
                 row.update(training.frame.iloc[int(r)].to_dict())
                 proto_rows.append(row)
     seconds = time.perf_counter() - start
