@@ -47,7 +47,7 @@ def _log_det(matrix: np.ndarray) -> float:
     return float(value) if sign > 0 else -np.inf
 
 
-def dpp_greedy(kernel: DppKernel, k: int, fallback_order: np.ndarray) -> tuple[np.ndarray, np.ndarray, bool]:
+def dpp_greedy(kernel: DppKernel, k: int, fallback_order) -> tuple[np.ndarray, np.ndarray, bool]:
     """Greedy MAP inference by incremental Cholesky (Chen, Zhang and Zhou, 2018).
 
     Keeps, for every candidate ``i``, the residual variance ``r_i = L_ii - ||c_i||^2`` of ``L[i, z]``
@@ -58,8 +58,8 @@ def dpp_greedy(kernel: DppKernel, k: int, fallback_order: np.ndarray) -> tuple[n
     ----------
     kernel : DppKernel
     k : int
-    fallback_order : ndarray of shape (N,)
-        Candidates in rank order, used only if ``L`` has rank below ``k`` (then every ``k``-set has
+    fallback_order : callable returning ndarray of shape (N,)
+        Candidates in rank order, called only if ``L`` has rank below ``k`` (then every ``k``-set has
         determinant 0 and the nearest unused candidates fill the set).
 
     Returns
@@ -87,7 +87,8 @@ def dpp_greedy(kernel: DppKernel, k: int, fallback_order: np.ndarray) -> tuple[n
     for step in range(k):
         j = int(np.argmax(np.where(taken, -np.inf, residual)))
         if residual[j] <= tol:
-            rest = fallback_order[~taken[fallback_order]][: k - step]
+            order = fallback_order()
+            rest = order[~taken[order]][: k - step]
             chosen[step:] = rest
             gains[step:] = 0.0
             return chosen, gains, False

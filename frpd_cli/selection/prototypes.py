@@ -364,8 +364,7 @@ def select_prototypes(
         info.update(extra)
     else:
         kernel = DppKernel(directions, distances, theta, bandwidth)
-        order = k_nearest(distances, n)
-        chosen, _, full_rank = dpp_greedy(kernel, k, order)
+        chosen, _, full_rank = dpp_greedy(kernel, k, lambda: k_nearest(distances, n))
         info["full_rank"] = full_rank
         if method == "dpp-ls":
             greedy_value = dpp_log_det(geometry, chosen, theta=theta, bandwidth=bandwidth)
