@@ -390,3 +390,68 @@ def test_milp_path_prints_nothing_to_stdout():
     env = dict(os.environ, PYTHONPATH=os.getcwd())
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout == ""
+
+
+# ---------------------------------------------------------------------------------------------- screening internals
+
+
+def _naive_best_response_Z(g: Geometry, k: int, theta: float, n_iter: int, tau: int) -> np.ndarray:
+    """Algorithm 1 for all n_iter iterations with a dense S_M and full sorts (no early stop)."""
+    S = _dense_S(g)
+    w, V = np.linalg.eigh(S)
+    keep = w > 1e-9 * w.max()
+    SM = (V[:, keep] * w[keep]) @ V[:, keep].T
+    z = np.zeros(g.n_candidates)
+    iterates = []
+    for _ in range(n_iter):
+        score = (1 - theta) * g.distances + 2 * theta * SM @ z
+        z = np.zeros(g.n_candidates)
+        z[np.argsort(score, kind="stable")[:k]] = 1.0
+        iterates.append(z)
+    return np.flatnonzero(np.max(iterates[-(tau + 1) :], axis=0))
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_best_response_screening_equals_full_run(seed):
+    # Early stop at a repeated iterate must give the Z of the full T-iteration run.
+    g, _, theta = _instance(seed, n=12)
+    k, tau, n_iter = 3, [0, 1, 3, 20][seed % 4], [5, 6, 100][seed % 3]
+    sel = select_prototypes(g, k=k, method="quad", theta=theta, n_iter=n_iter, tau=tau)
+    np.testing.assert_array_equal(sel.screening, _naive_best_response_Z(g, k, theta, n_iter, tau))
+
+
+def test_dual_ascent_stays_finite_with_tiny_eigenvalues():
+    # sigma_M tiny: the paper's step 2 lambda / (theta sigma) >> 2 would make gamma explode; the cap keeps it finite.
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3)) * np.array([1.0, 1.0, 1e-3])
+    g = compute_geometry(X, np.zeros(3))
+    e = eigen_decompose(g, rtol=0.0)
+    assert e.values[-1] < 1e-2  # uncapped factor 2 * step / (theta * sigma) would be > 200
+    with np.errstate(all="raise"):
+        sel = select_prototypes(g, k=3, method="quad-dp", eigen=e, step=1.0)
+    assert np.isfinite(sel.objective)
+
+
+def test_dpp_rank_deficient_kernel_returns_k_items_with_minus_inf():
+    # theta = 1 and all directions in a plane: rank(L) = 2 < k = 3, every 3-set has det 0.
+    rng = np.random.default_rng(6)
+    X = np.zeros((10, 4))
+    X[:, :2] = rng.normal(size=(10, 2))
+    g = compute_geometry(X, np.zeros(4))
+    for method in ("dpp-greedy", "dpp-ls"):
+        sel = select_prototypes(g, k=3, method=method, theta=1.0)
+        assert sel.indices.size == 3 and np.unique(sel.indices).size == 3
+        assert sel.objective == -np.inf
+        assert sel.info["full_rank"] is False
+
+
+def test_dpp_ls_max_swaps_zero_keeps_greedy():
+    for seed in range(60):
+        g, _, theta = _instance(seed, n=12, p=4)
+        greedy = select_prototypes(g, k=3, method="dpp-greedy", theta=theta)
+        ls = select_prototypes(g, k=3, method="dpp-ls", theta=theta, max_swaps=0)
+        assert sorted(ls.indices.tolist()) == sorted(greedy.indices.tolist())
+        assert ls.info["swaps"] == 0
+        if not ls.info["converged"]:
+            return  # found an instance where a move was available but capped
+    pytest.fail("no instance with an improving move among 60 seeds")
