@@ -1,0 +1,153 @@
+"""The ``project`` immutable-feature policy: favourable rows moved onto the applicant's immutable values.
+
+With the default ``filter`` policy a training row is a candidate prototype only
+if it already shares the applicant's immutable values and sits on the allowed
+side of every monotone feature. On data where few favourable rows do (Bank:
+exact ``previous`` and ``campaign`` counts), that leaves nothing to plan with.
+
+The ``project`` policy also considers the other favourable rows: each one gets
+the applicant's immutable values, its monotone features are clipped to the
+allowed side of the applicant's, and the projected row is decoded and
+re-predicted. Projected rows the model still predicts favourable become
+candidates too, flagged as projected. Recourses built from them never change an
+immutable feature, but their prototypes are not real cases any more: they may
+sit off the data manifold (the manifold-distance metric shows by how much).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .constraints import actionable_mask
+from .dataset import TrainingSet
+from .exceptions import InputError
+
+__all__ = ["IMMUTABLE_POLICIES", "CandidateSet", "project_rows", "candidate_set"]
+
+IMMUTABLE_POLICIES = ("filter", "project")
+
+
+@dataclass(frozen=True, eq=False)
+class CandidateSet:
+    """Candidate prototypes of one applicant.
+
+    Attributes
+    ----------
+    rows : ndarray of int64, shape (n_candidates,)
+        Training row each candidate comes from.
+    X : ndarray of shape (n_candidates, n_features_out)
+        Encoded candidates (projected ones after projection).
+    projected : ndarray of bool, shape (n_candidates,)
+        Whether the candidate was moved onto the applicant's immutable values.
+    raw : DataFrame of shape (n_candidates, n_features)
+        Raw candidates.
+    """
+
+    rows: np.ndarray
+    X: np.ndarray
+    projected: np.ndarray
+    raw: pd.DataFrame
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+
+def project_rows(training: TrainingSet, rows: np.ndarray, raw0: pd.Series) -> pd.DataFrame:
+    """Raw training rows with the applicant's immutable values and monotone features clipped.
+
+    Parameters
+    ----------
+    training : TrainingSet
+    rows : ndarray of int
+        Training rows to project.
+    raw0 : Series
+        The applicant's raw feature values.
+
+    Returns
+    -------
+    projected : DataFrame of shape (len(rows), n_features)
+    """
+    out = training.frame.iloc[rows].reset_index(drop=True).copy()
+    for f in training.schema.features:
+        if f.mutability == "immutable":
+            out[f.name] = pd.Series([raw0[f.name]] * len(out), dtype=out[f.name].dtype)
+        elif f.mutability in ("increasing", "decreasing"):
+            up = f.mutability == "increasing"
+            if f.is_categorical:
+                rank = {level: i for i, level in enumerate(f.levels)}
+                r0 = rank[raw0[f.name]]
+                ranks = out[f.name].map(rank).to_numpy()
+                clipped = np.maximum(ranks, r0) if up else np.minimum(ranks, r0)
+                out[f.name] = pd.Series([f.levels[i] for i in clipped], dtype=out[f.name].dtype)
+            else:
+                values = out[f.name].to_numpy()
+                out[f.name] = np.maximum(values, raw0[f.name]) if up else np.minimum(values, raw0[f.name])
+    return out
+
+
+def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd.Series, pool: np.ndarray, *,
+                  policy: str = "filter") -> CandidateSet:
+    """The candidate prototypes of one applicant under an immutable-feature policy.
+
+    Parameters
+    ----------
+    training : TrainingSet
+    model : frpd_cli.model.Model
+        Re-predicts projected rows (``project`` policy only).
+    x0 : ndarray of shape (n_features_out,)
+        The encoded applicant.
+    codes0 : ConstraintCodes
+        The applicant's constraint codes (one row).
+    raw0 : Series
+        The applicant's raw values.
+    pool : ndarray of bool, shape (n_rows,)
+        Training rows eligible before per-applicant constraints.
+    policy : {"filter", "project"}
+
+    Returns
+    -------
+    candidates : CandidateSet
+        Rows that already satisfy the constraints come first (in row order),
+        then projected rows that stay favourable (in row order, duplicates of
+        earlier candidates dropped). Candidates equal to the applicant are
+        excluded.
+
+    Notes
+    -----
+    ``project`` costs one model call over the projected rows per applicant.
+    """
+    if policy not in IMMUTABLE_POLICIES:
+        raise InputError(
+            f"The 'immutable_policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. Got {policy!r} instead."
+        )
+    actionable = actionable_mask(codes0, training.codes)
+    strict = np.flatnonzero(pool & actionable)
+    strict = strict[~np.all(training.X[strict] == x0, axis=1)]
+    rows = [strict]
+    X = [training.X[strict]]
+    raw = [training.frame.iloc[strict].reset_index(drop=True)]
+    flags = [np.zeros(strict.size, dtype=bool)]
+    if policy == "project":
+        others = np.flatnonzero(pool & ~actionable)
+        if others.size:
+            projected = project_rows(training, others, raw0)
+            Xp = training.encoder.encode(projected, source="the projected candidates")
+            keep = np.asarray(model.favorable_probability(projected), dtype=np.float64) >= model.threshold
+            keep &= ~np.all(Xp == x0, axis=1)
+            # Drop projected rows equal to an earlier candidate (strict or projected).
+            seen = {row.tobytes() for row in X[0]}
+            for j in np.flatnonzero(keep):
+                key = Xp[j].tobytes()
+                if key in seen:
+                    keep[j] = False
+                else:
+                    seen.add(key)
+            rows.append(others[keep])
+            X.append(Xp[keep])
+            raw.append(projected[keep].reset_index(drop=True))
+            flags.append(np.ones(int(keep.sum()), dtype=bool))
+    return CandidateSet(rows=np.concatenate(rows).astype(np.int64), X=np.vstack(X),
+                        projected=np.concatenate(flags), raw=pd.concat(raw, ignore_index=True))

@@ -1,0 +1,99 @@
+"""The immutable-feature policies: filter keeps only rows that already comply; project moves the others."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from frpd_cli.dataset import build_training_set
+from frpd_cli.exceptions import InputError
+from frpd_cli.projection import candidate_set, project_rows
+from frpd_cli.schema import SchemaSpec, infer_schema
+
+
+class RuleModel:
+    """Favourable when income >= 50 (a transparent stand-in for a classifier)."""
+
+    threshold = 0.5
+
+    def favorable_probability(self, rows):
+        return np.where(rows["income"].to_numpy() >= 50, 0.9, 0.1)
+
+
+@pytest.fixture
+def crafted():
+    frame = pd.DataFrame({
+        "group": ["a", "a", "b", "b", "b", "c", "a"],
+        "age": [30, 20, 40, 25, 35, 50, 31],
+        "level": ["low", "high", "mid", "high", "low", "mid", "mid"],
+        "income": [60, 70, 80, 90, 55, 65, 10],
+        "label": [1, 1, 1, 1, 1, 1, 0],
+    })
+    spec = SchemaSpec(immutable=("group",), increasing=("age", "level"),
+                      ordinal={"level": ("low", "mid", "high")})
+    schema = infer_schema(frame, spec)
+    model = RuleModel()
+    return build_training_set(frame, schema, model), model
+
+
+def _applicant(training, values):
+    raw = pd.DataFrame([values])
+    x0 = training.encoder.encode(raw)[0]
+    codes0 = training.encoder.constraint_codes(raw)
+    return raw.iloc[0], x0, codes0
+
+
+def test_filter_keeps_only_compliant_rows(crafted):
+    training, model = crafted
+    raw0, x0, codes0 = _applicant(training, {"group": "a", "age": 25, "level": "low", "income": 20})
+    cands = candidate_set(training, model, x0, codes0, raw0, training.favorable, policy="filter")
+    # group a and age >= 25: rows 0 (30, low) and 6 (31, mid) but row 6 is unfavourable -> only row 0
+    assert cands.rows.tolist() == [0] and not cands.projected.any()
+
+
+def test_project_moves_rows_onto_applicant_values(crafted):
+    training, model = crafted
+    raw0, x0, codes0 = _applicant(training, {"group": "a", "age": 25, "level": "mid", "income": 20})
+    cands = candidate_set(training, model, x0, codes0, raw0, training.favorable, policy="project")
+    # strict: row 0? level low < mid -> not compliant; row 1 age 20 < 25 -> not compliant. None strict.
+    assert cands.projected.all()
+    assert cands.rows.tolist() == [0, 1, 2, 3, 4, 5]
+    raw = cands.raw
+    assert (raw["group"] == "a").all()                       # immutable set to the applicant's value
+    assert (raw["age"] >= 25).all()                          # increasing clipped up
+    order = ["low", "mid", "high"]
+    assert all(order.index(v) >= order.index("mid") for v in raw["level"])
+    assert raw.loc[1, "age"] == 25 and raw.loc[0, "level"] == "mid"
+    np.testing.assert_array_equal(cands.X, training.encoder.encode(raw))
+    assert (model.favorable_probability(raw) >= 0.5).all()
+
+
+def test_project_drops_rows_that_stop_being_favourable(crafted):
+    training, _ = crafted
+
+    class GroupSensitive(RuleModel):
+        def favorable_probability(self, rows):
+            ok = (rows["income"].to_numpy() >= 50) & (rows["group"].to_numpy() != "c")
+            return np.where(ok, 0.9, 0.1)
+
+    model = GroupSensitive()
+    raw0, x0, codes0 = _applicant(training, {"group": "c", "age": 20, "level": "low", "income": 20})
+    cands = candidate_set(training, model, x0, codes0, raw0, training.favorable, policy="project")
+    # row 5 already has group c (kept as a strict candidate); every projected row gets group c, which this
+    # model never accepts, so none is added
+    assert cands.rows.tolist() == [5] and cands.projected.tolist() == [False]
+
+
+def test_project_rows_is_pure(crafted):
+    training, _ = crafted
+    before = training.frame.copy()
+    project_rows(training, np.array([0, 2]), pd.Series({"group": "b", "age": 60, "level": "high", "income": 1}))
+    pd.testing.assert_frame_equal(training.frame, before)
+
+
+def test_unknown_policy_refused(crafted):
+    training, model = crafted
+    raw0, x0, codes0 = _applicant(training, {"group": "a", "age": 25, "level": "low", "income": 20})
+    with pytest.raises(InputError, match="filter, project"):
+        candidate_set(training, model, x0, codes0, raw0, training.favorable, policy="loose")
