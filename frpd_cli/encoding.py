@@ -274,7 +274,9 @@ def _numeric(values: pd.Series, name: str, source: str) -> np.ndarray:
     nan = np.flatnonzero(np.isnan(array))
     if nan.size:
         rows = ", ".join(str(r + 1) for r in nan[:5])
-        raise InputError(f"Column '{name}' of {source} has missing values (data rows {rows}).")
+        more = f" and {nan.size - 5} more" if nan.size > 5 else ""
+        raise InputError(f"Column '{name}' of {source} has missing values (data row{'s' if nan.size > 1 else ''} "
+                         f"{rows}{more}).")
     return array
 
 

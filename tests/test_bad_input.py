@@ -1,0 +1,192 @@
+"""Bad input is answered with one `Error:` line naming the file, row and column, exit 1, nothing written."""
+
+from __future__ import annotations
+
+import pickle
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+
+runner = CliRunner()
+
+
+def _run(paths, tmp_path, *extra, data=None, applicants=None, model=None, out=True):
+    output = tmp_path / "out.csv"
+    args = ["plan", str(data or paths["data"]), "--model", str(model or paths["model"]), "--schema",
+            str(paths["schema"]), "--applicants", str(applicants or paths["applicants"]), *extra]
+    if out:
+        args += ["--output", str(output)]
+    result = runner.invoke(app, args)
+    return result, output
+
+
+def _assert_error(result, output, *needles):
+    assert result.exit_code == 1, (result.exit_code, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = [line for line in result.stderr.splitlines() if not line.startswith("Warning:")]
+    assert lines and lines[0].startswith("Error: "), result.stderr
+    assert "Traceback" not in result.stderr
+    for needle in needles:
+        assert needle in result.stderr, (needle, result.stderr)
+    assert not output.exists()
+    assert [p for p in output.parent.iterdir() if p.name.startswith(".out.csv")] == []
+
+
+def _write(tmp_path, name, text, mode="w"):
+    path = tmp_path / name
+    if mode == "wb":
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+def test_missing_file(sample_paths, tmp_path):
+    _assert_error(*_run(sample_paths, tmp_path, data=tmp_path / "nope.csv"), "nope.csv", "does not exist")
+
+
+def test_empty_file(sample_paths, tmp_path):
+    _assert_error(*_run(sample_paths, tmp_path, data=_write(tmp_path, "e.csv", "")), "e.csv", "empty")
+
+
+def test_header_only(sample_paths, tmp_path):
+    header = (sample_paths["data"].read_text().splitlines()[0]) + "\n"
+    _assert_error(*_run(sample_paths, tmp_path, data=_write(tmp_path, "h.csv", header)), "h.csv", "no data rows")
+
+
+def test_duplicate_columns(sample_paths, tmp_path):
+    _assert_error(*_run(sample_paths, tmp_path, data=_write(tmp_path, "d.csv", "age,age,label\n1,2,1\n")),
+                  "d.csv", "'age'")
+
+
+def test_wrong_delimiter_hints(sample_paths, tmp_path):
+    text = sample_paths["data"].read_text().replace(",", ";")
+    _assert_error(*_run(sample_paths, tmp_path, data=_write(tmp_path, "s.csv", text)), "s.csv", "';'")
+
+
+def test_non_utf8_hints_encoding(sample_paths, tmp_path):
+    raw = sample_paths["data"].read_bytes().replace(b"rent", b"r\xe9nt", 1)
+    _assert_error(*_run(sample_paths, tmp_path, data=_write(tmp_path, "l.csv", raw, "wb")), "l.csv", "--encoding",
+                  "line")
+
+
+def test_target_missing(sample_paths, tmp_path):
+    frame = pd.read_csv(sample_paths["data"]).drop(columns="label")
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    _assert_error(*_run(sample_paths, tmp_path, data=path), "label")
+
+
+def test_applicants_missing_columns(sample_paths, tmp_path):
+    path = tmp_path / "a.csv"
+    pd.read_csv(sample_paths["applicants"]).drop(columns=["age", "job"]).to_csv(path, index=False)
+    _assert_error(*_run(sample_paths, tmp_path, applicants=path), "'age'", "'job'")
+
+
+def test_extra_applicant_columns_warned(sample_paths, tmp_path):
+    path = tmp_path / "a.csv"
+    frame = pd.read_csv(sample_paths["applicants"])
+    frame["notes"] = "x"
+    frame.to_csv(path, index=False)
+    result, output = _run(sample_paths, tmp_path, applicants=path)
+    assert result.exit_code == 0 and "notes" in result.stderr and output.exists()
+
+
+def test_missing_values_in_applicants_named(sample_paths, tmp_path):
+    path = tmp_path / "a.csv"
+    frame = pd.read_csv(sample_paths["applicants"])
+    frame.loc[3, "duration"] = None
+    frame.to_csv(path, index=False)
+    _assert_error(*_run(sample_paths, tmp_path, applicants=path), "duration", "row 4")
+
+
+def test_text_in_continuous_applicant_column(sample_paths, tmp_path):
+    path = tmp_path / "a.csv"
+    frame = pd.read_csv(sample_paths["applicants"]).astype({"credit_amount": object})
+    frame.loc[2, "credit_amount"] = "lots"
+    frame.to_csv(path, index=False)
+    _assert_error(*_run(sample_paths, tmp_path, applicants=path), "credit_amount", "'lots'", "row 3")
+
+
+def test_unseen_category(sample_paths, tmp_path):
+    path = tmp_path / "a.csv"
+    frame = pd.read_csv(sample_paths["applicants"])
+    frame.loc[0, "housing"] = "castle"
+    frame.to_csv(path, index=False)
+    _assert_error(*_run(sample_paths, tmp_path, applicants=path), "housing", "'castle'", "own, rent")
+
+
+@pytest.mark.parametrize("option,value", [("-k", "0"), ("--theta", "1.5"), ("--theta", "abc"), ("--jobs", "0")])
+def test_out_of_range_options_are_usage_errors(sample_paths, tmp_path, option, value):
+    result, output = _run(sample_paths, tmp_path, option, value)
+    assert result.exit_code == 2 and result.stdout == "" and not output.exists()
+
+
+def test_bandwidth_must_be_positive(sample_paths, tmp_path):
+    _assert_error(*_run(sample_paths, tmp_path, "--bandwidth", "0"), "bandwidth", "> 0")
+
+
+def test_model_file_that_is_not_a_model(sample_paths, tmp_path):
+    path = tmp_path / "m.pkl"
+    path.write_bytes(pickle.dumps({"weights": [1, 2, 3]}))
+    _assert_error(*_run(sample_paths, tmp_path, model=path), "m.pkl")
+
+
+def test_model_garbage_bytes(sample_paths, tmp_path):
+    path = tmp_path / "m.pkl"
+    path.write_bytes(b"\x80\x04not really a pickle")
+    _assert_error(*_run(sample_paths, tmp_path, model=path), "m.pkl")
+
+
+def test_model_expects_other_columns(sample_paths, tmp_path):
+    frame = pd.read_csv(sample_paths["data"]).rename(columns={"job": "occupation"})
+    path = tmp_path / "renamed.csv"
+    frame.to_csv(path, index=False)
+    result, output = _run(sample_paths, tmp_path, "--categorical", "occupation", data=path)
+    assert result.exit_code == 1 and "occupation" in result.stderr and "job" in result.stderr
+
+
+def test_model_lacks_favourable_class(sample_paths, tmp_path):
+    _assert_error(*_run(sample_paths, tmp_path, "--favorable", "7"), "7")
+
+
+def test_output_not_writable(sample_paths, tmp_path):
+    result = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--applicants",
+                                 str(sample_paths["applicants"]), "--output", str(tmp_path / "no" / "x.csv")])
+    assert result.exit_code == 1 and result.stderr.startswith("Error: ") and "does not exist" in result.stderr
+
+
+_cells = st.one_of(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=6),
+                   st.integers(-5, 5).map(str), st.just(""), st.just('"'), st.just(";"))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(rows=st.lists(st.lists(_cells, min_size=0, max_size=9), min_size=0, max_size=6),
+       which=st.sampled_from(["data", "applicants"]))
+def test_random_malformed_csvs_never_crash(sample_paths, tmp_path, rows, which):
+    header = sample_paths["data"].read_text().splitlines()[0] if which == "data" else \
+        sample_paths["applicants"].read_text().splitlines()[0]
+    text = "\n".join([header] + [",".join(r) for r in rows]) + "\n"
+    path = tmp_path / f"fuzz-{which}.csv"
+    path.write_text(text, encoding="utf-8")
+    output = tmp_path / "fuzz-out.csv"
+    if output.exists():
+        output.unlink()
+    kwargs = {which: path}
+    args = ["plan", str(kwargs.get("data", sample_paths["data"])), "--model", str(sample_paths["model"]),
+            "--schema", str(sample_paths["schema"]), "--applicants",
+            str(kwargs.get("applicants", sample_paths["applicants"])), "--output", str(output)]
+    result = runner.invoke(app, args)
+    assert "Traceback" not in result.stderr
+    if result.exit_code == 0:
+        assert output.exists()     # a malformed-looking file can still be valid (e.g. header-only rows dropped)
+    else:
+        assert result.exit_code in (1, 2)
+        assert result.stderr.startswith("Error:") or "Usage:" in result.stderr
+        assert not output.exists()
