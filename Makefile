@@ -31,6 +31,11 @@ bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_graph.py
 	$(BIN)/python benchmarks/bench_plan.py
 
+# The paper's tables on the real datasets (../shared/datasets); slow, not part of `make test`.
+paper-tables: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[plot,bench]'
+	$(BIN)/python benchmarks/paper_tables.py
+
 lint: $(STAMP)
 	$(BIN)/python -m pip install --quiet ruff
 	$(BIN)/ruff check frpd_cli tests benchmarks

@@ -2,17 +2,70 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-from ..exceptions import NotImplementedYetError
+from ..artifacts import read_artifact
+from ..evaluation import MANIFOLDS, evaluate_plans, plot_tradeoff, summarize_by_method, summary_metrics
+from ..exceptions import ArtifactError, InputError
+from ..plans import read_plans
 from . import _options as o
-from ._errors import handle_errors
-from .app import app
+from ._errors import echo_err, handle_errors
+from ._output import open_output, resolve_format, write_records
+from .app import _flags, app
 
-__all__ = ["evaluate_command"]
+__all__ = ["evaluate_command", "load_graph_artifact", "summary_cells"]
+
+_GRAPH_HINT = "frpd build-graph DATA --model MODEL --out DIR"
+
+
+def load_graph_artifact(folder: Path, data: Path):
+    """Read the graph artifact built from ``data`` (kind ``graph``)."""
+    from ..graph import graph_from_arrays
+
+    artifact = read_artifact(folder, kind="graph", inputs={"data": data}, command_hint=_GRAPH_HINT)
+    npz = [name for name in artifact.payload_names if name.endswith(".npz")]
+    name = "graph.npz" if "graph.npz" in npz else (npz[0] if len(npz) == 1 else None)
+    if name is None:
+        raise ArtifactError(f"The graph artifact '{folder}' has no single .npz payload with the graph "
+                            f"(payloads: {', '.join(artifact.payload_names) or 'none'}). Re-run: {_GRAPH_HINT}")
+    return graph_from_arrays(artifact.load_npz(name))
+
+
+def _cell(mean: float, std: float) -> str:
+    if mean is None or (isinstance(mean, float) and math.isnan(mean)):
+        return "–"
+    return f"{mean:.2f} ± {std:.2f}"
+
+
+def summary_cells(summary) -> tuple[list[dict], list[str]]:
+    """Rows of "mean ± std" cells (the paper's table layout) and their column names."""
+    names = summary_metrics(summary)
+    columns = ["method", "applicants", *names]
+    rows = []
+    for _, r in summary.iterrows():
+        row = {"method": r["method"], "applicants": f"{r['needing recourse']}/{r['applicants']}"}
+        row.update({n: _cell(r[f"{n} mean"], r[f"{n} std"]) for n in names})
+        rows.append(row)
+    return rows, columns
+
+
+def _print_table(stream, summary) -> None:
+    rows, columns = summary_cells(summary)
+    console = Console(file=stream)
+    if not console.is_terminal:
+        console = Console(file=stream, width=max(120, 16 * len(columns)))
+    table = Table(title="Plan metrics per method (mean ± std)", title_justify="left")
+    for c in columns:
+        table.add_column(c, no_wrap=True, justify="left" if c == "method" else "right")
+    for r in rows:
+        table.add_row(*[str(r[c]) for c in columns])
+    console.print(table)
 
 
 @app.command("evaluate")
@@ -20,12 +73,88 @@ __all__ = ["evaluate_command"]
 def evaluate_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    plans: Annotated[Path, typer.Option("--plans", help="Plans from plan/interpolate (csv or jsonl).",
-                                        show_default=False)],
+    plans: Annotated[Path, typer.Option("--plans", help="Plans from plan/interpolate (csv or jsonl; several "
+                                        "methods may be concatenated).", show_default=False)],
+    applicants: Annotated[Path, typer.Option("--applicants", help="The applicants file the plans were made for "
+                                             "(each plan's applicant is looked up by id).", show_default=False)],
+    graph: Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder (build-graph): path "
+                                                  "costs along its edge weights. Without it, graph plans' path "
+                                                  "costs are sums of Euclidean step lengths.")] = None,
+    k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan [default: per "
+                                             "method, the largest rank in the file].",
+                                             rich_help_panel="Selection")] = None,
+    manifold: Annotated[str, typer.Option("--manifold", help="Training rows that stand for the data manifold: "
+                                          "favorable (predicted), labeled or all.")] = "favorable",
+    per_applicant: Annotated[bool, typer.Option("--per-applicant", help="Write one row per plan instead of the "
+                                                "per-method summary.", rich_help_panel="Output")] = False,
+    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw cost vs anti-diversity and cost vs DPP, "
+                                                 "one point per method, to this PNG (needs frpd-cli[plot]).",
+                                                 rich_help_panel="Output")] = None,
+    fmt: o.FormatOpt = None,
+    output: o.OutputOpt = None,
+    schema: o.SchemaOpt = None,
+    target: o.TargetOpt = None,
+    favorable: o.FavorableOpt = None,
+    immutable: o.ImmutableOpt = None,
+    increasing: o.IncreasingOpt = None,
+    decreasing: o.DecreasingOpt = None,
+    categorical: o.CategoricalOpt = None,
+    continuous: o.ContinuousOpt = None,
+    id_column: o.IdColumnOpt = None,
+    threshold: o.ThresholdOpt = 0.5,
+    encoding: o.EncodingOpt = "utf-8",
 ) -> None:
     """Recompute the paper's metrics for plan files, per method (mean and std).
 
+    Nothing in the plans file is trusted but the recourses' feature values and paths: every recourse is
+    re-encoded and re-predicted with the model, and checked against the schema's constraints.
+
     Example: frpd evaluate sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
-    --plans plans.jsonl
+    --applicants sample_data/applicants.csv --plans plans.jsonl
     """
-    raise NotImplementedYetError("'frpd evaluate' is not implemented yet.")
+    if manifold not in MANIFOLDS:
+        raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
+    fmt = resolve_format(fmt, output)
+    if plot is not None:
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise InputError("--plot needs matplotlib: install the plot extra with "
+                             "`pip install 'frpd-cli[plot]'`.") from None
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    records = read_plans(plans)
+    frame, ids = o.read_applicants(applicants, training.schema.feature_names, spec.id_column, encoding=encoding)
+    loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
+    per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold)
+    summary = summarize_by_method(per)
+
+    if plot is not None:
+        plot_tradeoff(summary, plot)
+    with open_output(output) as stream:
+        if per_applicant:
+            columns = [c for c in per.columns if c not in ("path cost", "path diversity", "path anti-diversity",
+                                                           "seconds") or per[c].notna().any()]
+            rows = [{c: (None if isinstance(v, float) and math.isnan(v) else v) for c, v in r.items()}
+                    for r in per[columns].to_dict("records")]
+            write_records(stream, fmt, rows, columns, title="Per-plan metrics")
+        elif fmt == "table":
+            _print_table(stream, summary)
+        else:
+            rows = [{c: (None if isinstance(v, float) and math.isnan(v) else v) for c, v in r.items()}
+                    for r in summary.to_dict("records")]
+            write_records(stream, fmt, rows, list(summary.columns))
+
+    needing = per[per["status"] == "needs-recourse"]
+    violations = int(needing["violations"].fillna(0).sum())
+    invalid = int((needing["validity"] < 1).sum())
+    echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse, "
+             f"{len(per) - len(needing)} already favourable.")
+    if invalid:
+        echo_err(f"Warning: {invalid} plan(s) are not valid (fewer than K recourses, or a recourse the model "
+                 "does not predict favourable); --per-applicant lists them.")
+    if violations:
+        echo_err(f"Warning: {violations} constraint violation(s) (immutable, monotone, range or vocabulary); "
+                 "--per-applicant lists them.")
+    if plot is not None:
+        echo_err(f"Wrote {plot}.")

@@ -1,0 +1,539 @@
+"""Evaluate recourse plans: the paper's metrics, recomputed from the plans' raw values.
+
+:func:`evaluate_plans` takes the plan records of ``frpd plan`` / ``frpd
+interpolate`` (as read by :func:`frpd_cli.plans.read_plans`, possibly several
+methods concatenated), the applicants' raw rows, the training set and the
+model. It trusts nothing in the records but the recourses' raw feature values
+and graph paths: every recourse is re-encoded with the training encoder and
+re-predicted with the model, and every metric comes from
+:mod:`frpd_cli.metrics`. :func:`summarize_by_method` turns the per-applicant
+values into the "mean +- std" cells of the paper's tables, and
+:func:`plot_tradeoff` draws the cost / diversity trade-off (one point per
+method), the panels of the paper's Pareto figure.
+
+The definitions, with formulas, are in ``docs/evaluation.md`` and
+``docs/metrics.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import metrics as m
+from .exceptions import InputError
+
+__all__ = [
+    "METRICS",
+    "PATH_METRICS",
+    "MANIFOLDS",
+    "evaluate_plans",
+    "summarize_by_method",
+    "summary_metrics",
+    "plot_tradeoff",
+]
+
+#: Per-applicant metric columns, in table order.
+METRICS = ("cost", "validity", "anti-diversity", "dpp", "manifold", "sparsity", "violations", "full plans")
+#: Extra columns when a plan has graph paths.
+PATH_METRICS = ("path diversity", "path anti-diversity")
+#: Which training rows stand for the data manifold.
+MANIFOLDS = ("favorable", "labeled", "all")
+
+_ATOL = 1e-9
+
+
+# --------------------------------------------------------------------------- raw values
+
+
+def _coerce(frame: pd.DataFrame, schema) -> pd.DataFrame:
+    """Raw rows with the training types: numbers as floats, categories as the training level they name.
+
+    CSV plan files hold every value as text (a column with an empty cell is
+    read as strings), JSON files hold typed values; after this step both give
+    the same rows. Numbers that do not parse become NaN (a range violation);
+    categories that match no training level keep their value (a vocabulary
+    violation).
+    """
+    out = {}
+    for f in schema.features:
+        values = frame[f.name]
+        if f.is_numeric:
+            out[f.name] = pd.to_numeric(values.replace("", np.nan), errors="coerce").astype(np.float64)
+        else:
+            lookup = {_level_key(level): level for level in f.levels}
+            out[f.name] = pd.Series([lookup.get(_level_key(v), v) for v in values.tolist()], index=values.index,
+                                    dtype=object)
+    return pd.DataFrame(out, index=frame.index)
+
+
+def _level_key(value) -> str:
+    """1, 1.0 and "1" name the same category (as in the encoder)."""
+    if isinstance(value, (bool, np.bool_)):
+        return str(value)
+    if isinstance(value, (int, float, np.integer, np.floating)):
+        number = float(value)
+        if math.isnan(number):
+            return "nan"
+        return str(int(number)) if number.is_integer() else repr(number)
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        if math.isnan(number):
+            return value
+        return str(int(number)) if number.is_integer() else repr(number)
+    return str(value)
+
+
+def _encodable(R: pd.DataFrame, schema) -> np.ndarray:
+    """Rows whose every value can be encoded (finite numbers, known categories)."""
+    ok = np.ones(len(R), dtype=bool)
+    for f in schema.features:
+        values = R[f.name]
+        if f.is_numeric:
+            ok &= np.isfinite(values.to_numpy(dtype=np.float64))
+        else:
+            levels = set(_level_key(level) for level in f.levels)
+            ok &= np.array([_level_key(v) in levels and v is not None for v in values.tolist()], dtype=bool)
+    return ok
+
+
+def _audit_rules(training) -> dict:
+    """Keyword arguments of :func:`frpd_cli.metrics.constraint_violations` from the schema and training data."""
+    schema, encoder = training.schema, training.encoder
+    ranges, vocabularies, orders = {}, {}, {}
+    for j, f in enumerate(schema.features):
+        if f.is_numeric:
+            ranges[f.name] = (float(encoder.minimum[j]), float(encoder.maximum[j]))
+        else:
+            vocabularies[f.name] = list(f.levels)
+            if f.kind == "ordinal":
+                orders[f.name] = list(f.levels)
+    return {
+        "immutable": list(schema.names_with("immutable")),
+        "increasing": list(schema.names_with("increasing")),
+        "decreasing": list(schema.names_with("decreasing")),
+        "ordinal_orders": orders,
+        "ranges": ranges,
+        "vocabularies": vocabularies,
+    }
+
+
+# --------------------------------------------------------------------------- records
+
+
+def _check_records(records) -> list[dict]:
+    if isinstance(records, Mapping) or not isinstance(records, Sequence):
+        raise InputError(f"'records' must be a list of plan objects. Got {type(records).__name__} instead.")
+    for i, rec in enumerate(records):
+        if not isinstance(rec, Mapping) or "applicant" not in rec or "recourses" not in rec:
+            raise InputError(f"Plan record {i + 1} is not a plan object (needs 'applicant' and 'recourses').")
+        for r in rec["recourses"] or []:
+            if not isinstance(r, Mapping) or not isinstance(r.get("features"), Mapping):
+                raise InputError(f"A recourse of plan record {i + 1} (applicant {rec['applicant']!r}) has no "
+                                 "'features' object.")
+    return list(records)
+
+
+def _method_of(rec) -> str:
+    method = rec.get("method")
+    return "unknown" if method is None or (isinstance(method, float) and math.isnan(method)) else str(method)
+
+
+def _ks(records, k) -> dict:
+    if k is not None:
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise InputError(f"The 'k' option must be an int >= 1. Got {k!r} instead.")
+        return {_method_of(rec): int(k) for rec in records}
+    ks: dict = {}
+    for rec in records:
+        method = _method_of(rec)
+        ranks = [int(r.get("rank") or 0) for r in rec["recourses"] or []]
+        ks[method] = max([ks.get(method, 0), len(ranks), *ranks])
+    return {method: max(value, 1) for method, value in ks.items()}
+
+
+def _applicant_index(ids: Sequence[str], applicants: pd.DataFrame) -> dict:
+    if len(ids) != len(applicants):
+        raise InputError(f"'ids' has {len(ids)} entries but there are {len(applicants)} applicants. "
+                         "Pass one id per applicant row.")
+    index: dict = {}
+    for row, key in enumerate(ids):
+        index.setdefault(str(key), []).append(row)
+    return index
+
+
+# --------------------------------------------------------------------------- evaluation
+
+
+def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequence[str] | None = None, *,
+                   k: int | None = None, graph=None, manifold: str = "favorable") -> pd.DataFrame:
+    """The paper's metrics for every plan, recomputed from the recourses' raw values.
+
+    Parameters
+    ----------
+    records : list of dict
+        Plan objects as returned by :func:`frpd_cli.plans.read_plans`: keys
+        ``applicant``, ``method``, ``status``, ``recourses`` (each recourse with
+        ``rank``, ``features`` and, for graph plans, ``path``). Only
+        ``applicant``, ``method``, the recourses' ``features`` and ``path`` are
+        used; costs, probabilities and statuses in the records are ignored.
+        An optional per-plan ``seconds`` is passed through.
+    training : frpd_cli.dataset.TrainingSet
+        The training set the plans were made with (schema, encoder, encoded
+        rows; path node ids are its row numbers).
+    model : frpd_cli.model.Model
+        Anything with ``favorable_probability(rows)`` and ``threshold``.
+    applicants : DataFrame of shape (n_applicants, >= n_features)
+        The applicants' raw rows.
+    ids : sequence of str, optional
+        The id of each applicant row, as written in the plans' ``applicant``
+        field. Default: the 0-based row numbers.
+    k : int, optional
+        Recourses a full plan has. Default: per method, the largest rank (or
+        number of recourses) seen for that method.
+    graph : frpd_cli.graph.Graph, optional
+        The actionability graph of graph plans. When given, a path's cost is
+        the sum of its edge weights on the graph and a step that is not an
+        edge is reported; otherwise the cost is the sum of the Euclidean step
+        lengths ``x0 -> path[0] -> ... -> path[-1]``.
+    manifold : {"favorable", "labeled", "all"}, default="favorable"
+        Training rows that stand for the data manifold: rows the model predicts
+        favourable, rows labelled favourable, or every row.
+
+    Returns
+    -------
+    DataFrame
+        One row per plan record, in record order, with columns ``method``,
+        ``applicant``, ``status`` (``"needs-recourse"`` or
+        ``"already-favorable"``, from the model's prediction on the applicant,
+        not from the record), ``k``, ``n_recourses``, ``n_favorable``, then
+        :data:`METRICS`, ``path cost`` and :data:`PATH_METRICS` (NaN for
+        plans without paths), ``seconds`` (NaN unless the record has it) and
+        ``problems`` (text, empty when none). Metrics are NaN when undefined
+        (no recourse; already favourable applicants).
+
+    Raises
+    ------
+    InputError
+        A record names an applicant that is not in ``applicants`` (or whose id
+        is repeated there), a record is malformed, or an option is invalid.
+
+    Notes
+    -----
+    The applicants and every recourse are scored in one model call each. The
+    manifold distance uses one k-d tree over the manifold rows, built once.
+    Cost O(total recourses x (p + K)) besides the model calls and tree queries.
+    """
+    records = _check_records(records)
+    if manifold not in MANIFOLDS:
+        raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
+    schema, encoder = training.schema, training.encoder
+    names = list(schema.feature_names)
+    missing = [n for n in names if n not in applicants.columns]
+    if missing:
+        raise InputError(f"Column(s) {', '.join(repr(n) for n in missing)} missing from the applicants; "
+                         "the model was trained with them.")
+    applicants = applicants.reset_index(drop=True)
+    ids = [str(i) for i in range(len(applicants))] if ids is None else [str(i) for i in ids]
+    where = _applicant_index(ids, applicants)
+    ks = _ks(records, k)
+
+    rows_of = []
+    for rec in records:
+        key = str(rec["applicant"])
+        hits = where.get(key)
+        if not hits:
+            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+            raise InputError(f"The plans name applicant {key!r}, which is not in the applicants (ids: {shown}). "
+                             "Pass the applicants file the plans were made for, with the same --id-column.")
+        if len(hits) > 1:
+            raise InputError(f"Applicant id {key!r} appears {len(hits)} times in the applicants; ids must be "
+                             "unique. Pass --id-column with a unique column.")
+        rows_of.append(hits[0])
+
+    raw0 = _coerce(applicants.loc[:, names], schema)
+    X0 = encoder.encode(raw0, source="the applicants")
+    prob0 = np.asarray(model.favorable_probability(raw0), dtype=np.float64)
+
+    # every recourse of every record, coerced to the training types, scored in one call
+    owner, rec_rows = [], []
+    for i, rec in enumerate(records):
+        for r in rec["recourses"] or []:
+            owner.append(i)
+            rec_rows.append({n: r["features"].get(n) for n in names})
+    owner = np.asarray(owner, dtype=np.int64)
+    R_raw = _coerce(pd.DataFrame(rec_rows, columns=names), schema) if rec_rows else pd.DataFrame(columns=names)
+    encodable = _encodable(R_raw, schema) if rec_rows else np.zeros(0, dtype=bool)
+    R_enc = np.full((len(rec_rows), encoder.n_features_out), np.nan)
+    probability = np.full(len(rec_rows), np.nan)
+    if encodable.any():
+        ok_rows = R_raw.loc[encodable]
+        R_enc[encodable] = encoder.encode(ok_rows, source="the recourses")
+        probability[encodable] = np.asarray(model.favorable_probability(ok_rows), dtype=np.float64)
+    favorable = np.where(np.isnan(probability), False, probability >= model.threshold)
+
+    pool = {"favorable": training.favorable, "labeled": training.labeled,
+            "all": np.ones(training.n_rows, dtype=bool)}[manifold]
+    if not pool.any():
+        raise InputError(f"No training row is in the '{manifold}' manifold; choose another --manifold.")
+    index = m.NearestRowIndex(training.X[pool])
+    rules = _audit_rules(training)
+    attach = _graph_attacher(graph, training)
+
+    out = []
+    for i, rec in enumerate(records):
+        a = rows_of[i]
+        mine = np.flatnonzero(owner == i)
+        row = _evaluate_one(rec, ks[_method_of(rec)], raw0.iloc[a], X0[a], prob0[a] >= model.threshold,
+                            R_raw.iloc[mine], R_enc[mine], favorable[mine], encodable[mine], training, index,
+                            rules, attach)
+        out.append(row)
+    columns = ["method", "applicant", "status", "k", "n_recourses", "n_favorable", *METRICS, "path cost",
+               *PATH_METRICS, "seconds", "problems"]
+    return pd.DataFrame(out, columns=columns)
+
+
+def _graph_attacher(graph, training):
+    """A function ``(x0, raw0) -> (neighbors, weights)`` for graph path costs, or None without a graph."""
+    if graph is None:
+        return None
+    from .graph import attach_source
+
+    if graph.n_nodes != training.n_rows:
+        raise InputError(f"The graph has {graph.n_nodes} nodes but the training data has {training.n_rows} rows; "
+                         "pass the graph built from this training file (frpd build-graph).")
+
+    def attach(x0, raw0):
+        codes0 = training.encoder.constraint_codes(raw0.to_frame().T, source="the applicants")
+        return attach_source(graph, training.X, training.codes, x0, codes0)
+
+    attach.graph = graph
+    return attach
+
+
+def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable, training, index, rules,
+                  attach) -> dict:
+    nan = float("nan")
+    n = len(R_raw)
+    row = {"method": _method_of(rec), "applicant": str(rec["applicant"]),
+           "status": "already-favorable" if already else "needs-recourse", "k": k, "n_recourses": n,
+           "n_favorable": int(favorable.sum()), **{c: nan for c in (*METRICS, "path cost", *PATH_METRICS)},
+           "seconds": _seconds(rec), "problems": ""}
+    problems = []
+    if already:
+        if n:
+            problems.append("the applicant is already predicted favourable")
+        row["problems"] = "; ".join(problems)
+        return row
+    row["validity"] = m.validity(favorable, n, k)
+    row["full plans"] = 1.0 if n == k else 0.0
+    if n > k:
+        problems.append(f"{n} recourses, more than k = {k}")
+    if n == 0:
+        row["problems"] = "; ".join(problems or ["no recourse"])
+        return row
+
+    if not favorable.all():
+        bad = [str(int(r)) for r, f in zip(_ranks(rec), favorable) if not f]
+        problems.append(f"recourse(s) {', '.join(bad)} not predicted favourable")
+    if not encodable.all():
+        bad = [str(int(r)) for r, e in zip(_ranks(rec), encodable) if not e]
+        problems.append(f"recourse(s) {', '.join(bad)} hold values outside the training vocabulary or non-numbers")
+
+    audit = m.constraint_violations(raw0, R_raw.reset_index(drop=True), atol=_ATOL, **rules)
+    row["violations"] = float(audit["total"])
+    if audit["total"]:
+        kinds = [f"{audit[kind]} {kind}" for kind in ("immutable", "monotone", "range", "vocabulary") if audit[kind]]
+        problems.append(f"constraint violations: {', '.join(kinds)}")
+    row["sparsity"] = m.sparsity(raw0, R_raw.reset_index(drop=True), atol=_ATOL).mean
+
+    if encodable.all():
+        row["cost"] = m.cost(x0, R_enc)
+        row["anti-diversity"] = m.anti_diversity(x0, R_enc)
+        row["dpp"] = m.dpp_diversity(R_enc)
+        row["manifold"] = m.manifold_distance(R_enc, index=index)
+
+    paths = [r.get("path") for r in rec["recourses"]]
+    if any(p is not None for p in paths):
+        _path_metrics(row, problems, paths, x0, raw0, training, attach)
+    row["problems"] = "; ".join(problems)
+    return row
+
+
+def _ranks(rec) -> list:
+    return [r.get("rank") or j + 1 for j, r in enumerate(rec["recourses"])]
+
+
+def _seconds(rec) -> float:
+    value = rec.get("seconds")
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        return float("nan")
+    return value if math.isfinite(value) and value >= 0 else float("nan")
+
+
+def _path_metrics(row, problems, paths, x0, raw0, training, attach) -> None:
+    if any(p is None or len(p) == 0 for p in paths):
+        problems.append("some recourses of a graph plan have no path")
+        return
+    try:
+        nodes = [np.asarray([int(v) for v in p], dtype=np.int64) for p in paths]
+    except (TypeError, ValueError):
+        problems.append("a path holds a node that is not an integer")
+        return
+    X = training.X
+    if any(p.min() < 0 or p.max() >= X.shape[0] for p in nodes):
+        problems.append(f"a path names a node outside the training rows 0..{X.shape[0] - 1}")
+        return
+    if attach is None:
+        lengths = [float(np.linalg.norm(X[p[0]] - x0) + np.sum(np.linalg.norm(np.diff(X[p], axis=0), axis=1)))
+                   for p in nodes]
+    else:
+        from .graph import path_cost
+
+        neighbors, weights = attach(x0, raw0)
+        lengths = []
+        for j, p in enumerate(nodes):
+            try:
+                lengths.append(path_cost(attach.graph, neighbors, weights, p))
+            except InputError as exc:
+                problems.append(f"path {j + 1} leaves the graph ({exc})")
+                return
+    row["path cost"] = m.path_plan_cost(lengths)
+    row["cost"] = row["path cost"]
+    if len(nodes) >= 2:
+        row["path diversity"] = m.path_diversity(nodes, X, x0=x0, weighted=False)
+        row["path anti-diversity"] = m.path_anti_diversity(nodes, X, x0=x0)
+
+
+# --------------------------------------------------------------------------- aggregation
+
+
+def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
+    """The table of the paper: one row per method, mean and std of every metric.
+
+    Parameters
+    ----------
+    per_applicant : DataFrame
+        The result of :func:`evaluate_plans` (other rows may be appended, e.g.
+        of another run, as long as the columns are the same).
+
+    Returns
+    -------
+    DataFrame
+        One row per method, in order of first appearance, with ``method``,
+        ``applicants`` (plans evaluated), ``needing recourse`` (applicants the
+        model predicts unfavourable), ``k``, then ``<metric> mean`` and
+        ``<metric> std`` for each of :data:`METRICS` (and :data:`PATH_METRICS`
+        when any plan has paths, ``seconds`` when any plan has timings). The
+        means and (population) standard deviations come from
+        :func:`frpd_cli.metrics.summarize` over the applicants that need a
+        recourse; undefined values (NaN) are left out.
+    """
+    if not isinstance(per_applicant, pd.DataFrame) or "method" not in per_applicant.columns:
+        raise InputError("'per_applicant' must be the DataFrame returned by evaluate_plans.")
+    metrics = list(METRICS)
+    if "path diversity" in per_applicant.columns and per_applicant["path cost"].notna().any():
+        metrics += list(PATH_METRICS)
+    if "seconds" in per_applicant.columns and per_applicant["seconds"].notna().any():
+        metrics.append("seconds")
+    rows = []
+    for method in dict.fromkeys(per_applicant["method"].tolist()):
+        group = per_applicant[per_applicant["method"] == method]
+        needing = group[group["status"] == "needs-recourse"]
+        row = {"method": method, "applicants": int(len(group)), "needing recourse": int(len(needing)),
+               "k": int(group["k"].max())}
+        for name in metrics:
+            s = m.summarize(needing[name].to_numpy(dtype=np.float64))
+            row[f"{name} mean"] = s.mean
+            row[f"{name} std"] = s.std
+        rows.append(row)
+    columns = ["method", "applicants", "needing recourse", "k"]
+    for name in metrics:
+        columns += [f"{name} mean", f"{name} std"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def summary_metrics(summary: pd.DataFrame) -> list[str]:
+    """The metric names present in a :func:`summarize_by_method` table, in column order."""
+    return [c[: -len(" mean")] for c in summary.columns if c.endswith(" mean")]
+
+
+# --------------------------------------------------------------------------- plot
+
+
+def plot_tradeoff(summary: pd.DataFrame, path, *, label_column: str = "method", title: str | None = None) -> Path:
+    """Draw cost vs anti-diversity and cost vs DPP, one point per row of ``summary``.
+
+    Parameters
+    ----------
+    summary : DataFrame
+        A :func:`summarize_by_method` table (or any table with ``cost mean``,
+        ``anti-diversity mean`` and ``dpp mean`` columns and a label column).
+        Rows whose label ends with ``@<theta>`` (e.g. ``quad@0.5``) are joined
+        by a line per method, in theta order: a Pareto sweep.
+    path : str or Path
+        The PNG file to write.
+    label_column : str, default="method"
+    title : str, optional
+
+    Returns
+    -------
+    Path
+
+    Raises
+    ------
+    InputError
+        matplotlib is not installed (the ``plot`` extra), or a column is missing.
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise InputError("Plotting needs matplotlib: install the plot extra with "
+                         "`pip install 'frpd-cli[plot]'`.") from None
+    needed = [label_column, "cost mean", "anti-diversity mean", "dpp mean"]
+    missing = [c for c in needed if c not in summary.columns]
+    if missing:
+        raise InputError(f"The summary lacks the column(s) {', '.join(missing)}; pass a summarize_by_method table.")
+    path = Path(path)
+    series: dict = {}
+    for _, r in summary.iterrows():
+        label = str(r[label_column])
+        base, _, theta = label.rpartition("@")
+        try:
+            key, order = (base, float(theta)) if base else (label, 0.0)
+        except ValueError:
+            key, order = label, 0.0
+        series.setdefault(key, []).append((order, r["cost mean"], r["anti-diversity mean"], r["dpp mean"]))
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+    for key, points in series.items():
+        points.sort()
+        cost = [p[1] for p in points]
+        style = "o-" if len(points) > 1 else "o"
+        axes[0].plot(cost, [p[2] for p in points], style, label=key, markersize=4)
+        axes[1].plot(cost, [p[3] for p in points], style, label=key, markersize=4)
+    axes[0].set_xlabel("cost")
+    axes[0].set_ylabel("anti-diversity (lower is more diverse)")
+    axes[1].set_xlabel("cost")
+    axes[1].set_ylabel("DPP (higher is more diverse)")
+    axes[1].legend(fontsize=7, loc="best")
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    if not path.parent.is_dir():
+        plt.close(fig)
+        raise InputError(f"Cannot write '{path}': the folder '{path.parent}' does not exist.")
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+    return path

@@ -1,0 +1,272 @@
+"""Evaluation of plan files: hand-computed metrics on tiny plans, invalid rows reported, csv == jsonl."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+from frpd_cli.dataset import build_training_set
+from frpd_cli.evaluation import evaluate_plans, plot_tradeoff, summarize_by_method
+from frpd_cli.exceptions import InputError
+from frpd_cli.schema import SchemaSpec, infer_schema
+
+runner = CliRunner()
+
+
+class SumModel:
+    """Favourable probability (a + b) / 8: favourable iff a + b >= 4."""
+
+    threshold = 0.5
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        return (np.asarray(rows["a"], dtype=float) + np.asarray(rows["b"], dtype=float)) / 8.0
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    # encoded: a / 4, b / 4, c=x, c=y
+    frame = pd.DataFrame({
+        "a": [0.0, 4.0, 0.0, 4.0, 2.0, 0.0],
+        "b": [0.0, 0.0, 4.0, 4.0, 2.0, 4.0],
+        "c": ["x", "x", "y", "y", "x", "x"],
+        "label": [0, 1, 1, 1, 1, 1],
+    })
+    schema = infer_schema(frame, SchemaSpec(target="label", favorable=1, categorical=("c",), immutable=("c",),
+                                            continuous=("a", "b")))
+    model = SumModel()
+    training = build_training_set(frame, schema, model)
+    applicants = pd.DataFrame({"a": [0.0, 3.0], "b": [0.0, 3.0], "c": ["x", "x"]})  # the second is favourable
+    return training, model, applicants
+
+
+def _plan(applicant, method, *features, paths=None):
+    recourses = []
+    for j, (a, b, c) in enumerate(features):
+        r = {"rank": j + 1, "features": {"a": a, "b": b, "c": c}, "cost": 99.0, "probability": 1.0}
+        if paths is not None:
+            r["path"] = paths[j]
+        recourses.append(r)
+    return {"applicant": applicant, "status": "ok", "reason": None, "method": method, "recourses": recourses}
+
+
+def test_metrics_match_hand_computed_values(tiny):
+    training, model, applicants = tiny
+    rec = _plan("0", "m", (4.0, 0.0, "x"), (1.0, 3.0, "x"))
+    row = evaluate_plans([rec], training, model, applicants).iloc[0]
+    # x0 = (0, 0, 1, 0); r1 = (1, 0, 1, 0); r2 = (0.25, 0.75, 1, 0)
+    d2 = math.sqrt(0.25**2 + 0.75**2)
+    assert row["cost"] == pytest.approx((1.0 + d2) / 2)               # the file's cost 99 is ignored
+    assert row["anti-diversity"] == pytest.approx(0.25 / d2)          # cos((1, 0), (0.25, 0.75))
+    q = 1.0 / (1.0 + math.sqrt(0.75**2 + 0.75**2))
+    assert row["dpp"] == pytest.approx(1.0 - q * q)
+    # r1 is training row 1; r2's nearest favourable rows are (0, 1, 1, 0) and (0.5, 0.5, 1, 0)
+    assert row["manifold"] == pytest.approx(math.sqrt(2 * 0.25**2))
+    assert row["sparsity"] == pytest.approx(1.5)                      # r1 changes a; r2 changes a and b
+    assert row["validity"] == 1.0 and row["full plans"] == 1.0
+    assert row["violations"] == 0.0 and row["problems"] == ""
+    assert row["status"] == "needs-recourse" and row["k"] == 2 and row["n_favorable"] == 2
+
+
+def test_invalid_and_violating_recourses_are_reported(tiny):
+    training, model, applicants = tiny
+    bad = _plan("0", "bad", (1.0, 1.0, "x"), (5.0, 0.0, "y"))  # not favourable; c immutable and a > 4
+    vocab = _plan("0", "vocab", (4.0, 0.0, "x"), (4.0, 0.0, "z"))  # "z" is not a level of c
+    per = evaluate_plans([bad, vocab], training, model, applicants)
+    first, second = per.iloc[0], per.iloc[1]
+    assert first["validity"] == 0.0 and first["n_favorable"] == 1
+    assert first["violations"] == 2.0                                 # one immutable, one range
+    assert "not predicted favourable" in first["problems"] and "1 immutable, 1 range" in first["problems"]
+    assert second["violations"] == 2.0 and "1 immutable, 1 vocabulary" in second["problems"]  # c is immutable
+    assert second["validity"] == 0.0 and math.isnan(second["cost"])  # cannot be encoded
+    summary = summarize_by_method(per).set_index("method")
+    assert summary.loc["bad", "violations mean"] == 2.0
+    assert summary.loc["bad", "validity mean"] == 0.0
+
+
+def test_k_defaults_to_the_largest_rank_per_method(tiny):
+    training, model, applicants = tiny
+    full = _plan("0", "m", (4.0, 0.0, "x"), (0.0, 4.0, "x"), (2.0, 2.0, "x"))
+    short = _plan("1", "m", (4.0, 0.0, "x"))
+    short["applicant"] = "0"
+    per = evaluate_plans([full, short], training, model, applicants)
+    assert per["k"].tolist() == [3, 3]
+    assert per["full plans"].tolist() == [1.0, 0.0] and per["validity"].tolist() == [1.0, 0.0]
+    assert evaluate_plans([short], training, model, applicants, k=1)["validity"].tolist() == [1.0]
+
+
+def test_already_favourable_applicants_are_left_out_of_the_means(tiny):
+    training, model, applicants = tiny
+    recs = [_plan("0", "m", (4.0, 0.0, "x")), {"applicant": "1", "status": "already-favorable", "reason": None,
+                                                 "method": "m", "recourses": []}]
+    per = evaluate_plans(recs, training, model, applicants)
+    assert per["status"].tolist() == ["needs-recourse", "already-favorable"]
+    summary = summarize_by_method(per).iloc[0]
+    assert summary["applicants"] == 2 and summary["needing recourse"] == 1
+    assert summary["validity mean"] == 1.0
+
+
+def test_an_empty_plan_is_invalid(tiny):
+    training, model, applicants = tiny
+    recs = [{"applicant": "0", "status": "infeasible", "reason": "x", "method": "m", "recourses": []}]
+    row = evaluate_plans(recs, training, model, applicants, k=3).iloc[0]
+    assert row["validity"] == 0.0 and row["full plans"] == 0.0 and math.isnan(row["cost"])
+
+
+def test_path_metrics_by_hand(tiny):
+    training, model, applicants = tiny
+    # x0 -> row 4 (0.5, 0.5) -> row 1 (1, 0) and x0 -> row 4 -> row 5 (0, 1): every step has length sqrt(0.5)
+    rec = _plan("0", "g", (4.0, 0.0, "x"), (0.0, 4.0, "x"), paths=[[4, 1], [4, 5]])
+    row = evaluate_plans([rec], training, model, applicants).iloc[0]
+    step = math.sqrt(0.5)
+    assert row["path cost"] == pytest.approx(2 * step)
+    assert row["cost"] == pytest.approx(2 * step)                     # graph plans: the path cost
+    assert row["path diversity"] == pytest.approx(1.0)                # one substitution
+    assert row["path anti-diversity"] == pytest.approx(1 / 3)         # shared edge x0 -> 4 out of three
+    assert row["anti-diversity"] == pytest.approx(0.0)
+    summary = summarize_by_method(evaluate_plans([rec], training, model, applicants))
+    assert "path diversity mean" in summary.columns
+
+
+def test_path_outside_the_training_rows_is_reported(tiny):
+    training, model, applicants = tiny
+    rec = _plan("0", "g", (4.0, 0.0, "x"), (0.0, 4.0, "x"), paths=[[4, 1], [4, 60]])
+    row = evaluate_plans([rec], training, model, applicants).iloc[0]
+    assert "outside the training rows" in row["problems"] and math.isnan(row["path cost"])
+
+
+def test_unknown_applicant_is_an_input_error(tiny):
+    training, model, applicants = tiny
+    with pytest.raises(InputError, match="applicant 'A9'"):
+        evaluate_plans([_plan("A9", "m", (4.0, 0.0, "x"))], training, model, applicants)
+
+
+def test_text_values_from_csv_equal_typed_values(tiny):
+    training, model, applicants = tiny
+    typed = evaluate_plans([_plan("0", "m", (4.0, 0.0, "x"), (1.0, 3.0, "x"))], training, model, applicants)
+    text = evaluate_plans([_plan("0", "m", ("4", "0.0", "x"), ("1", "3", "x"))], training, model, applicants)
+    pd.testing.assert_frame_equal(typed, text)
+
+
+def test_plot_tradeoff_writes_a_png(tiny, tmp_path):
+    pytest.importorskip("matplotlib")
+    training, model, applicants = tiny
+    per = evaluate_plans([_plan("0", "quad@0.5", (4.0, 0.0, "x"), (1.0, 3.0, "x")),
+                          _plan("0", "quad@0.9", (4.0, 0.0, "x"), (0.0, 4.0, "x"))], training, model, applicants)
+    out = plot_tradeoff(summarize_by_method(per), tmp_path / "p.png")
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _common(paths):
+    return [str(paths["data"]), "--model", str(paths["model"]), "--schema", str(paths["schema"]),
+            "--applicants", str(paths["applicants"])]
+
+
+@pytest.fixture(scope="module")
+def plan_files(sample_paths, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("plans")
+    out = {}
+    for fmt in ("csv", "jsonl"):
+        chunks = []
+        for method in ("quad", "dpp-greedy"):
+            result = runner.invoke(app, ["plan", *_common(sample_paths), "--method", method, "--format", fmt])
+            assert result.exit_code == 0, result.stderr
+            text = result.stdout
+            if fmt == "csv" and chunks:
+                text = text.split("\n", 1)[1]             # concatenated methods share one header
+            chunks.append(text)
+        out[fmt] = folder / f"plans.{fmt}"
+        out[fmt].write_text("".join(chunks), encoding="utf-8")
+    return out
+
+
+def test_csv_and_jsonl_plans_give_the_same_numbers(sample_paths, plan_files):
+    outputs = []
+    for fmt in ("csv", "jsonl"):
+        result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(plan_files[fmt]),
+                                     "--format", "csv"])
+        assert result.exit_code == 0, result.stderr
+        outputs.append(result.stdout)
+        assert "Evaluated 40 plan(s) of 2 method(s)" in result.stderr
+    assert outputs[0] == outputs[1]
+    rows = list(csv.DictReader(io.StringIO(outputs[0])))
+    assert [r["method"] for r in rows] == ["quad", "dpp-greedy"]
+    for r in rows:
+        assert float(r["validity mean"]) == 1.0 and float(r["violations mean"]) == 0.0
+
+
+def test_formats_json_and_table(sample_paths, plan_files):
+    result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(plan_files["jsonl"]),
+                                 "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data[0]["method"] == "quad" and "cost mean" in data[0] and "cost std" in data[0]
+    table = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(plan_files["jsonl"]),
+                                "--format", "table"])
+    assert table.exit_code == 0 and " ± " in table.stdout and "anti-diversity" in table.stdout
+    assert "Evaluated" not in table.stdout                            # the summary goes to stderr
+
+
+def test_a_violating_row_is_reported(sample_paths, plan_files, tmp_path):
+    frame = pd.read_csv(plan_files["csv"], dtype=str, keep_default_na=False)
+    first = frame.index[0]
+    levels = sorted(set(pd.read_csv(sample_paths["data"])["personal_status"]))
+    frame.loc[first, "personal_status"] = next(v for v in levels if v != frame.loc[first, "personal_status"])
+    frame.loc[first, "credit_amount"] = "1e9"
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(bad), "--format", "csv",
+                                 "--per-applicant"])
+    assert result.exit_code == 0, result.stderr
+    rows = list(csv.DictReader(io.StringIO(result.stdout)))
+    target = next(r for r in rows if r["applicant"] == frame.loc[first, "applicant"] and r["method"] == "quad")
+    assert float(target["violations"]) == 2.0 and "1 immutable, 1 range" in target["problems"]
+    assert "constraint violation" in result.stderr
+    others = [r for r in rows if r is not target]
+    assert all(float(r["violations"]) == 0.0 for r in others)
+
+
+def test_missing_applicants_option_is_a_usage_error(sample_paths, plan_files):
+    result = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--plans", str(plan_files["csv"])])
+    assert result.exit_code == 2 and result.stdout == ""
+
+
+def test_plans_for_other_applicants_exit_1(sample_paths, plan_files, tmp_path):
+    applicants = pd.read_csv(sample_paths["applicants"]).head(3)
+    few = tmp_path / "few.csv"
+    applicants.to_csv(few, index=False)
+    args = ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--applicants", str(few), "--plans", str(plan_files["csv"])]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error:") and "not in the applicants" in result.stderr
+
+
+def test_plot_option(sample_paths, plan_files, tmp_path):
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "tradeoff.png"
+    result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(plan_files["csv"]),
+                                 "--format", "csv", "--plot", str(png)])
+    assert result.exit_code == 0, result.stderr
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_plot_without_matplotlib_says_what_to_install(sample_paths, plan_files, tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(plan_files["csv"]),
+                                 "--plot", str(tmp_path / "x.png")])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "frpd-cli[plot]" in result.stderr
