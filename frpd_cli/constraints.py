@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ConstraintCodes", "actionable_mask"]
+__all__ = ["ConstraintCodes", "actionable_mask", "actionable_pairs"]
 
 
 @dataclass(frozen=True)
@@ -105,3 +105,45 @@ def actionable_mask(source: ConstraintCodes, targets: ConstraintCodes) -> np.nda
         delta = (targets.monotone - source.monotone) * source.direction
         mask &= np.all(delta >= 0, axis=1)
     return mask
+
+
+def actionable_pairs(codes: ConstraintCodes, src, dst) -> np.ndarray:
+    """Which moves ``src[i] -> dst[i]`` between rows of ``codes`` are actionable.
+
+    The pairwise form of :func:`actionable_mask` (same rule: equal immutable
+    codes, monotone codes moving only in their allowed direction), for many
+    moves at once, e.g. the edges of a graph or the steps of a path.
+
+    Parameters
+    ----------
+    codes : ConstraintCodes
+        Codes of every row the moves refer to.
+    src, dst : array-like of int
+        Row indices of the start and end of each move; they broadcast against
+        each other.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape ``broadcast(src, dst)``
+
+    Notes
+    -----
+    ``O(n_moves * (n_immutable + n_monotone))``, one column at a time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> codes = ConstraintCodes(immutable=np.array([[0.], [0.], [1.]]),
+    ...                         monotone=np.array([[30.], [29.], [40.]]),
+    ...                         direction=np.array([1], dtype=np.int8))
+    >>> actionable_pairs(codes, [1, 0, 0], [0, 1, 2]).tolist()
+    [True, False, False]
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    ok = np.ones(np.broadcast_shapes(src.shape, dst.shape), dtype=bool)
+    for j in range(codes.immutable.shape[1]):
+        ok &= codes.immutable[dst, j] == codes.immutable[src, j]
+    for j in range(codes.monotone.shape[1]):
+        ok &= (codes.monotone[dst, j] - codes.monotone[src, j]) * codes.direction[j] >= 0
+    return ok

@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from scipy.sparse import csgraph
 from scipy.spatial import cKDTree
 
-from frpd_cli.constraints import ConstraintCodes, actionable_mask
+from frpd_cli.constraints import ConstraintCodes, actionable_mask, actionable_pairs
 from frpd_cli.exceptions import ArtifactError, InputError
 
 __all__ = [
@@ -201,15 +201,14 @@ def _lengths(XT: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
 
 
 def _monotone_ok(mono: np.ndarray, direction: np.ndarray, src, dst) -> np.ndarray:
-    """Vectorised monotone part of :func:`actionable_mask` for pairs ``src -> dst``.
+    """Monotone part of the actionability rule for pairs ``src -> dst`` of one immutable group.
 
-    ``src`` and ``dst`` broadcast against each other. Same formula as
-    ``actionable_mask``: ``(monotone[dst] - monotone[src]) * direction >= 0``.
+    ``src`` and ``dst`` broadcast against each other. Rows of a group share
+    their immutable codes, so :func:`~frpd_cli.constraints.actionable_pairs` on
+    the monotone codes alone is the whole rule.
     """
-    ok = np.ones(np.broadcast_shapes(np.shape(src), np.shape(dst)), dtype=bool)
-    for j in range(mono.shape[1]):
-        ok &= (mono[dst, j] - mono[src, j]) * direction[j] >= 0
-    return ok
+    local = ConstraintCodes(immutable=np.zeros((mono.shape[0], 0)), monotone=mono, direction=direction)
+    return actionable_pairs(local, src, dst)
 
 
 def _groups(immutable: np.ndarray) -> list[np.ndarray]:

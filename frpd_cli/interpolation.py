@@ -1,10 +1,18 @@
-"""Linear interpolation: the first favourable point on the segment from the applicant to a prototype.
+"""Interpolation schemes: from the applicant towards each prototype (paper section 4).
 
-Paper section 4 ("Interpolation Schemes"). The segment is walked in the encoded
-space with one-hot blocks relaxed; every point is judged by the model's own
-prediction on the *decoded* raw row (argmax categories, integers rounded,
-values clipped to the training range). The returned recourse is the decoded row
-that was checked, so it is valid by construction.
+Linear: the first favourable point on the segment from the applicant to a
+prototype. The segment is walked in the encoded space with one-hot blocks
+relaxed; every point is judged by the model's own prediction on the *decoded*
+raw row (argmax categories, integers rounded, values clipped to the training
+range). The returned recourse is the decoded row that was checked, so it is
+valid by construction.
+
+Graph (sequential recourse, paper appendix "Sequential Recourse"): the
+applicant is attached to the actionability graph (:mod:`frpd_cli.graph`),
+Dijkstra gives the shortest path to every training row, and each recourse is
+the shortest path to its prototype, optionally cut at the first node the model
+predicts favourable. Every move of the path is an edge of the graph, so it is
+actionable; the end point is a training row.
 """
 
 from __future__ import annotations
@@ -16,8 +24,24 @@ import pandas as pd
 
 from .encoding import Encoder
 from .exceptions import InputError
+from .graph import attach_source, extract_path, shortest_paths
 
-__all__ = ["LinearResult", "interpolate_linear", "decode_from"]
+__all__ = [
+    "LinearResult",
+    "interpolate_linear",
+    "decode_from",
+    "ENDPOINTS",
+    "GraphReach",
+    "GraphRecourse",
+    "reach_from",
+    "graph_path",
+    "interpolate_graph",
+    "same_value",
+]
+
+#: Where a graph recourse ends: at the prototype, or at the first node of the
+#: shortest path to it that the model predicts favourable.
+ENDPOINTS = ("prototype", "first-favorable")
 
 
 @dataclass(frozen=True)
@@ -181,3 +205,200 @@ def interpolate_linear(
             best_prob[active[ok]] = mprob[ok]
     best_rows = pd.DataFrame({c: pd.Series(v, dtype=rows[c].dtype) for c, v in best.items()})
     return LinearResult(rows=best_rows, t=hi, probability=best_prob, n_model_calls=calls)
+
+
+# --------------------------------------------------------------------------
+# graph scheme
+# --------------------------------------------------------------------------
+
+
+def same_value(a, b) -> bool:
+    """Whether two raw feature values are the same (numbers by value: ``34 == 34.0``)."""
+    if isinstance(a, (int, float, np.integer, np.floating)) and isinstance(b, (int, float, np.integer, np.floating)):
+        return float(a) == float(b)
+    return a == b
+
+
+@dataclass(frozen=True, eq=False)
+class GraphReach:
+    """Shortest paths from one applicant over the actionability graph.
+
+    Attributes
+    ----------
+    neighbors, weights : ndarray of shape (n_out,)
+        The applicant's out-edges (:func:`frpd_cli.graph.attach_source`).
+    dist : ndarray of float64, shape (n_nodes,)
+        Shortest path cost from the applicant (``inf``: unreachable, or beyond
+        ``max_cost``).
+    predecessor : ndarray of int64, shape (n_nodes,)
+        As returned by :func:`frpd_cli.graph.shortest_paths` (``-1``: reached
+        straight from the applicant when ``dist`` is finite).
+    hops : ndarray of int64, shape (n_nodes,)
+        Moves on the shortest path to each node (``-1`` when unreachable).
+    """
+
+    neighbors: np.ndarray
+    weights: np.ndarray
+    dist: np.ndarray
+    predecessor: np.ndarray
+    hops: np.ndarray
+
+    @property
+    def n_reached(self) -> int:
+        """Number of training rows with a finite path cost."""
+        return int(np.isfinite(self.dist).sum())
+
+
+def _hop_counts(dist: np.ndarray, predecessor: np.ndarray) -> np.ndarray:
+    """Edges on each node's shortest path, by pointer doubling over the predecessor tree.
+
+    ``O(N log depth)``: after round ``r`` every node knows its ancestor ``2^r``
+    moves up and the number of moves to it.
+    """
+    reached = np.isfinite(dist)
+    hops = np.where(reached, 1, -1).astype(np.int64)
+    up = np.where(reached, predecessor, -1).astype(np.int64)
+    active = np.flatnonzero(up >= 0)
+    while active.size:
+        parent = up[active]
+        hops[active] = hops[active] + hops[parent]
+        up[active] = up[parent]
+        active = active[up[active] >= 0]
+    return hops
+
+
+def reach_from(graph, X: np.ndarray, codes, x0: np.ndarray, codes0, *, max_cost: float | None = None) -> GraphReach:
+    """Attach an applicant to the graph and run Dijkstra from it.
+
+    Parameters
+    ----------
+    graph : frpd_cli.graph.Graph
+        Built from ``X`` and ``codes``; not modified.
+    X : ndarray of shape (n_nodes, n_features_out)
+        Encoded training rows.
+    codes : ConstraintCodes
+        Their constraint codes.
+    x0 : ndarray of shape (n_features_out,)
+        The encoded applicant.
+    codes0 : ConstraintCodes
+        The applicant's codes (one row).
+    max_cost : float or None
+        Stop Dijkstra beyond this path cost.
+
+    Returns
+    -------
+    reach : GraphReach
+
+    Notes
+    -----
+    ``O(N p)`` to attach (brute force over the rows) plus ``O((N + E) log N)``
+    for Dijkstra; the hop counts add ``O(N log depth)``.
+    """
+    neighbors, weights = attach_source(graph, X, codes, x0, codes0)
+    limit = np.inf if max_cost is None else float(max_cost)
+    dist, predecessor = shortest_paths(graph, neighbors, weights, limit=limit)
+    return GraphReach(neighbors, weights, dist, predecessor, _hop_counts(dist, predecessor))
+
+
+def graph_path(reach: GraphReach, row: int, *, endpoint: str = "prototype", favorable=None) -> list[int]:
+    """Nodes of the recourse path towards the prototype ``row`` (after the applicant).
+
+    Parameters
+    ----------
+    reach : GraphReach
+    row : int
+        A node with a finite path cost.
+    endpoint : {"prototype", "first-favorable"}
+        ``"first-favorable"`` cuts the path at its first node in ``favorable``.
+    favorable : ndarray of bool, shape (n_nodes,)
+        Nodes the model predicts favourable (needed for ``"first-favorable"``).
+
+    Returns
+    -------
+    path : list of int
+    """
+    if endpoint not in ENDPOINTS:
+        raise InputError(f"The 'endpoint' option must be one of {', '.join(ENDPOINTS)}. Got {endpoint!r} instead.")
+    if not np.isfinite(reach.dist[row]):
+        raise InputError(f"Training row {row} is not reachable from the applicant; it cannot end a path.")
+    path = extract_path(reach.predecessor, int(row))
+    if endpoint == "first-favorable":
+        if favorable is None:
+            raise InputError("endpoint='first-favorable' needs the 'favorable' flags of the nodes.")
+        for j, node in enumerate(path):
+            if favorable[node]:
+                return path[: j + 1]
+    return path
+
+
+@dataclass(frozen=True)
+class GraphRecourse:
+    """One sequential recourse: the path, its cost and the raw values along it.
+
+    Attributes
+    ----------
+    prototype : int
+        Training row the path was aimed at.
+    path : list of int
+        Training rows visited after leaving the applicant; ``path[-1]`` is the end point.
+    cost : float
+        Path cost: the sum of the edge weights from the applicant.
+    features : dict
+        Raw values of the end point (the applicant's own value where it is the same).
+    changes : dict
+        ``{feature: (applicant's value, end value)}`` for the features that differ.
+    steps : list of dict
+        Per move, ``{feature: (old, new)}`` for the features the move changes
+        (empty for a move between identical rows).
+    """
+
+    prototype: int
+    path: list
+    cost: float
+    features: dict
+    changes: dict
+    steps: list
+
+
+def interpolate_graph(reach: GraphReach, rows, columns: dict, raw0: dict, *, endpoint: str = "prototype",
+                      favorable=None) -> list[GraphRecourse]:
+    """Sequential recourses from one applicant to each prototype in ``rows``.
+
+    Parameters
+    ----------
+    reach : GraphReach
+        Shortest paths from the applicant (:func:`reach_from`).
+    rows : sequence of int
+        Prototype rows (reachable).
+    columns : dict of str to list
+        Raw training values per feature (``frame[name].tolist()``), in schema order.
+    raw0 : dict
+        The applicant's raw values.
+    endpoint : {"prototype", "first-favorable"}
+    favorable : ndarray of bool, shape (n_nodes,)
+        Nodes the model predicts favourable.
+
+    Returns
+    -------
+    recourses : list of GraphRecourse
+        One per prototype, in the order of ``rows`` (end points may repeat).
+
+    References
+    ----------
+    Nguyen, Bui, Nguyen (2023), section 4 (graph interpolation) and the
+    appendix "Sequential Recourse".
+    """
+    names = list(columns)
+    out = []
+    for row in rows:
+        path = graph_path(reach, int(row), endpoint=endpoint, favorable=favorable)
+        steps, previous = [], raw0
+        for node in path:
+            current = {n: columns[n][node] for n in names}
+            steps.append({n: (previous[n], current[n]) for n in names if not same_value(previous[n], current[n])})
+            previous = current
+        end = path[-1]
+        features = {n: raw0[n] if same_value(raw0[n], columns[n][end]) else columns[n][end] for n in names}
+        changes = {n: (raw0[n], features[n]) for n in names if not same_value(raw0[n], features[n])}
+        out.append(GraphRecourse(int(row), path, float(reach.dist[end]), features, changes, steps))
+    return out

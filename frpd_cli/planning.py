@@ -5,6 +5,13 @@ scored in one model call, prototypes are selected per applicant, and the
 interpolation of all prototypes of the chunk shares each model call. Chunks can
 run in a joblib process pool; results come back in input order and do not
 depend on the number of workers.
+
+Two schemes (:attr:`PlanSettings.scheme`): ``"linear"`` selects among every
+actionable favourable training row and interpolates along segments;
+``"graph"`` attaches the applicant to an actionability graph, selects among the
+favourable rows it can reach, and follows shortest paths (sequential recourse).
+The ``"face"`` method (graph only) takes the K reachable favourable rows with
+the cheapest paths.
 """
 
 from __future__ import annotations
@@ -18,20 +25,39 @@ import pandas as pd
 from .constraints import actionable_mask
 from .dataset import TrainingSet
 from .exceptions import InputError
-from .interpolation import interpolate_linear
+from .interpolation import (
+    ENDPOINTS,
+    GraphReach,
+    graph_path,
+    interpolate_graph,
+    interpolate_linear,
+    reach_from,
+    same_value,
+)
 from .plans import Plan, Recourse
 from .selection import METHODS, compute_geometry, eigen_decompose, select_prototypes
+from .selection.baselines import rank_order
 
 __all__ = [
+    "PLAN_METHODS",
+    "SCHEMES",
     "PlanSettings",
     "SelectionOutcome",
     "candidate_mask",
     "infeasibility_reason",
+    "graph_infeasibility_reason",
     "select_for_applicant",
+    "select_on_graph",
     "plan_chunk",
     "interpolate_plans",
+    "graph_plans",
     "plan_applicants",
 ]
+
+#: Selection methods of a plan: those of :data:`frpd_cli.selection.METHODS`, and
+#: ``"face"`` (graph scheme only).
+PLAN_METHODS = (*METHODS, "face")
+SCHEMES = ("linear", "graph")
 
 _QUAD_FAMILY = ("quad", "quad-dp", "quad-greedy", "exact")
 
@@ -56,6 +82,16 @@ class PlanSettings:
         Bisection tolerance as a fraction of the segment.
     n_iter, tau, step : int, int, float
         QUAD iterations, screening window and dual-ascent step.
+    scheme : {"linear", "graph"}
+        Interpolation scheme; ``"graph"`` needs an actionability graph.
+    endpoint : {"prototype", "first-favorable"}
+        Graph scheme: a recourse ends at its prototype (default), or at the
+        first node of the shortest path to it that the model predicts
+        favourable.
+    max_hops : int or None
+        Graph scheme: only prototypes whose shortest path has at most this many moves.
+    max_cost : float or None
+        Graph scheme: only prototypes whose shortest path costs at most this much.
     """
 
     method: str = "quad"
@@ -67,10 +103,37 @@ class PlanSettings:
     n_iter: int = 100
     tau: int = 20
     step: float = 0.1
+    scheme: str = "linear"
+    endpoint: str = "prototype"
+    max_hops: int | None = None
+    max_cost: float | None = None
 
     def validate(self) -> "PlanSettings":
-        if self.method not in METHODS:
-            raise InputError(f"The 'method' option must be one of {', '.join(METHODS)}. Got {self.method!r} instead.")
+        if self.method not in PLAN_METHODS:
+            raise InputError(
+                f"The 'method' option must be one of {', '.join(PLAN_METHODS)}. Got {self.method!r} instead."
+            )
+        if self.scheme not in SCHEMES:
+            raise InputError(f"The 'scheme' option must be one of {', '.join(SCHEMES)}. Got {self.scheme!r} instead.")
+        if self.method == "face" and self.scheme != "graph":
+            raise InputError("The 'face' method needs --graph: it picks the favourable training rows with the "
+                             "cheapest paths on an actionability graph (build one with frpd build-graph).")
+        if self.endpoint not in ENDPOINTS:
+            raise InputError(
+                f"The 'endpoint' option must be one of {', '.join(ENDPOINTS)}. Got {self.endpoint!r} instead."
+            )
+        if self.max_hops is not None and (isinstance(self.max_hops, bool)
+                                          or not isinstance(self.max_hops, (int, np.integer)) or self.max_hops < 1):
+            raise InputError(f"The 'max_hops' option must be an int >= 1. Got {self.max_hops!r} instead.")
+        if self.max_cost is not None and not (np.isfinite(self.max_cost) and self.max_cost > 0):
+            raise InputError(f"The 'max_cost' option must be a number > 0. Got {self.max_cost!r} instead.")
+        if self.scheme != "graph":
+            for name in ("max_hops", "max_cost"):
+                if getattr(self, name) is not None:
+                    raise InputError(f"The '{name}' option needs --graph (it limits paths on the graph).")
+            if self.endpoint != "prototype":
+                raise InputError("The 'endpoint' option needs --graph (linear recourses always stop at the first "
+                                 "favourable point of their segment).")
         if not isinstance(self.k, (int, np.integer)) or self.k < 1:
             raise InputError(f"The 'k' option must be an int >= 1. Got {self.k!r} instead.")
         if not 0.0 <= self.theta <= 1.0:
@@ -118,20 +181,7 @@ def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_foun
     n_pool = int(pool.sum())
     if n_pool == 0:
         return "the model predicts no training row favourable"
-    parts = []
-    codes = training.codes
-    for j, name in enumerate(codes.immutable_names):
-        removed = int(np.sum(pool & (codes.immutable[:, j] != codes0.immutable[0, j])))
-        if removed:
-            parts.append((removed, f"{removed} differ in {name} (applicant: {raw0[name]})"))
-    for j, name in enumerate(codes.monotone_names):
-        delta = (codes.monotone[:, j] - codes0.monotone[0, j]) * codes.direction[j]
-        removed = int(np.sum(pool & (delta < 0)))
-        if removed:
-            word = "lower" if codes.direction[j] > 0 else "higher"
-            parts.append((removed, f"{removed} have {word} {name} (applicant: {raw0[name]})"))
-    parts.sort(key=lambda item: -item[0])
-    detail = "; ".join(text for _, text in parts) if parts else "they equal the applicant"
+    detail = "; ".join(_constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
     return f"only {n_found} candidate row(s), need {k}: of {n_pool} favourable training rows, {detail}"
 
 
@@ -151,6 +201,12 @@ def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd
         reason = infeasibility_reason(training, codes0, pool, int(cand.size), settings.k, raw0)
         return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
                 for _ in thetas]
+    return _select_among(training, x0, cand, settings, thetas)
+
+
+def _select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
+                  thetas: list) -> list[SelectionOutcome]:
+    """Run the selection method on the candidate rows ``cand`` (ascending), once per theta."""
     geometry = compute_geometry(training.X[cand], x0)
     needs_eigen = settings.method in ("quad", "quad-dp")
     eigen = eigen_decompose(geometry) if needs_eigen and any(t > 0 for t in thetas) else None
@@ -165,19 +221,227 @@ def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd
     return outcomes
 
 
+# --------------------------------------------------------------------------
+# graph scheme: candidates, reasons, FACE, plans
+# --------------------------------------------------------------------------
+
+
+def _constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[str]:
+    """For the rows selected by ``rows`` (bool mask), how many each constraint rules out, largest first."""
+    parts = []
+    codes = training.codes
+    for j, name in enumerate(codes.immutable_names):
+        removed = int(np.sum(rows & (codes.immutable[:, j] != codes0.immutable[0, j])))
+        if removed:
+            parts.append((removed, f"{removed} differ in {name} (applicant: {raw0[name]})"))
+    for j, name in enumerate(codes.monotone_names):
+        delta = (codes.monotone[:, j] - codes0.monotone[0, j]) * codes.direction[j]
+        removed = int(np.sum(rows & (delta < 0)))
+        if removed:
+            word = "lower" if codes.direction[j] > 0 else "higher"
+            parts.append((removed, f"{removed} have {word} {name} (applicant: {raw0[name]})"))
+    parts.sort(key=lambda item: -item[0])
+    return [text for _, text in parts]
+
+
+def _graph_hint(graph) -> str:
+    if graph.radius is not None:
+        return f"rebuild the graph with a larger --radius (now {graph.radius:g})"
+    return f"rebuild the graph with a larger --neighbors (now {graph.n_neighbors}) or a --radius"
+
+
+def graph_infeasibility_reason(training: TrainingSet, graph, reach: GraphReach, x0: np.ndarray, codes0,
+                               pool: np.ndarray, n_found: int, settings: PlanSettings, raw0) -> str:
+    """Say why too few favourable rows are reachable on the graph, with counts and a remedy."""
+    k = settings.k
+    N = training.n_rows
+    if reach.neighbors.size == 0:
+        targets = actionable_mask(codes0, training.codes)
+        if not targets.any():
+            detail = "; ".join(_constraint_breakdown(training, codes0, np.ones(N, dtype=bool), raw0))
+            return ("the applicant has no actionable neighbour on the graph: every training row differs in an "
+                    f"immutable feature or lies on the wrong side of a monotone one ({detail})")
+        nearest = float(np.sqrt(((training.X[targets] - x0) ** 2).sum(axis=1)).min())
+        limits = []
+        if graph.radius is not None:
+            limits.append(f"the graph's radius {graph.radius:g}")
+        if graph.max_step is not None:
+            limits.append(f"the graph's max step {graph.max_step:g}")
+        return (f"the applicant has no actionable neighbour on the graph: the nearest of its "
+                f"{int(targets.sum())} actionable training rows is at distance {nearest:.4g}, beyond "
+                f"{' and '.join(limits)}; {_graph_hint(graph)} or a larger --max-step")
+    n_linear = int(candidate_mask(training, x0, codes0, pool).sum())
+    reached = np.isfinite(reach.dist)
+    n_reached_fav = int((reached & pool).sum())
+    text = (f"only {n_found} candidate row(s) reachable on the graph, need {k}: the applicant reaches "
+            f"{reach.n_reached} of {N} training rows ({100.0 * reach.n_reached / N:.2g}%), {n_reached_fav} of them "
+            f"favourable")
+    if settings.max_cost is not None:
+        text += f" within --max-cost {settings.max_cost:g}"
+    if settings.max_hops is not None:
+        beyond = int((reached & pool & (reach.hops > settings.max_hops)).sum())
+        if beyond:
+            text += f" ({beyond} of those more than --max-hops {settings.max_hops} moves away)"
+    if n_linear < k:
+        detail = "; ".join(_constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
+        return text + (f"; only {n_linear} favourable row(s) are actionable at all: of {int(pool.sum())} "
+                       f"favourable training rows, {detail}")
+    return text + (f"; {n_linear} favourable rows are actionable but not connected to the applicant: "
+                   f"{_graph_hint(graph)}")
+
+
+def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: int, endpoint: str) -> np.ndarray:
+    """FACE: the ``k`` cheapest distinct end points among the candidates' paths.
+
+    Candidates are taken by path cost (ties by row index). With
+    ``endpoint="first-favorable"`` a candidate stands for the first favourable
+    node of its path (which is never more expensive), so the result is the
+    ``k`` cheapest nodes that are the first favourable node of their own path.
+    Rows identical to one already taken are skipped.
+    """
+    order = rank_order(reach.dist, cand)
+    chosen: list[int] = []
+    for row in order:
+        end = graph_path(reach, int(row), endpoint=endpoint, favorable=training.favorable)[-1]
+        if any(end == c or np.array_equal(training.X[end], training.X[c]) for c in chosen):
+            continue
+        chosen.append(int(end))
+        if len(chosen) == k:
+            break
+    return np.asarray(chosen, dtype=np.int64)
+
+
+def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, settings: PlanSettings, *,
+                    pool: np.ndarray | None = None, thetas=None) -> tuple[list[SelectionOutcome], GraphReach]:
+    """Select prototypes among the favourable rows the applicant can reach on the graph.
+
+    Candidates are the rows of :func:`candidate_mask` (the linear scheme's
+    filter) with a finite path cost from the applicant (within
+    ``settings.max_cost``) and at most ``settings.max_hops`` moves on their
+    shortest path. The selection methods run on them unchanged, in the encoded
+    space; ``"face"`` takes the ``k`` cheapest paths (ties by row index,
+    identical rows once).
+
+    Returns
+    -------
+    outcomes : list of SelectionOutcome
+        One per theta.
+    reach : GraphReach
+        The applicant's shortest paths (reused by :func:`graph_plans`).
+    """
+    pool = training.pool(settings.candidates) if pool is None else pool
+    thetas = [settings.theta] if thetas is None else list(thetas)
+    reach = reach_from(graph, training.X, training.codes, x0, codes0, max_cost=settings.max_cost)
+    mask = candidate_mask(training, x0, codes0, pool) & np.isfinite(reach.dist)
+    if settings.max_hops is not None:
+        mask &= reach.hops <= settings.max_hops
+    cand = np.flatnonzero(mask)
+    if cand.size < settings.k:
+        reason = graph_infeasibility_reason(training, graph, reach, x0, codes0, pool, int(cand.size), settings,
+                                            raw0)
+        return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
+                for _ in thetas], reach
+    if settings.method == "face":
+        rows = _face_rows(training, reach, cand, settings.k, settings.endpoint)
+        objective = float(reach.dist[rows].sum())
+        return [SelectionOutcome("ok", None, rows, objective, None, int(cand.size)) for _ in thetas], reach
+    return _select_among(training, x0, cand, settings, thetas), reach
+
+
+def graph_plans(training: TrainingSet, model, graph, raw: pd.DataFrame, X0: np.ndarray, codes0, prob0: np.ndarray,
+                ids: list[str], outcomes: list, *, method: str, settings: PlanSettings,
+                reaches: list | None = None) -> list[Plan]:
+    """Turn selections into sequential-recourse plans (shortest paths on the graph).
+
+    Parameters
+    ----------
+    raw : DataFrame of shape (n_applicants, n_features)
+        Raw applicants.
+    X0 : ndarray of shape (n_applicants, n_features_out)
+    codes0 : ConstraintCodes
+        The applicants' codes.
+    prob0 : ndarray of shape (n_applicants,)
+    outcomes : list of SelectionOutcome or None
+        None for applicants already favourable.
+    settings : PlanSettings
+        ``k``, ``endpoint`` and ``max_cost`` are used.
+    reaches : list of GraphReach or None, optional
+        Each applicant's shortest paths when already computed (None entries are
+        recomputed).
+
+    Notes
+    -----
+    Recourses are ranked by path cost (ties by end row). Each end point is
+    kept once: when two prototypes lead to the same end row (or to identical
+    rows), the later one is dropped and the plan's ``reason`` says so. Every
+    recourse's probability comes from one model call for the whole chunk.
+    """
+    names = list(training.schema.feature_names)
+    columns = {n: training.frame[n].tolist() for n in names}
+    drafts = []
+    for i, out in enumerate(outcomes):
+        if out is None or out.status != "ok":
+            drafts.append(None)
+            continue
+        reach = reaches[i] if reaches is not None and reaches[i] is not None else reach_from(
+            graph, training.X, training.codes, X0[i], codes0.row(i), max_cost=settings.max_cost)
+        found = interpolate_graph(reach, out.rows, columns, raw.iloc[i].to_dict(), endpoint=settings.endpoint,
+                                  favorable=training.favorable)
+        found.sort(key=lambda g: (g.cost, g.path[-1]))
+        kept, ends, seen = [], set(), set()
+        for g in found:
+            key = tuple(str(g.features[n]) for n in names)
+            if g.path[-1] in ends or key in seen:
+                continue
+            ends.add(g.path[-1])
+            seen.add(key)
+            kept.append(g)
+        drafts.append(kept)
+    flat = [g for kept in drafts if kept for g in kept]
+    if flat:
+        rows = pd.DataFrame([g.features for g in flat], columns=names)
+        probability = np.asarray(model.favorable_probability(rows), dtype=np.float64)
+    else:
+        probability = np.zeros(0)
+
+    plans, cursor, k = [], 0, settings.k
+    for i, out in enumerate(outcomes):
+        raw0 = raw.iloc[i].to_dict()
+        if out is None:
+            plans.append(Plan(ids[i], "already-favorable",
+                              f"the model already predicts favourable (probability {prob0[i]:.4f})", method,
+                              (), raw0))
+            continue
+        if out.status != "ok":
+            plans.append(Plan(ids[i], out.status, out.reason, method, (), raw0))
+            continue
+        recourses = []
+        for rank, g in enumerate(drafts[i], start=1):
+            recourses.append(Recourse(rank=rank, features=g.features, changes=g.changes, cost=g.cost,
+                                      probability=float(probability[cursor]), prototype=g.prototype,
+                                      path=list(g.path), steps=list(g.steps)))
+            cursor += 1
+        reason = None
+        if len(recourses) < k:
+            lost = len(out.rows) - len(recourses)
+            why = ("their paths reach the same first favourable node as a cheaper one"
+                   if settings.endpoint == "first-favorable" else "they end at the same row as a cheaper one")
+            reason = f"{len(recourses)} distinct recourse(s) kept, need {k}"
+            if lost > 0:
+                reason += f": {lost} prototype(s) dropped because {why}"
+            else:
+                reason += ": fewer distinct reachable rows than asked for"
+        plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0))
+    return plans
+
+
 def _changes(raw0: dict, features: dict) -> dict:
-    return {name: (raw0[name], value) for name, value in features.items() if not _same(raw0[name], value)}
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, (int, float, np.integer, np.floating)) and isinstance(b, (int, float, np.integer, np.floating)):
-        return float(a) == float(b)
-    return a == b
+    return {name: (raw0[name], value) for name, value in features.items() if not same_value(raw0[name], value)}
 
 
 def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],
-               settings: PlanSettings) -> list[Plan]:
-    """Plans for one chunk of applicants (linear interpolation), in input order.
+               settings: PlanSettings, graph=None) -> list[Plan]:
+    """Plans for one chunk of applicants, in input order.
 
     Parameters
     ----------
@@ -188,6 +452,8 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     ids : list of str
         The applicant identifiers written to the output.
     settings : PlanSettings
+    graph : frpd_cli.graph.Graph or None
+        The actionability graph of ``training`` (required for ``scheme="graph"``).
     """
     encoder = training.encoder
     raw = applicants.loc[:, list(training.schema.feature_names)].reset_index(drop=True)
@@ -196,12 +462,21 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
     pool = training.pool(settings.candidates)
     outcomes: list[SelectionOutcome | None] = []
+    reaches: list[GraphReach | None] = []
     for i in range(len(raw)):
         if prob0[i] >= model.threshold:
             outcomes.append(None)
+            reaches.append(None)
+        elif settings.scheme == "graph":
+            found, reach = select_on_graph(training, graph, X0[i], codes0.row(i), raw.iloc[i], settings, pool=pool)
+            outcomes.append(found[0])
+            reaches.append(reach)
         else:
             outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings,
                                                  pool=pool)[0])
+    if settings.scheme == "graph":
+        return graph_plans(training, model, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.method,
+                           settings=settings, reaches=reaches)
     ends = [None if out is None else training.X[out.rows] for out in outcomes]
     return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.method,
                              k=settings.k, tol=settings.tol)
@@ -276,17 +551,19 @@ def _chunks(n: int, size: int) -> list[tuple[int, int]]:
     return [(start, min(start + size, n)) for start in range(0, n, size)]
 
 
-def _run_chunk(training, model, applicants, ids, settings):
-    return plan_chunk(training, model, applicants, ids, settings)
+def _run_chunk(training, model, applicants, ids, settings, graph):
+    return plan_chunk(training, model, applicants, ids, settings, graph)
 
 
 def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],
-                    settings: PlanSettings, *, n_jobs: int = 1, chunk_size: int = 64,
+                    settings: PlanSettings, *, graph=None, n_jobs: int = 1, chunk_size: int = 64,
                     progress: Callable[[int, int], None] | None = None) -> Iterator[list[Plan]]:
     """Plan every applicant; yield the plans chunk by chunk in input order.
 
     Parameters
     ----------
+    graph : frpd_cli.graph.Graph or None
+        The actionability graph built from ``training`` (``settings.scheme == "graph"``).
     n_jobs : int, default=1
         Worker processes (joblib's process pool). Results do not depend on it.
     chunk_size : int, default=64
@@ -295,6 +572,16 @@ def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids:
         Called as ``progress(done, total)`` after each chunk.
     """
     settings.validate()
+    if settings.scheme == "graph":
+        from .graph import Graph
+
+        if not isinstance(graph, Graph):
+            raise InputError("The graph scheme needs an actionability graph (frpd build-graph, then --graph DIR).")
+        if graph.n_nodes != training.n_rows:
+            raise InputError(f"The graph has {graph.n_nodes} nodes but the training data has {training.n_rows} rows; "
+                             "it was built from other data. Rebuild it with frpd build-graph.")
+    elif graph is not None:
+        raise InputError("A graph was given but the scheme is 'linear'; use scheme='graph'.")
     if n_jobs < 1:
         raise InputError(f"The 'jobs' option must be an int >= 1. Got {n_jobs!r} instead.")
     if chunk_size < 1:
@@ -305,7 +592,7 @@ def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids:
     done = 0
     if n_jobs == 1 or len(bounds) == 1:
         for a, b in bounds:
-            plans = _run_chunk(training, model, applicants.iloc[a:b], ids[a:b], settings)
+            plans = _run_chunk(training, model, applicants.iloc[a:b], ids[a:b], settings, graph)
             done += b - a
             if progress:
                 progress(done, n)
@@ -314,7 +601,8 @@ def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids:
     from joblib import Parallel, delayed
 
     parallel = Parallel(n_jobs=n_jobs, return_as="generator", backend="loky")
-    tasks = (delayed(_run_chunk)(training, model, applicants.iloc[a:b], ids[a:b], settings) for a, b in bounds)
+    tasks = (delayed(_run_chunk)(training, model, applicants.iloc[a:b], ids[a:b], settings, graph)
+             for a, b in bounds)
     for (a, b), plans in zip(bounds, parallel(tasks)):
         done += b - a
         if progress:
