@@ -48,6 +48,7 @@ __all__ = [
     "graph_infeasibility_reason",
     "select_for_applicant",
     "select_on_graph",
+    "graph_candidates",
     "plan_chunk",
     "interpolate_plans",
     "graph_plans",
@@ -311,6 +312,15 @@ def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: in
     return np.asarray(chosen, dtype=np.int64)
 
 
+def graph_candidates(training: TrainingSet, reach: GraphReach, x0: np.ndarray, codes0, pool: np.ndarray,
+                     settings: PlanSettings) -> np.ndarray:
+    """Rows (ascending) of :func:`candidate_mask` that the applicant reaches within the graph limits."""
+    mask = candidate_mask(training, x0, codes0, pool) & np.isfinite(reach.dist)
+    if settings.max_hops is not None:
+        mask &= reach.hops <= settings.max_hops
+    return np.flatnonzero(mask)
+
+
 def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, settings: PlanSettings, *,
                     pool: np.ndarray | None = None, thetas=None) -> tuple[list[SelectionOutcome], GraphReach]:
     """Select prototypes among the favourable rows the applicant can reach on the graph.
@@ -332,10 +342,7 @@ def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, 
     pool = training.pool(settings.candidates) if pool is None else pool
     thetas = [settings.theta] if thetas is None else list(thetas)
     reach = reach_from(graph, training.X, training.codes, x0, codes0, max_cost=settings.max_cost)
-    mask = candidate_mask(training, x0, codes0, pool) & np.isfinite(reach.dist)
-    if settings.max_hops is not None:
-        mask &= reach.hops <= settings.max_hops
-    cand = np.flatnonzero(mask)
+    cand = graph_candidates(training, reach, x0, codes0, pool, settings)
     if cand.size < settings.k:
         reason = graph_infeasibility_reason(training, graph, reach, x0, codes0, pool, int(cand.size), settings,
                                             raw0)

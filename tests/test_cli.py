@@ -150,12 +150,6 @@ def test_failed_run_leaves_no_output_file(sample_paths, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_unimplemented_commands_exit_1(sample_paths, tmp_path):
-    result = runner.invoke(app, ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
-                                 "--out", str(tmp_path / "g")])
-    assert result.exit_code == 1 and "not implemented yet" in result.stderr and result.stdout == ""
-
-
 def test_select_then_interpolate_matches_plan(sample_paths, tmp_path):
     sel = tmp_path / "sel"
     common = ["--schema", str(sample_paths["schema"])]

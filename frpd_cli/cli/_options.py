@@ -19,12 +19,14 @@ __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
+    "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt",
     "SchemaFlags", "load_training", "read_applicants",
 ]
 
 _DATA = "Data and schema"
 _SEL = "Selection"
 _OUT = "Output"
+_GRAPH = "Graph (sequential recourse)"
 
 DataArg = Annotated[Path, typer.Argument(help="Training CSV (header row; features and the target column).",
                                          show_default=False)]
@@ -73,6 +75,19 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
                                       "on it.", rich_help_panel=_OUT)]
+GraphOpt = Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder from build-graph: "
+                                                 "recourses become shortest paths on it (sequential recourse), "
+                                                 "prototypes are chosen among the favourable rows it reaches.",
+                                                 rich_help_panel=_GRAPH)]
+EndpointOpt = Annotated[str, typer.Option("--endpoint", help="Where a graph recourse ends: prototype (the chosen "
+                                          "row; keeps the plan's diversity) or first-favorable (the first node of "
+                                          "the path the model accepts; cheaper, but paths that share it collapse).",
+                                          rich_help_panel=_GRAPH)]
+MaxHopsOpt = Annotated[Optional[int], typer.Option("--max-hops", min=1, help="Only prototypes at most this many "
+                                                   "moves away (along the shortest path).", rich_help_panel=_GRAPH)]
+MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", help="Only prototypes "
+                                                     "whose shortest path costs at most this (Dijkstra stops "
+                                                     "there).", rich_help_panel=_GRAPH)]
 
 
 @dataclass(frozen=True)

@@ -110,6 +110,9 @@ class PlanWriter:
             console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
             for plan in self._buffer:
                 console.print(plan_table(plan))
+                steps = plan_steps(plan)
+                if steps is not None:
+                    console.print(steps)
         self.stream.flush()
 
 
@@ -136,7 +139,6 @@ def plan_table(plan: Plan) -> Table:
     table.add_column("#", justify="right", no_wrap=True)
     for name in changed:
         table.add_column(name, overflow="fold")
-    has_steps = any(r.steps for r in plan.recourses)
     table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("prob", justify="right", no_wrap=True)
     if not plan.recourses:
@@ -151,13 +153,38 @@ def plan_table(plan: Plan) -> Table:
             else:
                 cells.append(Text("·", style="dim"))
         table.add_row(str(r.rank), *cells, f"{r.cost:.3f}", f"{r.probability:.2f}")
-        if has_steps and r.steps:
-            actions = "; ".join(
-                f"{i}. " + ", ".join(f"{k} {_fmt(a)}→{_fmt(b)}" for k, (a, b) in step.items())
-                for i, step in enumerate(r.steps, start=1)
-            )
-            table.add_row("", Text(actions, style="italic"), *[""] * (len(changed) + 1))
     return table
+
+
+def plan_steps(plan: Plan) -> Text | None:
+    """Graph plans: each recourse's moves as a numbered sequence of actions (None for linear plans).
+
+    One line per action, wrapped by the console, so it reads at 80 columns::
+
+        Recourse 2 (cost 1.606, 2 moves via rows 1055, 727):
+          1. age 35 → 36, credit_amount 1929.22 → 2005.76, housing rent → own
+          2. age 36 → 37, duration 24 → 12, credit_amount 2005.76 → 722.24
+    """
+    if not any(r.path is not None for r in plan.recourses):
+        return None
+    text = Text()
+    for r in plan.recourses:
+        moves = [step for step in (r.steps or []) if step]
+        via = ", ".join(str(p) for p in (r.path or []))
+        text.append(f"Recourse {r.rank}", style="bold")
+        text.append(f" (cost {r.cost:.3f}, {len(moves)} move{'s' if len(moves) != 1 else ''} via "
+                    f"row{'s' if len(r.path or []) != 1 else ''} {via}):\n", style="dim")
+        for i, step in enumerate(moves, start=1):
+            text.append(f"  {i}. ")
+            for j, (name, (old, new)) in enumerate(step.items()):
+                if j:
+                    text.append(", ")
+                text.append(f"{name} ")
+                text.append(_fmt(old), style="dim")
+                text.append(" → ")
+                text.append(_fmt(new), style="bold yellow")
+            text.append("\n")
+    return text
 
 
 def render_rows_table(rows: list[dict], columns: list[str], *, title: str | None = None) -> Table:

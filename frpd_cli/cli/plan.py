@@ -10,7 +10,6 @@ import pandas as pd
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..exceptions import NotImplementedYetError
 from ..planning import PlanSettings, plan_applicants
 from . import _options as o
 from ._errors import echo_err, handle_errors
@@ -31,7 +30,7 @@ def summarize_plans(counts: dict, n: int, seconds: float) -> str:
 
 
 def run_plan(training, model, applicants: pd.DataFrame, ids, settings: PlanSettings, *, fmt: str | None,
-             output: Path | None, jobs: int, chunk_size: int = 64) -> None:
+             output: Path | None, jobs: int, chunk_size: int = 64, graph=None) -> None:
     """Plan every applicant and stream the records to stdout or ``output``."""
     fmt = resolve_format(fmt, output)
     start = time.perf_counter()
@@ -43,7 +42,7 @@ def run_plan(training, model, applicants: pd.DataFrame, ids, settings: PlanSetti
     with progress, open_output(output) as stream:
         task = progress.add_task("plan", total=len(applicants))
         writer = PlanWriter(stream, fmt, training.schema.feature_names)
-        for plans in plan_applicants(training, model, applicants, ids, settings, n_jobs=jobs,
+        for plans in plan_applicants(training, model, applicants, ids, settings, graph=graph, n_jobs=jobs,
                                      chunk_size=chunk_size,
                                      progress=lambda done, total: progress.update(task, completed=done)):
             for p in plans:
@@ -52,7 +51,11 @@ def run_plan(training, model, applicants: pd.DataFrame, ids, settings: PlanSetti
         writer.close()
     echo_err(summarize_plans(counts, len(applicants), time.perf_counter() - start))
     if counts.get("infeasible", 0) and counts.get("infeasible", 0) >= max(1, len(applicants) // 2):
-        echo_err("Hint: many applicants have too few candidates; declare fewer immutable or monotone features.")
+        if graph is not None:
+            echo_err("Hint: many applicants reach too few favourable rows on the graph; rebuild it with a larger "
+                     "--neighbors or a --radius (see each plan's reason).")
+        else:
+            echo_err("Hint: many applicants have too few candidates; declare fewer immutable or monotone features.")
 
 
 @app.command("plan")
@@ -75,8 +78,10 @@ def plan_command(
     tol: Annotated[float, typer.Option("--tol",
                                        help="Interpolation tolerance, as a fraction of each segment.",
                                        rich_help_panel="Selection")] = 1e-3,
-    graph: Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder from "
-                                                  "build-graph (sequential recourse).")] = None,
+    graph: o.GraphOpt = None,
+    endpoint: o.EndpointOpt = "prototype",
+    max_hops: o.MaxHopsOpt = None,
+    max_cost: o.MaxCostOpt = None,
     schema: o.SchemaOpt = None,
     target: o.TargetOpt = None,
     favorable: o.FavorableOpt = None,
@@ -92,14 +97,22 @@ def plan_command(
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
+    With --graph DIR (from build-graph), every recourse is the shortest path on the actionability graph to its
+    prototype, and the output adds each path and its steps; --method face takes the K cheapest paths.
+
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
     """
-    if graph is not None:
-        raise NotImplementedYetError("Graph plans (--graph) are not implemented yet; omit --graph for linear plans.")
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
-                            tol=tol).validate()
+                            tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
+                            max_hops=max_hops, max_cost=max_cost).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    loaded_graph = None
+    if graph is not None:
+        from .graph import load_graph
+
+        loaded_graph, _ = load_graph(graph, training, data=data, model=model)
     frame, ids = o.read_applicants(applicants, training.schema.feature_names, spec.id_column, encoding=encoding)
-    run_plan(training, loaded, frame, ids, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size)
+    run_plan(training, loaded, frame, ids, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
+             graph=loaded_graph)

@@ -11,16 +11,26 @@ import pandas as pd
 import typer
 
 from ..artifacts import read_artifact, write_artifact
+from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
 from ..exceptions import InputError
 from ..model import load_model
-from ..planning import PlanSettings, SelectionOutcome, interpolate_plans, select_for_applicant
+from ..planning import (
+    PlanSettings,
+    SelectionOutcome,
+    graph_candidates,
+    graph_plans,
+    interpolate_plans,
+    select_for_applicant,
+    select_on_graph,
+)
 from ..plans import plan_record
 from ..selection import compute_geometry, eigen_decompose
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
+from .graph import load_graph
 
 __all__ = ["select_command", "interpolate_command"]
 
@@ -58,6 +68,10 @@ def select_command(
     save_eigen: Annotated[bool, typer.Option("--save-eigen", help="Also store each applicant's "
                                              "eigendecomposition (float32) in eigen.npz.",
                                              rich_help_panel="Selection")] = False,
+    graph: o.GraphOpt = None,
+    endpoint: o.EndpointOpt = "prototype",
+    max_hops: o.MaxHopsOpt = None,
+    max_cost: o.MaxCostOpt = None,
     fmt: o.FormatOpt = None,
     schema: o.SchemaOpt = None,
     target: o.TargetOpt = None,
@@ -76,12 +90,17 @@ def select_command(
 
     Example: frpd select sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv --out sel/ --theta 0.1,0.5,0.9
+
+    With --graph DIR the prototypes are chosen among the favourable rows each applicant reaches on the graph
+    (interpolate the artifact with --scheme graph --graph DIR); --method face needs it.
     """
     thetas = _parse_thetas(theta)
-    settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth,
-                            candidates=candidates).validate()
+    settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
+                            scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
+                            max_cost=max_cost).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
     frame, ids = o.read_applicants(applicants, names, spec.id_column, encoding=encoding)
     raw = frame.loc[:, names].reset_index(drop=True)
@@ -99,12 +118,19 @@ def select_command(
                                          f"the model already predicts favourable (probability {prob0[i]:.4f})",
                                          np.zeros(0, dtype=np.int64)) for _ in thetas]
         else:
-            outcomes = select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings, pool=pool,
-                                            thetas=thetas)
+            if loaded_graph is not None:
+                outcomes, reach = select_on_graph(training, loaded_graph, X0[i], codes0.row(i), raw.iloc[i],
+                                                  settings, pool=pool, thetas=thetas)
+            else:
+                outcomes = select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings, pool=pool,
+                                                thetas=thetas)
             if save_eigen and outcomes[0].status == "ok":
                 from ..planning import candidate_mask
 
-                cand = np.flatnonzero(candidate_mask(training, X0[i], codes0.row(i), pool))
+                if loaded_graph is not None:
+                    cand = graph_candidates(training, reach, X0[i], codes0.row(i), pool, settings)
+                else:
+                    cand = np.flatnonzero(candidate_mask(training, X0[i], codes0.row(i), pool))
                 eig = eigen_decompose(compute_geometry(training.X[cand], X0[i]))
                 eigen_arrays[f"values_{i}"] = eig.values.astype(np.float32)
                 eigen_arrays[f"vectors_{i}"] = eig.vectors.astype(np.float32)
@@ -142,8 +168,10 @@ def select_command(
         payloads["eigen.npz"] = eigen_arrays
     params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
               "id_column": spec.id_column}
-    write_artifact(out, kind=SELECTION_KIND, params=params,
-                   inputs={"data": data, "model": model, "applicants": applicants}, payloads=payloads)
+    inputs = {"data": data, "model": model, "applicants": applicants}
+    if graph is not None:
+        inputs["graph"] = graph
+    write_artifact(out, kind=SELECTION_KIND, params=params, inputs=inputs, payloads=payloads)
     counts = pd.Series([r["status"] for r in status_rows]).value_counts().to_dict()
     echo_err(f"Selected prototypes for {len(raw)} applicant(s) x {len(thetas)} theta(s) in {seconds:.2f} s: "
              + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f". Artifact written to '{out}'.")
@@ -188,7 +216,15 @@ def interpolate_command(
                                             show_default=False)],
     model: o.ModelOpt,
     out: Annotated[Path, typer.Option("--out", help="Folder to write the plan artifact to.", show_default=False)],
-    scheme: Annotated[str, typer.Option("--scheme", help="linear (graph: not implemented yet).")] = "linear",
+    scheme: Annotated[str, typer.Option("--scheme", help="linear, or graph (shortest paths on the graph the "
+                                        "selection was made on; needs --graph).")] = "linear",
+    graph: o.GraphOpt = None,
+    endpoint: Annotated[Optional[str], typer.Option("--endpoint", help="Graph scheme: prototype or first-favorable "
+                                                    "[default: the selection's].",
+                                                    rich_help_panel="Graph (sequential recourse)")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", help="Graph scheme: the training CSV [default: the "
+                                                 "path recorded in the selection; its contents are checked].",
+                                                 rich_help_panel="Graph (sequential recourse)")] = None,
     tol: Annotated[float, typer.Option("--tol",
                                        help="Interpolation tolerance, as a fraction of each segment.")] = 1e-3,
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
@@ -200,17 +236,43 @@ def interpolate_command(
     """Turn a selection artifact into recourse plans (a plan artifact, and the records on stdout).
 
     Example: frpd interpolate --selection sel/ --model sample_data/model.pkl --out plans/ --format jsonl
+
+    Graph example: frpd interpolate --selection sel/ --model sample_data/model.pkl --scheme graph --graph graph/
+    --out plans/
     """
-    if scheme != "linear":
-        raise InputError(f"The 'scheme' option must be 'linear' (graph interpolation is not implemented yet). "
-                         f"Got {scheme!r} instead.")
-    artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model},
-                             command_hint="frpd select DATA --model MODEL --applicants CSV --out DIR")
+    if scheme not in ("linear", "graph"):
+        raise InputError(f"The 'scheme' option must be linear or graph. Got {scheme!r} instead.")
+    if scheme == "graph" and graph is None:
+        raise InputError("The graph scheme needs --graph DIR: the graph the selection was made on (select --graph).")
+    if scheme == "linear" and (graph is not None or endpoint is not None or data is not None):
+        raise InputError("The --graph, --endpoint and --data options need --scheme graph.")
+    hint = "frpd select DATA --model MODEL --applicants CSV --out DIR"
+    artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model}, command_hint=hint)
     params = artifact.params
+    selected_on = params.get("scheme", "linear")
+    if selected_on != scheme:
+        if selected_on == "graph":
+            raise InputError(f"The selection '{selection}' was made on a graph's reachable candidates "
+                             "(select --graph); interpolate it with --scheme graph --graph DIR.")
+        raise InputError(f"The selection '{selection}' was made without a graph; graph interpolation needs a "
+                         "selection made on the graph's reachable candidates: select --graph DIR, then "
+                         "interpolate --scheme graph --graph DIR.")
     encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
     names = list(encoder.schema.feature_names)
     loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
                         threshold=params["threshold"] if threshold is None else threshold)
+    training = loaded_graph = settings = None
+    if scheme == "graph":
+        if data is None:
+            data = Path(artifact.manifest["inputs"]["data"]["path"])
+        artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "graph": graph,
+                                                                         "data": data}, command_hint=hint)
+        training = build_training_set(read_training_frame(data), encoder.schema, loaded, source=f"'{data}'")
+        loaded_graph, _ = load_graph(graph, training, data=data, model=model)
+        fields = {f: params[f] for f in PlanSettings.__dataclass_fields__ if f in params}
+        if endpoint is not None:
+            fields["endpoint"] = endpoint
+        settings = PlanSettings(**fields).validate()
     applicants = artifact.load_csv("applicants.csv", dtype={"applicant": str}, keep_default_na=False)
     prototypes = artifact.load_csv("prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
     status = artifact.load_csv("status.csv", dtype={"applicant": str}, keep_default_na=False)
@@ -242,13 +304,21 @@ def interpolate_command(
             outcomes.append(SelectionOutcome("ok", None, rows["row"].astype(np.int64).to_numpy()))
             ends.append(encoder.encode(_restore_types(rows.loc[:, names].reset_index(drop=True), encoder),
                                        source="the selection's prototypes"))
+        if scheme == "graph":
+            codes0 = encoder.constraint_codes(raw, source="the selection's applicants")
+            all_plans.extend(graph_plans(training, loaded, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
+                                         method=label, settings=settings))
+            continue
         all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
                                            k=int(params["k"]), tol=tol))
     seconds = time.perf_counter() - start
     jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
-    write_artifact(out, kind=PLAN_KIND, params={"scheme": scheme, "tol": tol, "selection": params},
-                   inputs={"selection": Path(selection) / "manifest.json", "model": model},
-                   payloads={"plans.jsonl": jsonl})
+    plan_inputs = {"selection": Path(selection) / "manifest.json", "model": model}
+    plan_params = {"scheme": scheme, "tol": tol, "selection": params}
+    if scheme == "graph":
+        plan_inputs.update({"graph": graph, "data": data})
+        plan_params["endpoint"] = settings.endpoint
+    write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
     echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
     with open_output(output) as stream:
         writer = PlanWriter(stream, fmt_, names)
