@@ -270,3 +270,17 @@ def test_plot_without_matplotlib_says_what_to_install(sample_paths, plan_files, 
                                  "--plot", str(tmp_path / "x.png")])
     assert result.exit_code == 1 and result.stdout == ""
     assert "frpd-cli[plot]" in result.stderr
+
+
+def test_graph_path_costs_and_steps_off_the_graph(tiny):
+    from frpd_cli.graph import build_graph
+
+    training, model, applicants = tiny
+    graph = build_graph(training.X, training.codes, n_neighbors=5)   # every actionable pair within a c-group
+    on = _plan("0", "g", (4.0, 0.0, "x"), (0.0, 4.0, "x"), paths=[[4, 1], [4, 5]])
+    row = evaluate_plans([on], training, model, applicants, graph=graph).iloc[0]
+    assert row["path cost"] == pytest.approx(2 * math.sqrt(0.5)) and row["problems"] == ""
+    off = _plan("0", "g", (4.0, 0.0, "x"), (0.0, 4.0, "y"), paths=[[4, 1], [4, 2]])  # 4 -> 2 changes c
+    row = evaluate_plans([off], training, model, applicants, graph=graph).iloc[0]
+    assert "leaves the graph" in row["problems"] and math.isnan(row["path cost"])
+    assert row["violations"] == 1.0
