@@ -347,7 +347,8 @@ def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable,
         bad = [str(int(r)) for r, e in zip(_ranks(rec), encodable) if not e]
         problems.append(f"recourse(s) {', '.join(bad)} hold values outside the training vocabulary or non-numbers")
 
-    audit = m.constraint_violations(raw0, R_raw.reset_index(drop=True), atol=_ATOL, **rules)
+    audit = m.constraint_violations(raw0, R_raw.reset_index(drop=True), atol=_ATOL,
+                                    **{**rules, "ranges": _ranges_for(rules["ranges"], raw0)})
     row["violations"] = float(audit["total"])
     if audit["total"]:
         kinds = [f"{audit[kind]} {kind}" for kind in ("immutable", "monotone", "range", "vocabulary") if audit[kind]]
@@ -365,6 +366,17 @@ def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable,
         _path_metrics(row, problems, paths, x0, raw0, training, attach)
     row["problems"] = "; ".join(problems)
     return row
+
+
+def _ranges_for(ranges: dict, raw0: pd.Series) -> dict:
+    """The training ranges, widened to the applicant's own value: keeping a value is never a violation."""
+    out = {}
+    for name, (lo, hi) in ranges.items():
+        value = raw0[name]
+        if isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(float(value)):
+            lo, hi = min(lo, float(value)), max(hi, float(value))
+        out[name] = (lo, hi)
+    return out
 
 
 def _ranks(rec) -> list:

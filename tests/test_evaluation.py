@@ -284,3 +284,11 @@ def test_graph_path_costs_and_steps_off_the_graph(tiny):
     row = evaluate_plans([off], training, model, applicants, graph=graph).iloc[0]
     assert "leaves the graph" in row["problems"] and math.isnan(row["path cost"])
     assert row["violations"] == 1.0
+
+
+def test_keeping_an_out_of_range_applicant_value_is_not_a_violation(tiny):
+    training, model, _ = tiny
+    applicants = pd.DataFrame({"a": [-1.0], "b": [0.0], "c": ["x"]})   # a below the training minimum 0
+    row = evaluate_plans([_plan("0", "m", (-1.0, 4.0, "x"), (-1.0, 5.0, "x"))], training, model,
+                         applicants).iloc[0]
+    assert row["violations"] == 1.0 and "1 range" in row["problems"]  # only b = 5 > 4 counts
