@@ -355,7 +355,7 @@ def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, 
     return _select_among(training, x0, cand, settings, thetas), reach
 
 
-def graph_plans(training: TrainingSet, model, graph, raw: pd.DataFrame, X0: np.ndarray, codes0, prob0: np.ndarray,
+def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray, codes0, prob0: np.ndarray,
                 ids: list[str], outcomes: list, *, method: str, settings: PlanSettings,
                 reaches: list | None = None) -> list[Plan]:
     """Turn selections into sequential-recourse plans (shortest paths on the graph).
@@ -380,8 +380,10 @@ def graph_plans(training: TrainingSet, model, graph, raw: pd.DataFrame, X0: np.n
     -----
     Recourses are ranked by path cost (ties by end row). Each end point is
     kept once: when two prototypes lead to the same end row (or to identical
-    rows), the later one is dropped and the plan's ``reason`` says so. Every
-    recourse's probability comes from one model call for the whole chunk.
+    rows), the later one is dropped and the plan's ``reason`` says so. A
+    recourse's features are its end row's raw values, so its probability is
+    the model's probability of that training row (scored once for the whole
+    training set: the same whatever the chunking or the number of workers).
     """
     names = list(training.schema.feature_names)
     columns = {n: training.frame[n].tolist() for n in names}
@@ -404,14 +406,7 @@ def graph_plans(training: TrainingSet, model, graph, raw: pd.DataFrame, X0: np.n
             seen.add(key)
             kept.append(g)
         drafts.append(kept)
-    flat = [g for kept in drafts if kept for g in kept]
-    if flat:
-        rows = pd.DataFrame([g.features for g in flat], columns=names)
-        probability = np.asarray(model.favorable_probability(rows), dtype=np.float64)
-    else:
-        probability = np.zeros(0)
-
-    plans, cursor, k = [], 0, settings.k
+    plans, k = [], settings.k
     for i, out in enumerate(outcomes):
         raw0 = raw.iloc[i].to_dict()
         if out is None:
@@ -425,9 +420,8 @@ def graph_plans(training: TrainingSet, model, graph, raw: pd.DataFrame, X0: np.n
         recourses = []
         for rank, g in enumerate(drafts[i], start=1):
             recourses.append(Recourse(rank=rank, features=g.features, changes=g.changes, cost=g.cost,
-                                      probability=float(probability[cursor]), prototype=g.prototype,
+                                      probability=float(training.probability[g.path[-1]]), prototype=g.prototype,
                                       path=list(g.path), steps=list(g.steps)))
-            cursor += 1
         reason = None
         if len(recourses) < k:
             lost = len(out.rows) - len(recourses)
@@ -482,7 +476,7 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
             outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings,
                                                  pool=pool)[0])
     if settings.scheme == "graph":
-        return graph_plans(training, model, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.method,
+        return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.method,
                            settings=settings, reaches=reaches)
     ends = [None if out is None else training.X[out.rows] for out in outcomes]
     return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.method,

@@ -306,7 +306,7 @@ def interpolate_command(
                                        source="the selection's prototypes"))
         if scheme == "graph":
             codes0 = encoder.constraint_codes(raw, source="the selection's applicants")
-            all_plans.extend(graph_plans(training, loaded, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
+            all_plans.extend(graph_plans(training, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
                                          method=label, settings=settings))
             continue
         all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
