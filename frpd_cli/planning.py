@@ -263,32 +263,39 @@ def graph_infeasibility_reason(training: TrainingSet, graph, reach: GraphReach, 
             return ("the applicant has no actionable neighbour on the graph: every training row differs in an "
                     f"immutable feature or lies on the wrong side of a monotone one ({detail})")
         nearest = float(np.sqrt(((training.X[targets] - x0) ** 2).sum(axis=1)).min())
-        limits = []
-        if graph.radius is not None:
+        limits, options = [], []
+        if graph.radius is not None and nearest > graph.radius:
             limits.append(f"the graph's radius {graph.radius:g}")
-        if graph.max_step is not None:
+            options.append("--radius")
+        if graph.max_step is not None and nearest > graph.max_step:
             limits.append(f"the graph's max step {graph.max_step:g}")
+            options.append("--max-step")
         return (f"the applicant has no actionable neighbour on the graph: the nearest of its "
                 f"{int(targets.sum())} actionable training rows is at distance {nearest:.4g}, beyond "
-                f"{' and '.join(limits)}; {_graph_hint(graph)} or a larger --max-step")
+                f"{' and '.join(limits)}; rebuild the graph with a larger {' and '.join(options)}")
     n_linear = int(candidate_mask(training, x0, codes0, pool).sum())
     reached = np.isfinite(reach.dist)
     n_reached_fav = int((reached & pool).sum())
     text = (f"only {n_found} candidate row(s) reachable on the graph, need {k}: the applicant reaches "
             f"{reach.n_reached} of {N} training rows ({100.0 * reach.n_reached / N:.2g}%), {n_reached_fav} of them "
             f"favourable")
+    limits = []
     if settings.max_cost is not None:
         text += f" within --max-cost {settings.max_cost:g}"
+        limits.append("a larger --max-cost")
     if settings.max_hops is not None:
         beyond = int((reached & pool & (reach.hops > settings.max_hops)).sum())
         if beyond:
             text += f" ({beyond} of those more than --max-hops {settings.max_hops} moves away)"
+            limits.append("a larger --max-hops")
     if n_linear < k:
         detail = "; ".join(_constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
         return text + (f"; only {n_linear} favourable row(s) are actionable at all: of {int(pool.sum())} "
                        f"favourable training rows, {detail}")
-    return text + (f"; {n_linear} favourable rows are actionable but not connected to the applicant: "
-                   f"{_graph_hint(graph)}")
+    remedy = _graph_hint(graph)
+    if limits:
+        remedy = f"try {' or '.join(limits)}, or {remedy}"
+    return text + f"; {n_linear} favourable rows are actionable but not reachable: {remedy}"
 
 
 def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: int, endpoint: str) -> np.ndarray:

@@ -269,7 +269,7 @@ def test_disconnected_favourable_rows_give_infeasible_with_a_remedy():
     plan = _plans(training, model, applicant, PlanSettings(k=2, scheme="graph"), graph)[0]
     assert plan.status == "infeasible" and plan.recourses == ()
     assert plan.reason.startswith("only 0 candidate row(s) reachable on the graph, need 2")
-    assert "3 favourable rows are actionable but not connected" in plan.reason
+    assert "3 favourable rows are actionable but not reachable" in plan.reason
     assert "larger --neighbors (now 1)" in plan.reason
     linear = _plans(training, model, applicant, PlanSettings(k=2), None)[0]
     assert linear.status == "ok"
