@@ -58,12 +58,16 @@ class LinearResult:
         The model's favourable probability of each recourse.
     n_model_calls : int
         Number of batched model calls made (grid round plus bisection rounds).
+    found : ndarray of bool, shape (n_segments,)
+        False where not even the end point is favourable (its row is then the
+        end point, not a recourse).
     """
 
     rows: pd.DataFrame
     t: np.ndarray
     probability: np.ndarray
     n_model_calls: int
+    found: np.ndarray | None = None
 
 
 def decode_from(encoder: Encoder, Z: np.ndarray, X0: np.ndarray, raw0: pd.DataFrame) -> pd.DataFrame:
@@ -138,7 +142,8 @@ def interpolate_linear(
     Raises
     ------
     InputError
-        A prototype is not favourable itself (then no valid point is guaranteed).
+        ``tol`` or ``n_grid`` out of range. A segment whose end point is not
+        favourable is reported through ``found``, not raised.
 
     Notes
     -----
@@ -161,7 +166,7 @@ def interpolate_linear(
     raw0 = raw0.reset_index(drop=True)
     if n == 0:
         return LinearResult(rows=encoder.decode(np.zeros((0, encoder.n_features_out))), t=np.zeros(0),
-                            probability=np.zeros(0), n_model_calls=0)
+                            probability=np.zeros(0), n_model_calls=0, found=np.zeros(0, dtype=bool))
     direction = XK - X0
 
     # Coarse grid: t = 1/G, 2/G, ..., 1 for every segment in one call.
@@ -171,16 +176,11 @@ def interpolate_linear(
     rows = decode_from(encoder, Z, X0[rep], raw0.iloc[rep].reset_index(drop=True))
     prob = np.asarray(model.favorable_probability(rows), dtype=np.float64).reshape(n, n_grid)
     good = prob >= model.threshold
-    if not good[:, -1].all():
-        bad = int(np.flatnonzero(~good[:, -1])[0])
-        raise InputError(
-            f"Prototype of segment {bad} is not predicted favourable by the model "
-            f"(probability {prob[bad, -1]:.4f} < threshold {model.threshold}); linear interpolation needs "
-            "favourable end points."
-        )
-    first = np.argmax(good, axis=1)
+    found = good.any(axis=1)
+    first = np.where(found, np.argmax(good, axis=1), n_grid - 1)
     hi = grid[first]
     lo = np.where(first > 0, grid[np.maximum(first - 1, 0)], 0.0)
+    lo[~found] = hi[~found]  # nothing to bisect where no grid point is favourable
     pick = np.arange(n) * n_grid + first
     best = {c: rows[c].to_numpy()[pick].copy() for c in rows.columns}
     best_prob = prob[np.arange(n), first]
@@ -204,7 +204,7 @@ def interpolate_linear(
                 best[c][active[ok]] = mrows[c].to_numpy()[ok]
             best_prob[active[ok]] = mprob[ok]
     best_rows = pd.DataFrame({c: pd.Series(v, dtype=rows[c].dtype) for c, v in best.items()})
-    return LinearResult(rows=best_rows, t=hi, probability=best_prob, n_model_calls=calls)
+    return LinearResult(rows=best_rows, t=hi, probability=best_prob, n_model_calls=calls, found=found)
 
 
 # --------------------------------------------------------------------------

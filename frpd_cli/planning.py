@@ -35,6 +35,7 @@ from .interpolation import (
     same_value,
 )
 from .plans import Plan, Recourse
+from .projection import IMMUTABLE_POLICIES, candidate_set
 from .selection import METHODS, compute_geometry, eigen_decompose, select_prototypes
 from .selection.baselines import rank_order
 
@@ -93,6 +94,12 @@ class PlanSettings:
         Graph scheme: only prototypes whose shortest path has at most this many moves.
     max_cost : float or None
         Graph scheme: only prototypes whose shortest path costs at most this much.
+    immutable_policy : {"filter", "project"}
+        Linear scheme: ``"filter"`` keeps only favourable rows that already
+        share the applicant's immutable values (and monotone sides);
+        ``"project"`` also moves the other favourable rows onto them (see
+        :mod:`frpd_cli.projection`). Graph plans always keep the strict edge
+        rules.
     """
 
     method: str = "quad"
@@ -108,6 +115,7 @@ class PlanSettings:
     endpoint: str = "prototype"
     max_hops: int | None = None
     max_cost: float | None = None
+    immutable_policy: str = "filter"
 
     def validate(self) -> "PlanSettings":
         if self.method not in PLAN_METHODS:
@@ -143,6 +151,9 @@ class PlanSettings:
             raise InputError(f"The 'bandwidth' option must be > 0. Got {self.bandwidth!r} instead.")
         if not 0 < self.tol < 1:
             raise InputError(f"The 'tol' option must be in (0, 1). Got {self.tol!r} instead.")
+        if self.immutable_policy not in IMMUTABLE_POLICIES:
+            raise InputError(f"The 'immutable-policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. "
+                             f"Got {self.immutable_policy!r} instead.")
         return self
 
     def to_dict(self) -> dict:
@@ -159,6 +170,8 @@ class SelectionOutcome:
     objective: float = float("nan")
     screening: np.ndarray | None = None   # training row numbers of the screening set
     n_candidates: int = 0
+    ends: np.ndarray | None = None        # encoded prototypes (rank order) when they are not training rows
+    projected: np.ndarray | None = None   # per prototype: moved onto the applicant's immutable values
 
 
 def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray) -> np.ndarray:
@@ -188,14 +201,25 @@ def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_foun
 
 def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd.Series,
                          settings: PlanSettings, *, pool: np.ndarray | None = None,
-                         thetas=None) -> list[SelectionOutcome]:
+                         thetas=None, model=None) -> list[SelectionOutcome]:
     """Select prototypes for one applicant, once per theta in ``thetas`` (default: settings.theta).
 
     The geometry and its eigendecomposition are computed once and shared by
-    every theta.
+    every theta. ``model`` is needed by the ``project`` immutable policy (it
+    re-predicts projected rows).
     """
     pool = training.pool(settings.candidates) if pool is None else pool
     thetas = [settings.theta] if thetas is None else list(thetas)
+    if settings.immutable_policy == "project":
+        if model is None:
+            raise InputError("The 'project' immutable policy needs the model to re-predict projected rows.")
+        cset = candidate_set(training, model, x0, codes0, raw0, pool, policy="project")
+        if len(cset) < settings.k:
+            reason = infeasibility_reason(training, codes0, pool, len(cset), settings.k, raw0)
+            reason += "; even after projecting the others onto the applicant's immutable values"
+            return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=len(cset))
+                    for _ in thetas]
+        return _select_among(training, x0, cset.rows, settings, thetas, X=cset.X, projected=cset.projected)
     mask = candidate_mask(training, x0, codes0, pool)
     cand = np.flatnonzero(mask)
     if cand.size < settings.k:
@@ -206,9 +230,15 @@ def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd
 
 
 def _select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
-                  thetas: list) -> list[SelectionOutcome]:
-    """Run the selection method on the candidate rows ``cand`` (ascending), once per theta."""
-    geometry = compute_geometry(training.X[cand], x0)
+                  thetas: list, *, X: np.ndarray | None = None,
+                  projected: np.ndarray | None = None) -> list[SelectionOutcome]:
+    """Run the selection method on the candidate rows ``cand``, once per theta.
+
+    ``X`` holds the encoded candidates when they are not the training rows
+    themselves (projected candidates); ``projected`` flags them.
+    """
+    Xc = training.X[cand] if X is None else X
+    geometry = compute_geometry(Xc, x0)
     needs_eigen = settings.method in ("quad", "quad-dp")
     eigen = eigen_decompose(geometry) if needs_eigen and any(t > 0 for t in thetas) else None
     outcomes = []
@@ -216,9 +246,14 @@ def _select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, setti
         sel = select_prototypes(geometry, k=settings.k, method=settings.method, theta=theta,
                                 bandwidth=settings.bandwidth, eigen=eigen, n_iter=settings.n_iter,
                                 tau=settings.tau, step=settings.step)
+        idx = np.asarray(sel.indices, dtype=np.int64)
         screening = None if sel.screening is None else cand[np.asarray(sel.screening, dtype=np.int64)]
-        outcomes.append(SelectionOutcome("ok", None, cand[np.asarray(sel.indices, dtype=np.int64)],
-                                         float(sel.objective), screening, int(cand.size)))
+        extra = {}
+        if X is not None:
+            extra = {"ends": Xc[idx], "projected": np.zeros(idx.size, dtype=bool) if projected is None
+                     else projected[idx]}
+        outcomes.append(SelectionOutcome("ok", None, cand[idx], float(sel.objective), screening, int(cand.size),
+                                         **extra))
     return outcomes
 
 
@@ -481,11 +516,11 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
             reaches.append(reach)
         else:
             outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings,
-                                                 pool=pool)[0])
+                                                 pool=pool, model=model)[0])
     if settings.scheme == "graph":
         return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.method,
                            settings=settings, reaches=reaches)
-    ends = [None if out is None else training.X[out.rows] for out in outcomes]
+    ends = [None if out is None else (training.X[out.rows] if out.ends is None else out.ends) for out in outcomes]
     return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.method,
                              k=settings.k, tol=settings.tol)
 
@@ -505,13 +540,20 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         None for applicants already favourable.
     ends : list of ndarray of shape (n_prototypes, n_features_out) or None
         Encoded prototypes of each applicant, in rank order.
+
+    Notes
+    -----
+    A prototype whose decoded row the model does not predict favourable (possible
+    only for end points that are not training rows as scored) yields no
+    recourse; the plan's reason says so.
     """
-    seg_app, seg_rows, seg_X = [], [], []
+    seg_app, seg_rows, seg_X, seg_proj = [], [], [], []
     for i, out in enumerate(outcomes):
         if out is not None and out.status == "ok":
             seg_app.extend([i] * len(out.rows))
             seg_rows.extend(out.rows.tolist())
             seg_X.append(ends[i])
+            seg_proj.extend([False] * len(out.rows) if out.projected is None else out.projected.tolist())
     seg_app = np.asarray(seg_app, dtype=np.int64)
     XK = np.vstack(seg_X) if seg_X else np.zeros((0, X0.shape[1]))
     result = interpolate_linear(encoder, model, X0[seg_app], XK, raw.iloc[seg_app].reset_index(drop=True), tol=tol)
@@ -535,9 +577,12 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         if out.status != "ok":
             plans.append(Plan(ids[i], out.status, out.reason, method, (), raw0))
             continue
-        recourses, seen = [], set()
+        recourses, seen, n_lost = [], set(), 0
         for j in range(len(out.rows)):
             s = cursor + j
+            if not result.found[s]:
+                n_lost += 1
+                continue
             features = {n: records[s][n] for n in names}
             key = tuple(str(features[n]) for n in names)
             if key in seen:
@@ -545,13 +590,19 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             seen.add(key)
             recourses.append(Recourse(rank=len(recourses) + 1, features=features, changes=_changes(raw0, features),
                                       cost=float(costs[s]), probability=float(result.probability[s]),
-                                      prototype=int(seg_rows[s])))
+                                      prototype=int(seg_rows[s]), projected=bool(seg_proj[s])))
         cursor += len(out.rows)
+        notes = []
+        n_same = len(out.rows) - n_lost - len(recourses)
+        if n_same:
+            notes.append(f"{n_same} prototype(s) led to the same recourse as a closer one")
+        if n_lost:
+            notes.append(f"{n_lost} prototype(s) are not predicted favourable once decoded")
         reason = None
-        if len(recourses) < k:
-            reason = (f"{k - len(recourses)} prototype(s) led to the same recourse as a closer one; "
-                      f"{len(recourses)} distinct recourse(s) kept")
-        plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0))
+        if notes:
+            reason = "; ".join(notes) + f"; {len(recourses)} distinct recourse(s) kept"
+        status = "ok" if recourses else "infeasible"
+        plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0))
     return plans
 
 

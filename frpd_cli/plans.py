@@ -55,6 +55,9 @@ class Recourse:
     path, steps : list or None
         Graph plans only: training rows visited after leaving the applicant,
         and the feature changes of each move.
+    projected : bool
+        The prototype was a favourable row moved onto the applicant's immutable
+        values (``--immutable-policy project``); written only when true.
     """
 
     rank: int
@@ -65,6 +68,7 @@ class Recourse:
     prototype: int
     path: list | None = None
     steps: list | None = None
+    projected: bool = False
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,8 @@ def plan_record(plan: Plan) -> dict:
             item["steps"] = [
                 {k: [python_value(a), python_value(b)] for k, (a, b) in step.items()} for step in r.steps or []
             ]
+        if r.projected:
+            item["projected"] = True
         recourses.append(item)
     return {
         "applicant": plan.applicant,
@@ -121,25 +127,31 @@ def plan_record(plan: Plan) -> dict:
     }
 
 
-def csv_columns(feature_names) -> list[str]:
-    """Column order of the ``csv`` format."""
-    return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability"]
+def csv_columns(feature_names, *, projected: bool = False) -> list[str]:
+    """Column order of the ``csv`` format (``projected`` appends the column of that name)."""
+    extra = ["projected"] if projected else []
+    return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability", *extra]
 
 
 def plan_rows(plan: Plan, feature_names) -> list[dict]:
-    """The ``csv`` rows of a plan: one per recourse, or one row with empty features when there is none."""
+    """The ``csv`` rows of a plan: one per recourse, or one row with empty features when there is none.
+
+    Rows carry a ``projected`` entry (true/false, empty without recourse); the
+    writer keeps it only when the column is asked for.
+    """
     if not plan.recourses:
         row = {"applicant": plan.applicant, "status": plan.status, "reason": plan.reason or "", "rank": "",
                "method": plan.method}
         row.update({name: "" for name in feature_names})
-        row.update({"cost": "", "probability": ""})
+        row.update({"cost": "", "probability": "", "projected": ""})
         return [row]
     rows = []
     for r in plan.recourses:
         row = {"applicant": plan.applicant, "status": plan.status, "reason": plan.reason or "", "rank": r.rank,
                "method": plan.method}
         row.update({name: python_value(r.features[name]) for name in feature_names})
-        row.update({"cost": _rounded(r.cost), "probability": _rounded(r.probability)})
+        row.update({"cost": _rounded(r.cost), "probability": _rounded(r.probability),
+                    "projected": "true" if r.projected else "false"})
         rows.append(row)
     return rows
 
@@ -167,7 +179,8 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
     missing = sorted(required - set(frame.columns))
     if missing:
         raise InputError(f"The plans file '{path}' lacks the column(s) {', '.join(missing)}; expected output of frpd plan.")
-    features = [c for c in frame.columns if c not in required] if feature_names is None else list(feature_names)
+    features = ([c for c in frame.columns if c not in required and c != "projected"] if feature_names is None
+                else list(feature_names))
     records: dict = {}
     for _, row in frame.iterrows():
         key = (row["method"], row["applicant"])

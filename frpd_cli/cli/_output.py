@@ -75,15 +75,17 @@ def open_output(output: Path | None):
 class PlanWriter:
     """Writes plans chunk by chunk in the chosen format."""
 
-    def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None):
+    def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None,
+                 projected: bool = False, header_written: bool = False):
         self.stream = stream
         self.fmt = fmt
         self.feature_names = list(feature_names)
         self.console = console
         self._buffer: list[Plan] = []
-        self._started = False
+        self._started = header_written
         if fmt == "csv":
-            self._csv = csv.DictWriter(stream, fieldnames=csv_columns(self.feature_names), lineterminator="\n")
+            self._csv = csv.DictWriter(stream, fieldnames=csv_columns(self.feature_names, projected=projected),
+                                       lineterminator="\n", extrasaction="ignore")
 
     def write(self, plans: Iterable[Plan]) -> None:
         plans = list(plans)
@@ -135,6 +137,9 @@ def plan_table(plan: Plan) -> Table:
     title = Text.assemble(("Applicant ", "bold"), (str(plan.applicant), "bold"), "  ",
                           (plan.status, f"bold {status}"), f"  method {plan.method}")
     caption = plan.reason or None
+    if any(r.projected for r in plan.recourses):
+        note = "* prototype projected onto the applicant's immutable values"
+        caption = f"{caption}\n{note}" if caption else note
     table = Table(title=title, caption=caption, title_justify="left", caption_justify="left", expand=False)
     table.add_column("#", justify="right", no_wrap=True)
     for name in changed:
@@ -152,7 +157,8 @@ def plan_table(plan: Plan) -> Table:
                 cells.append(Text.assemble((_fmt(old), "dim"), " → ", (_fmt(new), "bold yellow")))
             else:
                 cells.append(Text("·", style="dim"))
-        table.add_row(str(r.rank), *cells, f"{r.cost:.3f}", f"{r.probability:.2f}")
+        rank = f"{r.rank}*" if r.projected else str(r.rank)
+        table.add_row(rank, *cells, f"{r.cost:.3f}", f"{r.probability:.2f}")
     return table
 
 
