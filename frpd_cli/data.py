@@ -9,7 +9,7 @@ import pandas as pd
 
 from .exceptions import InputError
 
-__all__ = ["read_csv"]
+__all__ = ["read_csv", "iter_csv", "check_header"]
 
 _DELIMITERS = (";", "\t", "|")
 
@@ -36,26 +36,47 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
         The file is missing, empty, has only a header, repeats a column name, is
         not in ``encoding``, or seems to use another delimiter than a comma.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"The {what} '{path}' does not exist.")
-    if path.is_dir():
-        raise InputError(f"The {what} '{path}' is a folder; expected a CSV file.")
+    path = _check_path(path, what)
     raw = path.read_bytes()
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
-        raise InputError(
-            f"The {what} '{path}' is not valid {encoding} text (byte 0x{raw[exc.start]:02x} on line {line}). "
-            "Pass --encoding with the file's encoding (for example --encoding latin-1)."
-        ) from None
+        raise _decode_error(path, what, encoding, raw[exc.start], line) from None
     except LookupError:
         raise InputError(f"Unknown text encoding '{encoding}' given for the {what} '{path}'.") from None
     text = text.lstrip("\ufeff")
     if not text.strip():
         raise InputError(f"The {what} '{path}' is empty; expected a header row and at least one data row.")
-    header_line = text.splitlines()[0]
+    check_header(path, text.splitlines()[0], what)
+    try:
+        frame = pd.read_csv(path, encoding=encoding, skipinitialspace=False, keep_default_na=True)
+    except (pd.errors.ParserError, ValueError) as exc:
+        message = str(exc).strip().splitlines()[0]
+        raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
+    if frame.shape[0] == 0:
+        raise InputError(f"The {what} '{path}' has a header but no data rows.")
+    return frame
+
+
+def _check_path(path, what: str) -> Path:
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"The {what} '{path}' does not exist.")
+    if path.is_dir():
+        raise InputError(f"The {what} '{path}' is a folder; expected a CSV file.")
+    return path
+
+
+def _decode_error(path: Path, what: str, encoding: str, byte: int, line: int) -> InputError:
+    return InputError(
+        f"The {what} '{path}' is not valid {encoding} text (byte 0x{byte:02x} on line {line}). "
+        "Pass --encoding with the file's encoding (for example --encoding latin-1)."
+    )
+
+
+def check_header(path: Path, header_line: str, what: str) -> list[str]:
+    """Check a CSV header line: delimiter, duplicate and empty names. Returns the column names."""
     header = next(csv.reader([header_line]))
     if len(header) == 1:
         for delimiter in _DELIMITERS:
@@ -82,11 +103,63 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
     empty = [i for i, name in enumerate(header) if not name.strip()]
     if empty:
         raise InputError(f"The {what} '{path}' has an empty column name at position {empty[0] + 1} of the header.")
+    return header
+
+
+def _check_text(path: Path, encoding: str, what: str) -> str:
+    """Decode the whole file block by block (bounded memory); return its first line."""
+    import codecs
+
     try:
-        frame = pd.read_csv(path, encoding=encoding, skipinitialspace=False, keep_default_na=True)
+        decoder = codecs.getincrementaldecoder(encoding)()
+    except LookupError:
+        raise InputError(f"Unknown text encoding '{encoding}' given for the {what} '{path}'.") from None
+    first_line, lines, has_text = None, 0, False
+    with open(path, "rb") as stream:
+        while True:
+            block = stream.read(1 << 20)
+            try:
+                text = decoder.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                line = lines + block[: exc.start].count(b"\n") + 1
+                raise _decode_error(path, what, encoding, block[exc.start], line) from None
+            if first_line is None and text:
+                first_line = text.lstrip("\ufeff")
+            elif first_line is not None and "\n" not in first_line:
+                first_line += text
+            has_text = has_text or bool(text.strip())
+            lines += block.count(b"\n")
+            if not block:
+                break
+    if not has_text or first_line is None:
+        raise InputError(f"The {what} '{path}' is empty; expected a header row and at least one data row.")
+    return first_line.splitlines()[0]
+
+
+def iter_csv(path, *, chunk_size: int, encoding: str = "utf-8", what: str = "applicants file",
+             dtype: dict | None = None):
+    """Read a CSV file chunk by chunk, after checking its text and header (memory bounded by the chunk).
+
+    Yields
+    ------
+    frame : DataFrame of at most ``chunk_size`` rows (index continues across chunks).
+
+    Raises
+    ------
+    InputError
+        As :func:`read_csv`, before the first chunk is yielded.
+    """
+    path = _check_path(path, what)
+    check_header(path, _check_text(path, encoding, what), what)
+    try:
+        reader = pd.read_csv(path, encoding=encoding, chunksize=chunk_size, dtype=dtype, keep_default_na=True)
+        n = 0
+        with reader:
+            for frame in reader:
+                n += len(frame)
+                yield frame
     except (pd.errors.ParserError, ValueError) as exc:
         message = str(exc).strip().splitlines()[0]
         raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
-    if frame.shape[0] == 0:
+    if n == 0:
         raise InputError(f"The {what} '{path}' has a header but no data rows.")
-    return frame

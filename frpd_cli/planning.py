@@ -17,11 +17,13 @@ the cheapest paths.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 import pandas as pd
 
+from .applicants import ApplicantChunk, normalise_types
+from .backends import map_ordered
 from .constraints import actionable_mask
 from .dataset import TrainingSet
 from .exceptions import InputError
@@ -54,6 +56,7 @@ __all__ = [
     "interpolate_plans",
     "graph_plans",
     "plan_applicants",
+    "plan_stream",
 ]
 
 #: Selection methods of a plan: those of :data:`frpd_cli.selection.METHODS`, and
@@ -429,6 +432,7 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
     """
     names = list(training.schema.feature_names)
     columns = {n: training.frame[n].tolist() for n in names}
+    raw_rows = raw.to_dict("records")
     drafts = []
     for i, out in enumerate(outcomes):
         if out is None or out.status != "ok":
@@ -436,7 +440,7 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
             continue
         reach = reaches[i] if reaches is not None and reaches[i] is not None else reach_from(
             graph, training.X, training.codes, X0[i], codes0.row(i), max_cost=settings.max_cost)
-        found = interpolate_graph(reach, out.rows, columns, raw.iloc[i].to_dict(), endpoint=settings.endpoint,
+        found = interpolate_graph(reach, out.rows, columns, raw_rows[i], endpoint=settings.endpoint,
                                   favorable=training.favorable)
         found.sort(key=lambda g: (g.cost, g.path[-1]))
         kept, ends, seen = [], set(), set()
@@ -450,7 +454,7 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
         drafts.append(kept)
     plans, k = [], settings.k
     for i, out in enumerate(outcomes):
-        raw0 = raw.iloc[i].to_dict()
+        raw0 = raw_rows[i]
         if out is None:
             plans.append(Plan(ids[i], "already-favorable",
                               f"the model already predicts favourable (probability {prob0[i]:.4f})", method,
@@ -504,6 +508,7 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     codes0 = encoder.constraint_codes(raw, source="the applicants file")
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
     pool = training.pool(settings.candidates)
+    raw_rows = raw.to_dict("records")
     outcomes: list[SelectionOutcome | None] = []
     reaches: list[GraphReach | None] = []
     for i in range(len(raw)):
@@ -511,11 +516,11 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
             outcomes.append(None)
             reaches.append(None)
         elif settings.scheme == "graph":
-            found, reach = select_on_graph(training, graph, X0[i], codes0.row(i), raw.iloc[i], settings, pool=pool)
+            found, reach = select_on_graph(training, graph, X0[i], codes0.row(i), raw_rows[i], settings, pool=pool)
             outcomes.append(found[0])
             reaches.append(reach)
         else:
-            outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings,
+            outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw_rows[i], settings,
                                                  pool=pool, model=model)[0])
     if settings.scheme == "graph":
         return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.method,
@@ -567,8 +572,9 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     plans = []
     cursor = 0
     names = list(encoder.schema.feature_names)
+    raw_rows = raw.to_dict("records")
     for i, out in enumerate(outcomes):
-        raw0 = raw.iloc[i].to_dict()
+        raw0 = raw_rows[i]
         if out is None:
             plans.append(Plan(ids[i], "already-favorable",
                               f"the model already predicts favourable (probability {prob0[i]:.4f})", method,
@@ -606,31 +612,21 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     return plans
 
 
-def _chunks(n: int, size: int) -> list[tuple[int, int]]:
-    return [(start, min(start + size, n)) for start in range(0, n, size)]
+def _run_chunk(training, model, applicants, ids, settings, graph, invalid=None):
+    """Plan one chunk; rows listed in ``invalid`` (local row -> reason) get status ``invalid-input``."""
+    if not invalid:
+        return plan_chunk(training, model, normalise_types(training.encoder, applicants), ids, settings, graph)
+    keep = [i for i in range(len(applicants)) if i not in invalid]
+    planned = iter(plan_chunk(training, model,
+                              normalise_types(training.encoder, applicants.iloc[keep].reset_index(drop=True)),
+                              [ids[i] for i in keep], settings, graph) if keep else [])
+    names = list(training.schema.feature_names)
+    rows = applicants.loc[:, names].to_dict("records")
+    return [Plan(ids[i], "invalid-input", invalid[i], settings.method, (), rows[i]) if i in invalid
+            else next(planned) for i in range(len(applicants))]
 
 
-def _run_chunk(training, model, applicants, ids, settings, graph):
-    return plan_chunk(training, model, applicants, ids, settings, graph)
-
-
-def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],
-                    settings: PlanSettings, *, graph=None, n_jobs: int = 1, chunk_size: int = 64,
-                    progress: Callable[[int, int], None] | None = None) -> Iterator[list[Plan]]:
-    """Plan every applicant; yield the plans chunk by chunk in input order.
-
-    Parameters
-    ----------
-    graph : frpd_cli.graph.Graph or None
-        The actionability graph built from ``training`` (``settings.scheme == "graph"``).
-    n_jobs : int, default=1
-        Worker processes (joblib's process pool). Results do not depend on it.
-    chunk_size : int, default=64
-        Applicants per chunk (memory and model-call batch size).
-    progress : callable, optional
-        Called as ``progress(done, total)`` after each chunk.
-    """
-    settings.validate()
+def _check_graph(training: TrainingSet, settings: PlanSettings, graph) -> None:
     if settings.scheme == "graph":
         from .graph import Graph
 
@@ -641,29 +637,72 @@ def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids:
                              "it was built from other data. Rebuild it with frpd build-graph.")
     elif graph is not None:
         raise InputError("A graph was given but the scheme is 'linear'; use scheme='graph'.")
-    if n_jobs < 1:
-        raise InputError(f"The 'jobs' option must be an int >= 1. Got {n_jobs!r} instead.")
+
+
+def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], settings: PlanSettings, *,
+                graph=None, n_jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
+                ) -> Iterator[list[Plan]]:
+    """Plan a stream of applicant chunks; yield each chunk's plans, in order.
+
+    Parameters
+    ----------
+    training : TrainingSet
+    model : frpd_cli.model.Model
+    chunks : iterable of ApplicantChunk
+        Consumed lazily: memory stays bounded by a few chunks.
+    settings : PlanSettings
+    graph : frpd_cli.graph.Graph or None
+        The actionability graph built from ``training`` (``settings.scheme == "graph"``).
+    n_jobs : int, default=1
+        Worker processes (``loky``) or local Dask workers (``dask``).
+    backend : {"loky", "dask"}
+        See :func:`frpd_cli.backends.map_ordered`.
+    scheduler : str, optional
+        Address of an existing Dask scheduler.
+
+    Notes
+    -----
+    A chunk's plans depend only on its rows, never on the worker that computed
+    them, so the output is byte-identical for any ``n_jobs`` and backend (with
+    the same chunk size).
+    """
+    settings.validate()
+    _check_graph(training, settings, graph)
+    tasks = ((training, model, c.frame, c.ids, settings, graph, c.invalid) for c in chunks)
+    yield from map_ordered(_run_chunk, tasks, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                           scatter=(training, model) if graph is None else (training, model, graph))
+
+
+def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],
+                    settings: PlanSettings, *, graph=None, n_jobs: int = 1, chunk_size: int = 64,
+                    backend: str = "loky", scheduler: str | None = None,
+                    progress: Callable[[int, int], None] | None = None) -> Iterator[list[Plan]]:
+    """Plan every applicant of a DataFrame; yield the plans chunk by chunk in input order.
+
+    Parameters
+    ----------
+    graph : frpd_cli.graph.Graph or None
+        The actionability graph built from ``training`` (``settings.scheme == "graph"``).
+    n_jobs : int, default=1
+        Worker processes. Results do not depend on it.
+    chunk_size : int, default=64
+        Applicants per chunk (memory and model-call batch size).
+    backend, scheduler :
+        See :func:`plan_stream`.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each chunk.
+    """
     if chunk_size < 1:
         raise InputError(f"The 'chunk_size' option must be an int >= 1. Got {chunk_size!r} instead.")
-    n = len(applicants)
-    bounds = _chunks(n, chunk_size)
     applicants = applicants.reset_index(drop=True)
+    n = len(applicants)
+    names = list(training.schema.feature_names)
+    chunks = (ApplicantChunk(offset=a, frame=applicants.iloc[a:a + chunk_size].loc[:, names].reset_index(drop=True),
+                             ids=list(ids[a:a + chunk_size])) for a in range(0, n, chunk_size))
     done = 0
-    if n_jobs == 1 or len(bounds) == 1:
-        for a, b in bounds:
-            plans = _run_chunk(training, model, applicants.iloc[a:b], ids[a:b], settings, graph)
-            done += b - a
-            if progress:
-                progress(done, n)
-            yield plans
-        return
-    from joblib import Parallel, delayed
-
-    parallel = Parallel(n_jobs=n_jobs, return_as="generator", backend="loky")
-    tasks = (delayed(_run_chunk)(training, model, applicants.iloc[a:b], ids[a:b], settings, graph)
-             for a, b in bounds)
-    for (a, b), plans in zip(bounds, parallel(tasks)):
-        done += b - a
+    for plans in plan_stream(training, model, chunks, settings, graph=graph, n_jobs=n_jobs, backend=backend,
+                             scheduler=scheduler):
+        done += len(plans)
         if progress:
             progress(done, n)
         yield plans

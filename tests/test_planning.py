@@ -26,6 +26,12 @@ def _plans(training, model, applicants, settings, **kw):
     return [p for chunk in plan_applicants(training, model, applicants, ids, settings, **kw) for p in chunk]
 
 
+def _same(a, b) -> bool:
+    if isinstance(a, (int, float, np.integer, np.floating)) and isinstance(b, (int, float, np.integer, np.floating)):
+        return float(a) == float(b)
+    return str(a) == str(b)
+
+
 def check_invariants(plans, training, model_path, applicants, k):
     """Every recourse re-predicted favourable by an independently loaded model, and every constraint held."""
     import joblib
@@ -69,9 +75,9 @@ def check_invariants(plans, training, model_path, applicants, k):
                     if f.mutability == "decreasing":
                         assert value <= x0[f.name]
             for name, (old, new) in r.changes.items():
-                assert str(old) != str(new) and x0[name] == old
+                assert not _same(old, new) and _same(x0[name], old)
             unchanged = [n for n in names if n not in r.changes]
-            assert all(str(r.features[n]) == str(x0[n]) for n in unchanged)
+            assert all(_same(r.features[n], x0[n]) for n in unchanged)
             encoded = training.encoder.encode(pd.DataFrame([r.features]))
             x0e = training.encoder.encode(raw.iloc[[i]])
             assert r.cost == pytest.approx(float(np.linalg.norm(encoded - x0e)), abs=1e-6)

@@ -1,0 +1,167 @@
+"""The applicants file, read in chunks: validated once up front, then streamed to the planner.
+
+:meth:`ApplicantFile.scan` reads the whole file chunk by chunk and checks every
+row the way planning will use it (columns present, numbers numeric, categories
+known, no missing values unless they are to be skipped), so that bad input is
+refused with the file, row and column named *before* any output is written.
+:meth:`ApplicantFile.chunks` then streams the rows again; memory stays bounded
+by the chunk size whatever the file's length.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+import pandas as pd
+
+from .data import iter_csv
+from .encoding import Encoder
+from .exceptions import InputError
+
+__all__ = ["ApplicantChunk", "ApplicantScan", "ApplicantFile", "normalise_types"]
+
+
+@dataclass(frozen=True, eq=False)
+class ApplicantChunk:
+    """A run of consecutive applicants.
+
+    Attributes
+    ----------
+    offset : int
+        0-based row number of the first applicant in the file.
+    frame : DataFrame
+        Raw feature columns (rows with missing values included when they are
+        to be reported as invalid).
+    ids : list of str
+        Applicant identifiers.
+    invalid : dict of int to str
+        Chunk-local row -> reason, for rows skipped with status ``invalid-input``.
+    """
+
+    offset: int
+    frame: pd.DataFrame
+    ids: list
+    invalid: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ApplicantScan:
+    """What a validation pass learned about the file."""
+
+    n_rows: int
+    n_invalid: int
+    extra_columns: tuple
+
+
+class ApplicantFile:
+    """An applicants CSV checked against the training encoder.
+
+    Parameters
+    ----------
+    path : str or Path
+    encoder : Encoder
+        The training data's encoder (feature names, types, vocabularies).
+    id_column : str, optional
+        Column whose values identify applicants in the output; without it the
+        0-based row number does.
+    encoding : str, default="utf-8"
+    drop_missing : bool, default=False
+        Report rows with missing feature values as ``invalid-input`` instead of
+        refusing the file.
+    """
+
+    def __init__(self, path, encoder: Encoder, *, id_column: str | None = None, encoding: str = "utf-8",
+                 drop_missing: bool = False):
+        self.path = Path(path)
+        self.encoder = encoder
+        self.id_column = id_column
+        self.encoding = encoding
+        self.drop_missing = drop_missing
+        self.feature_names = list(encoder.schema.feature_names)
+        self._source = f"the applicants file '{self.path}'"
+
+    def _frames(self, chunk_size: int) -> Iterator[pd.DataFrame]:
+        dtype = {self.id_column: str} if self.id_column is not None else None
+        return iter_csv(self.path, chunk_size=chunk_size, encoding=self.encoding, what="applicants file",
+                        dtype=dtype)
+
+    def scan(self, chunk_size: int = 4096) -> ApplicantScan:
+        """Validate every row; raise :class:`InputError` naming the row and column of the first problem."""
+        n_rows, n_invalid, extra = 0, 0, ()
+        for frame in self._frames(chunk_size):
+            if n_rows == 0:
+                extra = self._check_columns(frame)
+            chunk = self._prepare(frame, n_rows)
+            valid = [i for i in range(len(chunk.frame)) if i not in chunk.invalid]
+            self.encoder.encode(chunk.frame.iloc[valid], source=self._source) if valid else None
+            n_invalid += len(chunk.invalid)
+            n_rows += len(frame)
+        return ApplicantScan(n_rows=n_rows, n_invalid=n_invalid, extra_columns=extra)
+
+    def chunks(self, chunk_size: int, *, start: int = 0) -> Iterator[ApplicantChunk]:
+        """Stream the applicants in chunks of ``chunk_size`` rows, from row ``start`` (a multiple of it)."""
+        if start % chunk_size:
+            raise InputError(f"Resuming needs a start row that is a multiple of the chunk size ({chunk_size}).")
+        offset = 0
+        for frame in self._frames(chunk_size):
+            if offset >= start:
+                yield self._prepare(frame, offset)
+            offset += len(frame)
+
+    # ----------------------------------------------------------------------
+    def _check_columns(self, frame: pd.DataFrame) -> tuple:
+        missing = [n for n in self.feature_names if n not in frame.columns]
+        if missing:
+            raise InputError(
+                f"Column(s) {', '.join(repr(m) for m in missing)} missing from {self._source}; "
+                "the model was trained with them."
+            )
+        if self.id_column is not None and self.id_column not in frame.columns:
+            raise InputError(
+                f"The id column '{self.id_column}' is not in {self._source}. "
+                f"Its columns are: {', '.join(map(str, frame.columns))}."
+            )
+        return tuple(str(c) for c in frame.columns if c not in self.feature_names and c != self.id_column)
+
+    def _prepare(self, frame: pd.DataFrame, offset: int) -> ApplicantChunk:
+        frame = frame.reset_index(drop=True)
+        if self.id_column is not None:
+            ids = ["" if pd.isna(v) else str(v) for v in frame[self.id_column].tolist()]
+        else:
+            ids = [str(offset + i) for i in range(len(frame))]
+        features = frame.loc[:, self.feature_names]
+        missing = features.isna().to_numpy()
+        invalid: dict[int, str] = {}
+        if missing.any():
+            rows = np.flatnonzero(missing.any(axis=1))
+            if not self.drop_missing:
+                r = int(rows[0])
+                columns = [self.feature_names[j] for j in np.flatnonzero(missing[r])]
+                shown = ", ".join(str(offset + int(i) + 1) for i in rows[:5])
+                raise InputError(
+                    f"Column '{columns[0]}' of {self._source} has a missing value in data row {offset + r + 1} "
+                    f"(rows with missing values: {shown}{' ...' if rows.size > 5 else ''}). Fill them, or pass "
+                    "--drop-missing to report those applicants as invalid-input."
+                )
+            for r in rows:
+                columns = [self.feature_names[j] for j in np.flatnonzero(missing[r])]
+                invalid[int(r)] = f"missing value(s) in {', '.join(columns)}"
+        return ApplicantChunk(offset=offset, frame=features, ids=ids, invalid=invalid)
+
+
+def normalise_types(encoder: Encoder, features: pd.DataFrame) -> pd.DataFrame:
+    """Give integer features read as floats (pandas does so when a chunk holds a gap) the int64 type.
+
+    Call it on rows without missing values; values that are not whole numbers are left alone.
+    """
+    features = features.copy()
+    for f in encoder.schema.features:
+        column = features[f.name]
+        if f.kind == "integer" and pd.api.types.is_float_dtype(column):
+            values = column.to_numpy()
+            if np.all(np.isfinite(values)) and np.all(values == np.round(values)):
+                features[f.name] = values.astype(np.int64)
+    return features
