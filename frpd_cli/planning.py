@@ -16,7 +16,7 @@ the cheapest paths.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -57,6 +57,8 @@ __all__ = [
     "graph_plans",
     "plan_applicants",
     "plan_stream",
+    "SelectionTable",
+    "select_applicants",
 ]
 
 #: Selection methods of a plan: those of :data:`frpd_cli.selection.METHODS`, and
@@ -175,6 +177,8 @@ class SelectionOutcome:
     n_candidates: int = 0
     ends: np.ndarray | None = None        # encoded prototypes (rank order) when they are not training rows
     projected: np.ndarray | None = None   # per prototype: moved onto the applicant's immutable values
+    candidates: np.ndarray | None = None  # candidate training rows (only when asked for, with ``eigen``)
+    eigen: object = None                  # the eigendecomposition used (quad, quad-dp), when asked for
 
 
 def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray) -> np.ndarray:
@@ -204,12 +208,15 @@ def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_foun
 
 def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd.Series,
                          settings: PlanSettings, *, pool: np.ndarray | None = None,
-                         thetas=None, model=None) -> list[SelectionOutcome]:
+                         thetas=None, model=None, eigen=None, keep=False) -> list[SelectionOutcome]:
     """Select prototypes for one applicant, once per theta in ``thetas`` (default: settings.theta).
 
     The geometry and its eigendecomposition are computed once and shared by
     every theta. ``model`` is needed by the ``project`` immutable policy (it
-    re-predicts projected rows).
+    re-predicts projected rows). ``eigen`` is a stored eigendecomposition of
+    this applicant's candidate geometry (``select --reuse-eigen``): it is used
+    when its candidate rows are exactly this applicant's candidates. With
+    ``keep``, outcomes carry the candidate rows and the eigendecomposition.
     """
     pool = training.pool(settings.candidates) if pool is None else pool
     thetas = [settings.theta] if thetas is None else list(thetas)
@@ -222,28 +229,33 @@ def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd
             reason += "; even after projecting the others onto the applicant's immutable values"
             return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=len(cset))
                     for _ in thetas]
-        return _select_among(training, x0, cset.rows, settings, thetas, X=cset.X, projected=cset.projected)
+        return _select_among(training, x0, cset.rows, settings, thetas, X=cset.X, projected=cset.projected,
+                             eigen=eigen, keep=keep)
     mask = candidate_mask(training, x0, codes0, pool)
     cand = np.flatnonzero(mask)
     if cand.size < settings.k:
         reason = infeasibility_reason(training, codes0, pool, int(cand.size), settings.k, raw0)
         return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
                 for _ in thetas]
-    return _select_among(training, x0, cand, settings, thetas)
+    return _select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep)
 
 
 def _select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
-                  thetas: list, *, X: np.ndarray | None = None,
-                  projected: np.ndarray | None = None) -> list[SelectionOutcome]:
+                  thetas: list, *, X: np.ndarray | None = None, projected: np.ndarray | None = None,
+                  eigen=None, keep: bool = False) -> list[SelectionOutcome]:
     """Run the selection method on the candidate rows ``cand``, once per theta.
 
     ``X`` holds the encoded candidates when they are not the training rows
-    themselves (projected candidates); ``projected`` flags them.
+    themselves (projected candidates); ``projected`` flags them. ``eigen``, when
+    given, must be the eigendecomposition of exactly this candidate geometry.
     """
     Xc = training.X[cand] if X is None else X
     geometry = compute_geometry(Xc, x0)
     needs_eigen = settings.method in ("quad", "quad-dp")
-    eigen = eigen_decompose(geometry) if needs_eigen and any(t > 0 for t in thetas) else None
+    if eigen is not None and eigen.vectors.shape[0] != cand.size:
+        eigen = None
+    if eigen is None and needs_eigen and any(t > 0 for t in thetas):
+        eigen = eigen_decompose(geometry)
     outcomes = []
     for theta in thetas:
         sel = select_prototypes(geometry, k=settings.k, method=settings.method, theta=theta,
@@ -255,6 +267,8 @@ def _select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, setti
         if X is not None:
             extra = {"ends": Xc[idx], "projected": np.zeros(idx.size, dtype=bool) if projected is None
                      else projected[idx]}
+        if keep:
+            extra.update(candidates=cand, eigen=eigen)
         outcomes.append(SelectionOutcome("ok", None, cand[idx], float(sel.objective), screening, int(cand.size),
                                          **extra))
     return outcomes
@@ -367,7 +381,8 @@ def graph_candidates(training: TrainingSet, reach: GraphReach, x0: np.ndarray, c
 
 
 def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, settings: PlanSettings, *,
-                    pool: np.ndarray | None = None, thetas=None) -> tuple[list[SelectionOutcome], GraphReach]:
+                    pool: np.ndarray | None = None, thetas=None, eigen=None,
+                    keep: bool = False) -> tuple[list[SelectionOutcome], GraphReach]:
     """Select prototypes among the favourable rows the applicant can reach on the graph.
 
     Candidates are the rows of :func:`candidate_mask` (the linear scheme's
@@ -397,7 +412,7 @@ def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, 
         rows = _face_rows(training, reach, cand, settings.k, settings.endpoint)
         objective = float(reach.dist[rows].sum())
         return [SelectionOutcome("ok", None, rows, objective, None, int(cand.size)) for _ in thetas], reach
-    return _select_among(training, x0, cand, settings, thetas), reach
+    return _select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep), reach
 
 
 def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray, codes0, prob0: np.ndarray,
@@ -706,3 +721,147 @@ def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids:
         if progress:
             progress(done, n)
         yield plans
+
+
+@dataclass(frozen=True, eq=False)
+class SelectionTable:
+    """Prototype selections of many applicants, as the selection artifact stores them.
+
+    Attributes
+    ----------
+    prototypes : DataFrame
+        One row per chosen prototype (one row without prototype for an
+        applicant that has none): ``applicant, status, method, theta, rank,
+        row, objective``, every feature's raw value, and ``projected`` when the
+        immutable policy is ``project``.
+    status : DataFrame
+        ``applicant, theta, status, reason, n_candidates`` per applicant and theta.
+    screening : dict of ndarray
+        Screening sets of quad-family methods (flattened, with offsets).
+    eigen : dict of ndarray
+        Per applicant ``values_<i>``, ``vectors_<i>`` (float32) and
+        ``candidates_<i>`` when eigendecompositions are kept.
+    n_reused : int
+        Applicants whose stored eigendecomposition was reused.
+    """
+
+    prototypes: pd.DataFrame
+    status: pd.DataFrame
+    screening: dict
+    eigen: dict
+    n_reused: int = 0
+
+
+def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list[str], settings: PlanSettings, *,
+                      thetas=None, graph=None, save_eigen: bool = False,
+                      reuse_eigen: dict | None = None) -> SelectionTable:
+    """Select prototypes for every applicant and every theta (the work of ``frpd select``).
+
+    Parameters
+    ----------
+    raw : DataFrame of shape (n_applicants, n_features)
+        Raw applicants.
+    thetas : list of float, optional
+        Diversity weights; each applicant's geometry and eigendecomposition are
+        computed once for all of them. Default: ``[settings.theta]``.
+    graph : frpd_cli.graph.Graph, optional
+        Choose among the favourable rows each applicant reaches on it.
+    save_eigen : bool
+        Keep each applicant's eigendecomposition (float32) in the result.
+    reuse_eigen : dict of ndarray, optional
+        The ``eigen`` arrays of an earlier selection on the same inputs: an
+        applicant whose candidate rows are unchanged reuses its decomposition.
+    """
+    from .interpolation import decode_from
+    from .selection import Eigen
+
+    settings.validate()
+    _check_graph(training, settings, graph)
+    thetas = [settings.theta] if thetas is None else list(thetas)
+    encoder = training.encoder
+    names = list(training.schema.feature_names)
+    raw = normalise_types(encoder, raw.loc[:, names].reset_index(drop=True))
+    X0 = encoder.encode(raw, source="the applicants")
+    codes0 = encoder.constraint_codes(raw, source="the applicants")
+    prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
+    pool = training.pool(settings.candidates)
+    raw_rows = raw.to_dict("records")
+    projected_column = settings.immutable_policy == "project" and graph is None
+    proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
+    n_reused = 0
+    keep = save_eigen or reuse_eigen is not None
+    for i in range(len(raw)):
+        stored = None
+        if reuse_eigen is not None and f"values_{i}" in reuse_eigen:
+            stored = Eigen(values=reuse_eigen[f"values_{i}"].astype(np.float64),
+                           vectors=reuse_eigen[f"vectors_{i}"].astype(np.float64))
+        if prob0[i] >= model.threshold:
+            outcomes = [SelectionOutcome("already-favorable",
+                                         f"the model already predicts favourable (probability {prob0[i]:.4f})",
+                                         np.zeros(0, dtype=np.int64)) for _ in thetas]
+        else:
+            def run(eigen):
+                if graph is not None:
+                    return select_on_graph(training, graph, X0[i], codes0.row(i), raw_rows[i], settings,
+                                           pool=pool, thetas=thetas, eigen=eigen, keep=keep)[0]
+                return select_for_applicant(training, X0[i], codes0.row(i), raw_rows[i], settings, pool=pool,
+                                            thetas=thetas, model=model, eigen=eigen, keep=keep)
+
+            outcomes = run(stored)
+            if stored is not None and outcomes[0].candidates is not None:
+                if np.array_equal(outcomes[0].candidates, reuse_eigen[f"candidates_{i}"]):
+                    n_reused += 1
+                else:  # other candidates than when stored: the decomposition does not apply
+                    outcomes = run(None)
+        first = outcomes[0]
+        if save_eigen and first.status == "ok" and first.eigen is not None:
+            eigen_arrays[f"values_{i}"] = np.asarray(first.eigen.values, dtype=np.float32)
+            eigen_arrays[f"vectors_{i}"] = np.asarray(first.eigen.vectors, dtype=np.float32)
+            eigen_arrays[f"candidates_{i}"] = np.asarray(first.candidates, dtype=np.int64)
+        for theta, sel in zip(thetas, outcomes):
+            status_rows.append({"applicant": ids[i], "theta": theta, "status": sel.status,
+                                "reason": sel.reason or "", "n_candidates": sel.n_candidates})
+            if sel.screening is not None:
+                screening.append((i, theta, sel.screening))
+            if sel.status != "ok":
+                row = {"applicant": ids[i], "status": sel.status, "method": settings.method, "theta": theta,
+                       "rank": "", "row": "", "objective": "", **{n: "" for n in names}}
+                if projected_column:
+                    row["projected"] = ""
+                proto_rows.append(row)
+                continue
+            if sel.ends is not None:
+                rep = np.full(len(sel.rows), i)
+                values = decode_from(encoder, sel.ends, X0[rep], raw.iloc[rep].reset_index(drop=True))
+                values = values.to_dict("records")
+            else:
+                values = training.frame.iloc[sel.rows].to_dict("records")
+            for rank, (r, feats) in enumerate(zip(sel.rows, values), start=1):
+                row = {"applicant": ids[i], "status": sel.status, "method": settings.method, "theta": theta,
+                       "rank": rank, "row": int(r), "objective": sel.objective, **feats}
+                if projected_column:
+                    row["projected"] = bool(sel.projected[rank - 1]) if sel.projected is not None else False
+                proto_rows.append(row)
+    columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]
+    if projected_column:
+        columns.append("projected")
+    return SelectionTable(
+        prototypes=pd.DataFrame(proto_rows, columns=columns),
+        status=pd.DataFrame(status_rows, columns=["applicant", "theta", "status", "reason", "n_candidates"]),
+        screening=_screening_arrays(screening),
+        eigen=eigen_arrays,
+        n_reused=n_reused,
+    )
+
+
+def _screening_arrays(screening) -> dict:
+    if not screening:
+        return {"applicant_index": np.zeros(0, dtype=np.int64), "theta": np.zeros(0),
+                "offsets": np.zeros(1, dtype=np.int64), "rows": np.zeros(0, dtype=np.int64)}
+    lengths = [len(s) for _, _, s in screening]
+    return {
+        "applicant_index": np.array([i for i, _, _ in screening], dtype=np.int64),
+        "theta": np.array([t for _, t, _ in screening], dtype=np.float64),
+        "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+        "rows": np.concatenate([np.asarray(s, dtype=np.int64) for _, _, s in screening]),
+    }

@@ -116,8 +116,8 @@ class ResumableOutput:
         if not self.sidecar.exists():
             if self.path.exists():
                 raise InputError(
-                    f"Cannot resume '{self.path}': its progress file '{self.sidecar.name}' is missing, so frpd cannot "
-                    "tell how much of it is complete. Run again without --resume to start over."
+                    f"Cannot resume '{self.path}': it has no progress file '{self.sidecar.name}' (the run that wrote "
+                    "it finished, or another program wrote it). Run again without --resume to start over."
                 )
             raise InputError(f"Cannot resume '{self.path}': the file does not exist. Run without --resume.")
         try:
@@ -165,11 +165,12 @@ class ResumableOutput:
         self._save(complete=False)
 
     def finish(self) -> None:
-        """Mark the file complete (the sidecar stays, saying so) and close it."""
+        """Close the complete file and remove its sidecar (there is nothing left to resume)."""
         self._sync()
         self.stream.close()
         self.complete = True
-        self._save(complete=True)
+        self.sidecar.unlink(missing_ok=True)
+        _fsync_dir(self.sidecar.parent)
 
     def close(self) -> None:
         """Close without marking complete (the run can be resumed)."""

@@ -28,12 +28,18 @@ def _write_all(path, chunks, *, fingerprint=FP, resume=False, stop_after=None):
     return out
 
 
-def test_uninterrupted_run_marks_complete(tmp_path):
+def test_uninterrupted_run_leaves_no_sidecar(tmp_path):
     path = tmp_path / "out.csv"
-    _write_all(path, CHUNKS)
-    assert path.read_text() == "h\na1\na2\nb1\nc1\nc2\nc3\n"
+    out = ResumableOutput(path, fingerprint=FP)
+    out.stream.write("h\na1\n")
+    out.checkpoint(2)
     state = json.loads(sidecar_path(path).read_text())
-    assert state["complete"] is True and state["done"] == 4 and state["offset"] == path.stat().st_size
+    assert state["done"] == 2 and state["offset"] == len("h\na1\n") and state["complete"] is False
+    out.stream.write("b1\n")
+    out.finish()
+    assert path.read_text() == "h\na1\nb1\n" and not sidecar_path(path).exists()
+    with pytest.raises(InputError, match="no progress file"):
+        ResumableOutput(path, fingerprint=FP, resume=True)
 
 
 def test_resume_after_torn_write_is_byte_identical(tmp_path):
@@ -68,7 +74,7 @@ def test_resume_with_other_fingerprint_refused(tmp_path):
 def test_resume_without_sidecar_refused(tmp_path):
     path = tmp_path / "out.csv"
     path.write_text("h\n")
-    with pytest.raises(InputError, match="progress file"):
+    with pytest.raises(InputError, match="no progress file"):
         ResumableOutput(path, fingerprint=FP, resume=True)
     with pytest.raises(InputError, match="does not exist"):
         ResumableOutput(tmp_path / "none.csv", fingerprint=FP, resume=True)

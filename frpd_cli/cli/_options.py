@@ -19,7 +19,7 @@ __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
-    "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt",
+    "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt",
     "SchemaFlags", "load_training", "read_applicants",
 ]
 
@@ -75,6 +75,13 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
                                       "on it.", rich_help_panel=_OUT)]
+PolicyOpt = Annotated[str, typer.Option("--immutable-policy", help="filter: prototypes are favourable rows that "
+                                         "already share the applicant's immutable values; project: also favourable "
+                                         "rows moved onto them and re-predicted (marked projected). Graph plans "
+                                         "always keep the strict edge rules.", rich_help_panel=_SEL)]
+DropMissingOpt = Annotated[bool, typer.Option("--drop-missing", help="Report applicants with missing feature values "
+                                              "as invalid-input instead of refusing the file.",
+                                              rich_help_panel=_DATA)]
 GraphOpt = Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder from build-graph: "
                                                  "recourses become shortest paths on it (sequential recourse), "
                                                  "prototypes are chosen among the favourable rows it reaches.",

@@ -7,7 +7,6 @@ renamed when complete); messages and progress go to stderr.
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import sys

@@ -1,61 +1,138 @@
-"""``frpd plan``: select and interpolate for every applicant in one step."""
+"""``frpd plan``: select and interpolate for every applicant in one step, streamed and resumable."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Annotated, Optional
 
-import pandas as pd
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-from ..planning import PlanSettings, plan_applicants
+from .. import __version__
+from ..applicants import ApplicantFile
+from ..artifacts import sha256_file
+from ..backends import BACKENDS
+from ..exceptions import InputError
+from ..planning import PlanSettings, plan_stream
+from ..streaming import ResumableOutput
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from .app import _flags, app
 from ._output import PlanWriter, open_output, resolve_format, stderr_console
+from .app import _flags, app
 
 __all__ = ["plan_command", "run_plan", "summarize_plans"]
 
+_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher) ([^ (;]+)")
 
-def summarize_plans(counts: dict, n: int, seconds: float) -> str:
+
+def _reason_key(reason: str | None) -> str:
+    """A short label grouping infeasibility reasons by the constraint that removed the most candidates."""
+    if not reason:
+        return "no reason given"
+    match = _REASON_KEY.search(reason)
+    if match:
+        return f"{match.group(1)} {match.group(2)}"
+    return reason.split(":")[0][:60]
+
+
+def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
+    """The one-line summary printed on stderr after a run."""
     parts = [f"{counts.get('ok', 0)} planned"]
     if counts.get("already-favorable"):
         parts.append(f"{counts['already-favorable']} already favourable")
     if counts.get("infeasible"):
-        parts.append(f"{counts['infeasible']} infeasible")
+        by = ", ".join(f"{v} {k}" for k, v in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        parts.append(f"{counts['infeasible']} infeasible ({by})")
+    if counts.get("invalid-input"):
+        parts.append(f"{counts['invalid-input']} invalid input")
     rate = n / seconds if seconds > 0 else float("inf")
-    return f"{n} applicant(s): {', '.join(parts)} in {seconds:.2f} s ({rate:.1f} applicants/s)."
+    return f"{n} applicant(s): {'; '.join(parts)}; {seconds:.2f} s ({rate:.1f} applicants/s)."
 
 
-def run_plan(training, model, applicants: pd.DataFrame, ids, settings: PlanSettings, *, fmt: str | None,
-             output: Path | None, jobs: int, chunk_size: int = 64, graph=None) -> None:
-    """Plan every applicant and stream the records to stdout or ``output``."""
+def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> dict:
+    return {
+        "frpd_version": __version__,
+        "inputs": {name: sha256_file(path) for name, path in inputs.items() if path is not None},
+        "settings": settings.to_dict(),
+        "schema": training.schema.to_dict(),
+        **params,
+    }
+
+
+def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings, *, fmt: str | None,
+             output: Path | None, jobs: int, chunk_size: int = 64, graph=None, backend: str = "loky",
+             scheduler: str | None = None, resume: bool = False, fingerprint: dict | None = None) -> None:
+    """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk."""
     fmt = resolve_format(fmt, output)
+    scan = applicants.scan(chunk_size=max(chunk_size, 4096))       # refuses bad input before writing anything
+    if scan.extra_columns:
+        echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{applicants.path}' "
+                 "(not features).")
+    streamable = fmt in ("csv", "jsonl")
+    if resume and (output is None or not streamable):
+        raise InputError("--resume needs --output FILE and --format csv or jsonl (formats written chunk by chunk).")
+    projected = settings.immutable_policy == "project"
     start = time.perf_counter()
     counts: dict = {}
+    reasons: dict = {}
     console = stderr_console()
-    show_progress = len(applicants) > 1 and console.is_terminal
     progress = Progress(TextColumn("planning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=console, transient=True, disable=not show_progress)
-    with progress, open_output(output) as stream:
-        task = progress.add_task("plan", total=len(applicants))
-        writer = PlanWriter(stream, fmt, training.schema.feature_names)
-        for plans in plan_applicants(training, model, applicants, ids, settings, graph=graph, n_jobs=jobs,
-                                     chunk_size=chunk_size,
-                                     progress=lambda done, total: progress.update(task, completed=done)):
-            for p in plans:
-                counts[p.status] = counts.get(p.status, 0) + 1
-            writer.write(plans)
-        writer.close()
-    echo_err(summarize_plans(counts, len(applicants), time.perf_counter() - start))
-    if counts.get("infeasible", 0) and counts.get("infeasible", 0) >= max(1, len(applicants) // 2):
+                        console=console, transient=True, disable=not (scan.n_rows > 1 and console.is_terminal))
+
+    def consume(plans, writer):
+        for p in plans:
+            counts[p.status] = counts.get(p.status, 0) + 1
+            if p.status == "infeasible":
+                key = _reason_key(p.reason)
+                reasons[key] = reasons.get(key, 0) + 1
+        writer.write(plans)
+
+    with progress:
+        task = progress.add_task("plan", total=scan.n_rows)
+        if output is not None and streamable:
+            out = ResumableOutput(output, fingerprint={**(fingerprint or {}), "format": fmt,
+                                                       "chunk_size": chunk_size}, resume=resume)
+            try:
+                if out.done:
+                    echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
+                writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
+                                    header_written=out.resumed_offset > 0)
+                done = out.done
+                for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
+                                         graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler):
+                    consume(plans, writer)
+                    done += len(plans)
+                    out.checkpoint(done)
+                    progress.update(task, completed=done)
+                writer.close()
+                out.finish()
+            finally:
+                out.close()
+        else:
+            with open_output(output) as stream:
+                writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected)
+                done = 0
+                for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
+                                         n_jobs=jobs, backend=backend, scheduler=scheduler):
+                    consume(plans, writer)
+                    done += len(plans)
+                    progress.update(task, completed=done)
+                writer.close()
+    n = sum(counts.values())
+    echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
+    infeasible = counts.get("infeasible", 0)
+    if infeasible and infeasible >= max(1, n // 4):
         if graph is not None:
             echo_err("Hint: many applicants reach too few favourable rows on the graph; rebuild it with a larger "
                      "--neighbors or a --radius (see each plan's reason).")
+        elif settings.immutable_policy == "filter":
+            echo_err("Hint: many applicants have too few candidates; try --immutable-policy project, or declare "
+                     "fewer immutable or monotone features (see each plan's reason).")
         else:
-            echo_err("Hint: many applicants have too few candidates; declare fewer immutable or monotone features.")
+            echo_err("Hint: many applicants have too few candidates even with projection; declare fewer "
+                     "immutable or monotone features (see each plan's reason).")
 
 
 @app.command("plan")
@@ -70,11 +147,23 @@ def plan_command(
     theta: o.ThetaOpt = 0.9,
     bandwidth: o.BandwidthOpt = 1.0,
     candidates: o.CandidatesOpt = "predicted",
+    immutable_policy: o.PolicyOpt = "filter",
     fmt: o.FormatOpt = None,
     output: o.OutputOpt = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run writing --output (csv or "
+                                         "jsonl); the result is byte-identical to an uninterrupted run.",
+                                         rich_help_panel="Output")] = False,
     jobs: o.JobsOpt = 1,
+    backend: Annotated[str, typer.Option("--backend", help=f"Where chunks run: {', '.join(BACKENDS)} (loky: "
+                                         "local processes; dask: a Dask cluster, extra 'dask').",
+                                         rich_help_panel="Output")] = "loky",
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address "
+                                                     "(tcp://HOST:PORT); without it --backend dask starts a "
+                                                     "loopback cluster of --jobs workers.",
+                                                     rich_help_panel="Output")] = None,
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Applicants per batch (memory and "
-                                            "model-call size).", rich_help_panel="Output")] = 64,
+                                            "model-call size; part of what makes outputs identical).",
+                                            rich_help_panel="Output")] = 64,
     tol: Annotated[float, typer.Option("--tol",
                                        help="Interpolation tolerance, as a fraction of each segment.",
                                        rich_help_panel="Selection")] = 1e-3,
@@ -91,21 +180,28 @@ def plan_command(
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
     id_column: o.IdColumnOpt = None,
+    drop_missing: o.DropMissingOpt = False,
     threshold: o.ThresholdOpt = 0.5,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
-    With --graph DIR (from build-graph), every recourse is the shortest path on the actionability graph to its
-    prototype, and the output adds each path and its steps; --method face takes the K cheapest paths.
+    Plans are written chunk by chunk in input order; with --output FILE in csv or jsonl an interrupted run can be
+    continued with --resume. With --graph DIR (from build-graph), every recourse is the shortest path on the
+    actionability graph to its prototype, and the output adds each path and its steps; --method face takes the K
+    cheapest paths.
 
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
     """
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
-                            max_hops=max_hops, max_cost=max_cost).validate()
+                            max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
+    if backend not in BACKENDS:
+        raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
+    if scheduler is not None and backend != "dask":
+        raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
     loaded_graph = None
@@ -113,6 +209,13 @@ def plan_command(
         from .graph import load_graph
 
         loaded_graph, _ = load_graph(graph, training, data=data, model=model)
-    frame, ids = o.read_applicants(applicants, training.schema.feature_names, spec.id_column, encoding=encoding)
-    run_plan(training, loaded, frame, ids, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
-             graph=loaded_graph)
+    source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
+                           drop_missing=drop_missing)
+    fingerprint = None
+    if output is not None:
+        fingerprint = _fingerprint({"data": data, "model": model, "applicants": applicants, "schema": schema,
+                                    "graph": None if graph is None else Path(graph) / "manifest.json"},
+                                   settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
+                                   drop_missing=drop_missing)
+    run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
+             graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint)

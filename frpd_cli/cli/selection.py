@@ -15,20 +15,18 @@ from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
 from ..exceptions import InputError
 from ..model import load_model
+from ..applicants import ApplicantFile, normalise_types
 from ..planning import (
     PlanSettings,
     SelectionOutcome,
-    graph_candidates,
     graph_plans,
     interpolate_plans,
-    select_for_applicant,
-    select_on_graph,
+    select_applicants,
 )
 from ..plans import plan_record
-from ..selection import compute_geometry, eigen_decompose
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
+from ._output import PlanWriter, open_output, resolve_format, write_records
 from .app import _flags, app
 from .graph import load_graph
 
@@ -68,6 +66,11 @@ def select_command(
     save_eigen: Annotated[bool, typer.Option("--save-eigen", help="Also store each applicant's "
                                              "eigendecomposition (float32) in eigen.npz.",
                                              rich_help_panel="Selection")] = False,
+    reuse_eigen: Annotated[Optional[Path], typer.Option("--reuse-eigen", help="A selection folder made with "
+                                                        "--save-eigen on the same inputs: applicants whose "
+                                                        "candidates are unchanged skip the decomposition.",
+                                                        rich_help_panel="Selection")] = None,
+    immutable_policy: o.PolicyOpt = "filter",
     graph: o.GraphOpt = None,
     endpoint: o.EndpointOpt = "prototype",
     max_hops: o.MaxHopsOpt = None,
@@ -97,81 +100,53 @@ def select_command(
     thetas = _parse_thetas(theta)
     settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
                             scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
-                            max_cost=max_cost).validate()
+                            max_cost=max_cost, immutable_policy=immutable_policy).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
-    frame, ids = o.read_applicants(applicants, names, spec.id_column, encoding=encoding)
-    raw = frame.loc[:, names].reset_index(drop=True)
-    encoder = training.encoder
-    X0 = encoder.encode(raw, source=f"'{applicants}'")
-    codes0 = encoder.constraint_codes(raw, source=f"'{applicants}'")
-    prob0 = loaded.favorable_probability(raw)
-    pool = training.pool(settings.candidates)
+    source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding)
+    scan = source.scan()
+    if scan.extra_columns:
+        echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{applicants}' (not features).")
+    chunks = list(source.chunks(max(scan.n_rows, 1)))
+    raw = pd.concat([c.frame for c in chunks], ignore_index=True)
+    ids = [a for c in chunks for a in c.ids]
+    stored = None
+    if reuse_eigen is not None:
+        previous = read_artifact(reuse_eigen, kind=SELECTION_KIND,
+                                 inputs={"data": data, "model": model, "applicants": applicants},
+                                 command_hint="frpd select DATA --model MODEL --applicants CSV --out DIR "
+                                              "--save-eigen")
+        if "eigen.npz" not in previous.payload_names:
+            raise InputError(f"The selection '{reuse_eigen}' has no eigendecompositions; make it with --save-eigen.")
+        stored = previous.load_npz("eigen.npz")
 
     start = time.perf_counter()
-    proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
-    for i in range(len(raw)):
-        if prob0[i] >= loaded.threshold:
-            outcomes = [SelectionOutcome("already-favorable",
-                                         f"the model already predicts favourable (probability {prob0[i]:.4f})",
-                                         np.zeros(0, dtype=np.int64)) for _ in thetas]
-        else:
-            if loaded_graph is not None:
-                outcomes, reach = select_on_graph(training, loaded_graph, X0[i], codes0.row(i), raw.iloc[i],
-                                                  settings, pool=pool, thetas=thetas)
-            else:
-                outcomes = select_for_applicant(training, X0[i], codes0.row(i), raw.iloc[i], settings, pool=pool,
-                                                thetas=thetas)
-            if save_eigen and outcomes[0].status == "ok":
-                from ..planning import candidate_mask
-
-                if loaded_graph is not None:
-                    cand = graph_candidates(training, reach, X0[i], codes0.row(i), pool, settings)
-                else:
-                    cand = np.flatnonzero(candidate_mask(training, X0[i], codes0.row(i), pool))
-                eig = eigen_decompose(compute_geometry(training.X[cand], X0[i]))
-                eigen_arrays[f"values_{i}"] = eig.values.astype(np.float32)
-                eigen_arrays[f"vectors_{i}"] = eig.vectors.astype(np.float32)
-                eigen_arrays[f"candidates_{i}"] = cand.astype(np.int64)
-        for th, sel in zip(thetas, outcomes):
-            status_rows.append({"applicant": ids[i], "theta": th, "status": sel.status, "reason": sel.reason or "",
-                                "n_candidates": sel.n_candidates})
-            if sel.screening is not None:
-                screening.append((i, th, sel.screening))
-            if sel.status != "ok":
-                row = {"applicant": ids[i], "status": sel.status, "method": method, "theta": th, "rank": "",
-                       "row": "", "objective": ""}
-                row.update({n: "" for n in names})
-                proto_rows.append(row)
-                continue
-            for rank, r in enumerate(sel.rows, start=1):
-                row = {"applicant": ids[i], "status": sel.status, "method": method, "theta": th, "rank": rank,
-                       "row": int(r), "objective": sel.objective}
-                row.update(training.frame.iloc[int(r)].to_dict())
-                proto_rows.append(row)
+    table = select_applicants(training, loaded, raw, ids, settings, thetas=thetas, graph=loaded_graph,
+                              save_eigen=save_eigen, reuse_eigen=stored)
     seconds = time.perf_counter() - start
-
-    columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]
-    prototypes = pd.DataFrame(proto_rows, columns=columns)
-    applicants_frame = raw.copy()
+    prototypes = table.prototypes
+    status_rows = table.status.to_dict("records")
+    applicants_frame = normalise_types(training.encoder, raw.loc[:, names])
     applicants_frame.insert(0, "applicant", ids)
     payloads = {
         "prototypes.csv": prototypes,
-        "status.csv": pd.DataFrame(status_rows, columns=["applicant", "theta", "status", "reason", "n_candidates"]),
+        "status.csv": table.status,
         "applicants.csv": applicants_frame,
-        "encoder.json": encoder.to_dict(),
-        "screening.npz": _screening_arrays(screening),
+        "encoder.json": training.encoder.to_dict(),
+        "screening.npz": table.screening,
     }
     if save_eigen:
-        payloads["eigen.npz"] = eigen_arrays
+        payloads["eigen.npz"] = table.eigen
     params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
               "id_column": spec.id_column}
     inputs = {"data": data, "model": model, "applicants": applicants}
     if graph is not None:
         inputs["graph"] = graph
     write_artifact(out, kind=SELECTION_KIND, params=params, inputs=inputs, payloads=payloads)
+    if stored is not None:
+        echo_err(f"Reused {table.n_reused} stored eigendecomposition(s) of '{reuse_eigen}'.")
     counts = pd.Series([r["status"] for r in status_rows]).value_counts().to_dict()
     echo_err(f"Selected prototypes for {len(raw)} applicant(s) x {len(thetas)} theta(s) in {seconds:.2f} s: "
              + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f". Artifact written to '{out}'.")
@@ -181,19 +156,6 @@ def select_command(
     with open_output(None) as stream:
         write_records(stream, fmt_, shown, ["applicant", "theta", "status", "rank", "row", "changes", "objective"],
                       title=f"Prototypes ({method})")
-
-
-def _screening_arrays(screening) -> dict:
-    if not screening:
-        return {"applicant_index": np.zeros(0, dtype=np.int64), "theta": np.zeros(0),
-                "offsets": np.zeros(1, dtype=np.int64), "rows": np.zeros(0, dtype=np.int64)}
-    lengths = [len(s) for _, _, s in screening]
-    return {
-        "applicant_index": np.array([i for i, _, _ in screening], dtype=np.int64),
-        "theta": np.array([t for _, t, _ in screening], dtype=np.float64),
-        "offsets": np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-        "rows": np.concatenate([np.asarray(s, dtype=np.int64) for _, _, s in screening]),
-    }
 
 
 def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids) -> list[dict]:
@@ -301,7 +263,11 @@ def interpolate_command(
                 continue
             rows = prototypes[(prototypes["applicant"] == a) & (prototypes["theta"].astype(float) == float(theta))]
             rows = rows.sort_values("rank", key=lambda c: c.astype(int))
-            outcomes.append(SelectionOutcome("ok", None, rows["row"].astype(np.int64).to_numpy()))
+            projected = None
+            if "projected" in rows.columns:
+                projected = rows["projected"].astype(str).str.lower().eq("true").to_numpy()
+            outcomes.append(SelectionOutcome("ok", None, rows["row"].astype(np.int64).to_numpy(),
+                                             projected=projected))
             ends.append(encoder.encode(_restore_types(rows.loc[:, names].reset_index(drop=True), encoder),
                                        source="the selection's prototypes"))
         if scheme == "graph":
