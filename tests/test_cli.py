@@ -191,3 +191,44 @@ def test_select_theta_list(sample_paths, tmp_path):
     assert result.exit_code == 0, result.stderr
     protos = pd.read_csv(sel / "prototypes.csv")
     assert sorted(protos["theta"].unique().tolist()) == [0.0, 0.5, 1.0]
+
+
+def test_select_reuses_saved_eigendecompositions(sample_paths, tmp_path):
+    common = [str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--applicants",
+              str(sample_paths["applicants"]), "--schema", str(sample_paths["schema"]), "--format", "csv"]
+    first = runner.invoke(app, ["select", *common, "--out", str(tmp_path / "a"), "--save-eigen"])
+    assert first.exit_code == 0, first.stderr
+    with __import__("numpy").load(tmp_path / "a" / "eigen.npz", allow_pickle=False) as eig:
+        assert eig["values_0"].dtype.name == "float32" and eig["vectors_0"].shape[0] == eig["candidates_0"].size
+    second = runner.invoke(app, ["select", *common, "--out", str(tmp_path / "b"), "--reuse-eigen",
+                                 str(tmp_path / "a")])
+    assert second.exit_code == 0, second.stderr
+    assert "Reused 20 stored eigendecomposition(s)" in second.stderr
+    a = pd.read_csv(tmp_path / "a" / "prototypes.csv")
+    b = pd.read_csv(tmp_path / "b" / "prototypes.csv")
+    # the reduced problem is solved exactly on the full objective: the same prototypes come out
+    assert a["row"].tolist() == b["row"].tolist()
+    missing = runner.invoke(app, ["select", *common, "--out", str(tmp_path / "c"), "--reuse-eigen",
+                                  str(tmp_path / "b")])
+    assert missing.exit_code == 1 and "--save-eigen" in missing.stderr
+
+
+def test_select_with_projection_marks_prototypes(sample_paths, tmp_path):
+    result = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--applicants", str(sample_paths["applicants"]), "--schema",
+                                 str(sample_paths["schema"]), "--immutable", "housing", "--format", "csv",
+                                 "--immutable-policy", "project", "--out", str(tmp_path / "s")])
+    assert result.exit_code == 0, result.stderr
+    protos = pd.read_csv(tmp_path / "s" / "prototypes.csv", dtype={"applicant": str})
+    assert protos.columns[-1] == "projected"
+    applicants = pd.read_csv(sample_paths["applicants"]).set_index("applicant_id")
+    for _, row in protos.iterrows():
+        x0 = applicants.loc[row["applicant"]]
+        assert row["housing"] == x0["housing"] and row["personal_status"] == x0["personal_status"]
+    plans = runner.invoke(app, ["interpolate", "--selection", str(tmp_path / "s"), "--model",
+                                str(sample_paths["model"]), "--out", str(tmp_path / "p"), "--format", "jsonl"])
+    assert plans.exit_code == 0, plans.stderr
+    records = [__import__("json").loads(line) for line in plans.stdout.splitlines()]
+    n_projected = sum(bool(r.get("projected")) for rec in records for r in rec["recourses"])
+    flagged = int(protos["projected"].astype(str).str.lower().eq("true").sum())
+    assert 0 < n_projected <= flagged
