@@ -48,6 +48,7 @@ __all__ = [
     "Artifact",
     "MANIFEST_NAME",
     "PAYLOAD_SUFFIXES",
+    "fsync_dir",
     "SCHEMA_VERSION",
     "atomic_write_bytes",
     "atomic_write_text",
@@ -113,7 +114,7 @@ def atomic_write_bytes(path, data: bytes) -> None:
     except BaseException:
         _remove_quietly(Path(tmp))
         raise
-    _fsync_dir(path.parent)
+    fsync_dir(path.parent)
 
 
 def atomic_write_text(path, text: str) -> None:
@@ -192,7 +193,7 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
             "payloads": dict(sorted(described.items())),
         }
         _write_file(tmp_dir / MANIFEST_NAME, _dump_json(manifest, where="manifest").encode("utf-8"))
-        _fsync_dir(tmp_dir)
+        fsync_dir(tmp_dir)
         _swap_in(tmp_dir, out_dir)
     except BaseException:
         shutil.rmtree(tmp_dir, ignore_errors=True)
@@ -226,7 +227,7 @@ def _check_destination(out_dir: Path) -> None:
 def _swap_in(new_dir: Path, out_dir: Path) -> None:
     if not out_dir.exists():
         os.rename(new_dir, out_dir)
-        _fsync_dir(out_dir.parent)
+        fsync_dir(out_dir.parent)
         return
     old_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.old-"))
     os.rmdir(old_dir)  # only reserve a unique name
@@ -236,7 +237,7 @@ def _swap_in(new_dir: Path, out_dir: Path) -> None:
     except BaseException:
         os.rename(old_dir, out_dir)
         raise
-    _fsync_dir(out_dir.parent)
+    fsync_dir(out_dir.parent)
     shutil.rmtree(old_dir, ignore_errors=True)
 
 
@@ -546,7 +547,7 @@ def _check_payload_name(name) -> None:
         )
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
     """Persist a folder's entries (renames); a no-op where folders cannot be opened (Windows)."""
     try:
         fd = os.open(path, os.O_RDONLY)

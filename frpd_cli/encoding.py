@@ -22,7 +22,7 @@ from .constraints import ConstraintCodes
 from .exceptions import InputError, SchemaError
 from .schema import Feature, Schema
 
-__all__ = ["Encoder", "fit_encoder"]
+__all__ = ["Encoder", "fit_encoder", "category_key"]
 
 _MAX_DECIMALS = 10
 
@@ -113,9 +113,9 @@ class Encoder:
         codes = values.map(index)
         unmatched = codes.isna().to_numpy()
         if unmatched.any():
-            keyed = {_key(level): i for level, i in index.items()}
+            keyed = {category_key(level): i for level, i in index.items()}
             codes = codes.astype(object)
-            codes[unmatched] = [keyed.get(_key(v)) if not _missing(v) else None for v in values[unmatched]]
+            codes[unmatched] = [keyed.get(category_key(v)) if not _missing(v) else None for v in values[unmatched]]
             unmatched = pd.isna(codes).to_numpy()
         if unmatched.any():
             r = int(np.flatnonzero(unmatched)[0])
@@ -291,17 +291,21 @@ def _missing(value) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value)) or value is pd.NA
 
 
-def _key(value) -> str:
-    """A type-insensitive key: 1, 1.0 and "1" are the same category."""
+def category_key(value) -> str:
+    """A type-insensitive key: 1, 1.0 and "1" are the same category (NaN keys as "nan")."""
     if isinstance(value, (bool, np.bool_)):
         return str(value)
     if isinstance(value, (int, float, np.integer, np.floating)):
         number = float(value)
+        if np.isnan(number):
+            return "nan"
         return str(int(number)) if number.is_integer() else repr(number)
     if isinstance(value, str):
         try:
             number = float(value)
         except ValueError:
+            return value
+        if np.isnan(number):
             return value
         return str(int(number)) if number.is_integer() else repr(number)
     return str(value)

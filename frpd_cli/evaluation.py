@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from . import metrics as m
+from .encoding import category_key
 from .exceptions import InputError
 
 __all__ = [
@@ -65,30 +66,10 @@ def _coerce(frame: pd.DataFrame, schema) -> pd.DataFrame:
         if f.is_numeric:
             out[f.name] = pd.to_numeric(values.replace("", np.nan), errors="coerce").astype(np.float64)
         else:
-            lookup = {_level_key(level): level for level in f.levels}
-            out[f.name] = pd.Series([lookup.get(_level_key(v), v) for v in values.tolist()], index=values.index,
+            lookup = {category_key(level): level for level in f.levels}
+            out[f.name] = pd.Series([lookup.get(category_key(v), v) for v in values.tolist()], index=values.index,
                                     dtype=object)
     return pd.DataFrame(out, index=frame.index)
-
-
-def _level_key(value) -> str:
-    """1, 1.0 and "1" name the same category (as in the encoder)."""
-    if isinstance(value, (bool, np.bool_)):
-        return str(value)
-    if isinstance(value, (int, float, np.integer, np.floating)):
-        number = float(value)
-        if math.isnan(number):
-            return "nan"
-        return str(int(number)) if number.is_integer() else repr(number)
-    if isinstance(value, str):
-        try:
-            number = float(value)
-        except ValueError:
-            return value
-        if math.isnan(number):
-            return value
-        return str(int(number)) if number.is_integer() else repr(number)
-    return str(value)
 
 
 def _encodable(R: pd.DataFrame, schema) -> np.ndarray:
@@ -99,8 +80,8 @@ def _encodable(R: pd.DataFrame, schema) -> np.ndarray:
         if f.is_numeric:
             ok &= np.isfinite(values.to_numpy(dtype=np.float64))
         else:
-            levels = set(_level_key(level) for level in f.levels)
-            ok &= np.array([_level_key(v) in levels and v is not None for v in values.tolist()], dtype=bool)
+            levels = set(category_key(level) for level in f.levels)
+            ok &= np.array([category_key(v) in levels and v is not None for v in values.tolist()], dtype=bool)
     return ok
 
 

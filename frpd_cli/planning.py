@@ -470,13 +470,8 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
     plans, k = [], settings.k
     for i, out in enumerate(outcomes):
         raw0 = raw_rows[i]
-        if out is None:
-            plans.append(Plan(ids[i], "already-favorable",
-                              f"the model already predicts favourable (probability {prob0[i]:.4f})", method,
-                              (), raw0))
-            continue
-        if out.status != "ok":
-            plans.append(Plan(ids[i], out.status, out.reason, method, (), raw0))
+        if out is None or out.status != "ok":
+            plans.append(_empty_plan(ids[i], out, prob0[i], method, raw0))
             continue
         recourses = []
         for rank, g in enumerate(drafts[i], start=1):
@@ -495,6 +490,14 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
                 reason += ": fewer distinct reachable rows than asked for"
         plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0))
     return plans
+
+
+def _empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method: str, raw0: dict) -> Plan:
+    """The plan of an applicant without recourses: already favourable (``out`` is None) or not selectable."""
+    if out is None:
+        return Plan(applicant, "already-favorable", f"the model already predicts favourable (probability {prob:.4f})",
+                    method, (), raw0)
+    return Plan(applicant, out.status, out.reason, method, (), raw0)
 
 
 def _changes(raw0: dict, features: dict) -> dict:
@@ -590,13 +593,8 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     raw_rows = raw.to_dict("records")
     for i, out in enumerate(outcomes):
         raw0 = raw_rows[i]
-        if out is None:
-            plans.append(Plan(ids[i], "already-favorable",
-                              f"the model already predicts favourable (probability {prob0[i]:.4f})", method,
-                              (), raw0))
-            continue
-        if out.status != "ok":
-            plans.append(Plan(ids[i], out.status, out.reason, method, (), raw0))
+        if out is None or out.status != "ok":
+            plans.append(_empty_plan(ids[i], out, prob0[i], method, raw0))
             continue
         recourses, seen, n_lost = [], set(), 0
         for j in range(len(out.rows)):

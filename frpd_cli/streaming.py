@@ -19,6 +19,7 @@ import json
 import os
 from pathlib import Path
 
+from .artifacts import atomic_write_text, fsync_dir
 from .exceptions import InputError
 
 __all__ = ["SIDECAR_SUFFIX", "ResumableOutput", "sidecar_path"]
@@ -31,29 +32,6 @@ def sidecar_path(path) -> Path:
     """Where the sidecar of output file ``path`` lives."""
     path = Path(path)
     return path.with_name(path.name + SIDECAR_SUFFIX)
-
-
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
-def _write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    with open(tmp, "w", encoding="utf-8") as stream:
-        json.dump(data, stream, sort_keys=True, indent=1)
-        stream.flush()
-        os.fsync(stream.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
 
 
 class ResumableOutput:
@@ -149,8 +127,9 @@ class ResumableOutput:
 
     # ---------------------------------------------------------------- writing
     def _save(self, *, complete: bool) -> None:
-        _write_json_atomic(self.sidecar, {"version": _VERSION, "fingerprint": self.fingerprint, "done": self.done,
-                                          "offset": self._offset, "complete": complete})
+        state = {"version": _VERSION, "fingerprint": self.fingerprint, "done": self.done, "offset": self._offset,
+                 "complete": complete}
+        atomic_write_text(self.sidecar, json.dumps(state, sort_keys=True, indent=1))
 
     def _sync(self) -> None:
         self.stream.flush()
@@ -170,7 +149,7 @@ class ResumableOutput:
         self.stream.close()
         self.complete = True
         self.sidecar.unlink(missing_ok=True)
-        _fsync_dir(self.sidecar.parent)
+        fsync_dir(self.sidecar.parent)
 
     def close(self) -> None:
         """Close without marking complete (the run can be resumed)."""
