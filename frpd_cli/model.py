@@ -403,8 +403,8 @@ def _load_skops(path: Path, trusted_types):
     if refused:
         raise ModelError(
             f"The .skops model file '{path}' contains types frpd does not trust: {', '.join(refused)}. "
-            "Loading them could run their code. If you trust them, add them to the trusted types "
-            "(trusted_types=[...]; the CLI's trusted-type option)."
+            "Loading them could run their code. If you trust them, pass each with --trust-type TYPE "
+            "(trusted_types=[...] in Python)."
         )
     try:
         return sio.load(path, trusted=[t for t in untrusted if t in allowed])

@@ -681,9 +681,35 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     """
     settings.validate()
     _check_graph(training, settings, graph)
-    tasks = ((training, model, c.frame, c.ids, settings, graph, c.invalid) for c in chunks)
-    yield from map_ordered(_run_chunk, tasks, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                           scatter=(training, model) if graph is None else (training, model, graph))
+    if n_jobs == 1 and backend == "loky":
+        for c in chunks:
+            yield _run_chunk(training, model, c.frame, c.ids, settings, graph, c.invalid)
+        return
+    # Workers receive the training set with every task: send a few chunks per task to amortise it. Chunk
+    # boundaries stay the same, so the plans do too.
+    groups = _grouped(chunks, _CHUNKS_PER_TASK)
+    tasks = ((training, model, [(c.frame, c.ids, c.invalid) for c in group], settings, graph) for group in groups)
+    for results in map_ordered(_run_chunks, tasks, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
+                               scatter=(training, model) if graph is None else (training, model, graph)):
+        yield from results
+
+
+_CHUNKS_PER_TASK = 4
+
+
+def _grouped(items: Iterable, size: int) -> Iterator[list]:
+    group = []
+    for item in items:
+        group.append(item)
+        if len(group) == size:
+            yield group
+            group = []
+    if group:
+        yield group
+
+
+def _run_chunks(training, model, chunks: list, settings, graph) -> list[list[Plan]]:
+    return [_run_chunk(training, model, frame, ids, settings, graph, invalid) for frame, ids, invalid in chunks]
 
 
 def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],

@@ -232,3 +232,38 @@ def test_select_with_projection_marks_prototypes(sample_paths, tmp_path):
     n_projected = sum(bool(r.get("projected")) for rec in records for r in rec["recourses"])
     flagged = int(protos["projected"].astype(str).str.lower().eq("true").sum())
     assert 0 < n_projected <= flagged
+
+
+def test_select_artifact_bytes_identical_across_runs(sample_paths, tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    args = ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--applicants",
+            str(sample_paths["applicants"]), "--schema", str(sample_paths["schema"]), "--format", "csv",
+            "--seed", "11", "--save-eigen", "--theta", "0.5,0.9"]
+    a = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    b = runner.invoke(app, [*args, "--out", str(tmp_path / "b")])
+    assert a.exit_code == b.exit_code == 0, a.stderr
+    names = sorted(p.name for p in (tmp_path / "a").iterdir())
+    assert names == sorted(p.name for p in (tmp_path / "b").iterdir())
+    assert "eigen.npz" in names and "manifest.json" in names
+    for name in names:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_build_graph_neighbors_below_one_is_refused(sample_paths, tmp_path):
+    result = runner.invoke(app, ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--neighbors", "0", "--out",
+                                 str(tmp_path / "g")])
+    assert result.exit_code in (1, 2) and result.stdout == ""
+    assert not (tmp_path / "g").exists()
+
+
+def test_plan_with_a_skops_model_matches_the_pickle(sample_paths, tmp_path):
+    sio = pytest.importorskip("skops.io")
+    import joblib
+
+    skops_path = tmp_path / "model.skops"
+    sio.dump(joblib.load(sample_paths["model"]), skops_path)
+    from_pickle = runner.invoke(app, _plan_args(sample_paths, "--format", "jsonl"))
+    from_skops = runner.invoke(app, _plan_args({**sample_paths, "model": skops_path}, "--format", "jsonl"))
+    assert from_skops.exit_code == 0, from_skops.stderr
+    assert from_skops.stdout == from_pickle.stdout

@@ -19,7 +19,7 @@ __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
-    "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt",
+    "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
     "SchemaFlags", "load_training", "read_applicants",
 ]
 
@@ -75,6 +75,10 @@ OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
                                       "on it.", rich_help_panel=_OUT)]
+TrustTypeOpt = Annotated[Optional[list[str]], typer.Option("--trust-type", help="For .skops models: a type to "
+                                                           "trust besides the built-in scikit-learn list "
+                                                           "(repeatable; e.g. mypackage.MyTransformer).",
+                                                           rich_help_panel=_DATA)]
 PolicyOpt = Annotated[str, typer.Option("--immutable-policy", help="filter: prototypes are favourable rows that "
                                          "already share the applicant's immutable values; project: also favourable "
                                          "rows moved onto them and re-predicted (marked projected). Graph plans "
@@ -122,7 +126,7 @@ class SchemaFlags:
 
 
 def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
-                  encoding: str = "utf-8"):
+                  encoding: str = "utf-8", trusted_types=None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
 
     Returns
@@ -135,7 +139,7 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     frame = read_training_frame(data, encoding=encoding)
     schema = infer_schema(frame, spec, source=f"'{data}'")
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
-                       threshold=threshold)
+                       threshold=threshold, trusted_types=trusted_types or None)
     training: TrainingSet = build_training_set(frame, schema, model, source=f"'{data}'")
     return training, model, spec
 

@@ -102,6 +102,7 @@ def evaluate_command(
     continuous: o.ContinuousOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
+    trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
     """Recompute the paper's metrics for plan files, per method (mean and std).
@@ -122,7 +123,8 @@ def evaluate_command(
             raise InputError("--plot needs matplotlib: install the plot extra with "
                              "`pip install 'frpd-cli[plot]'`.") from None
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
-    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                            trusted_types=trust_type)
     records = read_plans(plans)
     frame, ids = o.read_applicants(applicants, training.schema.feature_names, spec.id_column, encoding=encoding)
     loaded_graph = load_graph_artifact(graph, data) if graph is not None else None

@@ -137,6 +137,7 @@ def build_graph_command(
     continuous: o.ContinuousOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
+    trust_type: o.TrustTypeOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -156,7 +157,8 @@ def build_graph_command(
         raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
     fmt_ = resolve_format(fmt, None)
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
-    training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                            trusted_types=trust_type)
 
     console = stderr_console()
     progress = Progress(TextColumn("building graph"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

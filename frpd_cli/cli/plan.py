@@ -182,6 +182,7 @@ def plan_command(
     id_column: o.IdColumnOpt = None,
     drop_missing: o.DropMissingOpt = False,
     threshold: o.ThresholdOpt = 0.5,
+    trust_type: o.TrustTypeOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -203,7 +204,8 @@ def plan_command(
     if scheduler is not None and backend != "dask":
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
-    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                            trusted_types=trust_type)
     loaded_graph = None
     if graph is not None:
         from .graph import load_graph

@@ -86,6 +86,7 @@ def select_command(
     continuous: o.ContinuousOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
+    trust_type: o.TrustTypeOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -102,7 +103,8 @@ def select_command(
                             scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
                             max_cost=max_cost, immutable_policy=immutable_policy).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
-    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding)
+    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                            trusted_types=trust_type)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
     source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding)
@@ -192,6 +194,7 @@ def interpolate_command(
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
                                                        help="Favourable threshold [default: the selection's].")]
     = None,
+    trust_type: o.TrustTypeOpt = None,
     fmt: o.FormatOpt = None,
     output: o.OutputOpt = None,
 ) -> None:
@@ -222,7 +225,8 @@ def interpolate_command(
     encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
     names = list(encoder.schema.feature_names)
     loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
-                        threshold=params["threshold"] if threshold is None else threshold)
+                        threshold=params["threshold"] if threshold is None else threshold,
+                        trusted_types=trust_type or None)
     training = loaded_graph = settings = None
     if scheme == "graph":
         if data is None:
