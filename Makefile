@@ -31,6 +31,7 @@ bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_graph.py
 	$(BIN)/python benchmarks/bench_plan.py
 	$(BIN)/python benchmarks/bench_policy.py
+	$(BIN)/python benchmarks/bench_batch.py
 
 # The paper's tables on the real datasets (../shared/datasets); slow, not part of `make test`.
 paper-tables: $(STAMP)
