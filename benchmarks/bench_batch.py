@@ -12,7 +12,6 @@ bench_batch).
 from __future__ import annotations
 
 import argparse
-import resource
 import subprocess
 import sys
 import tempfile

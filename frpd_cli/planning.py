@@ -824,7 +824,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                                          f"the model already predicts favourable (probability {prob0[i]:.4f})",
                                          np.zeros(0, dtype=np.int64)) for _ in thetas]
         else:
-            def run(eigen):
+            def run(eigen, i=i):
                 if graph is not None:
                     return select_on_graph(training, graph, X0[i], codes0.row(i), raw_rows[i], settings,
                                            pool=pool, thetas=thetas, eigen=eigen, keep=keep)[0]

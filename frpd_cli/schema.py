@@ -25,12 +25,12 @@ The TOML file format::
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import tomllib
 
 from .exceptions import SchemaError
 

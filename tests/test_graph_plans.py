@@ -8,6 +8,7 @@ import networkx as nx
 import numpy as np
 import pandas as pd
 import pytest
+from test_planning import _setup, check_invariants
 
 from frpd_cli.constraints import ConstraintCodes, actionable_mask, actionable_pairs
 from frpd_cli.dataset import build_training_set
@@ -16,9 +17,6 @@ from frpd_cli.graph import build_graph, path_cost, to_networkx
 from frpd_cli.interpolation import reach_from
 from frpd_cli.planning import PlanSettings, graph_candidates, plan_applicants
 from frpd_cli.schema import SchemaSpec, infer_schema
-
-from test_planning import _setup, check_invariants
-
 
 # ----------------------------------------------------------------------------- helpers
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import dataset_path
 
 from frpd_cli.dataset import build_training_set
 from frpd_cli.model import load_model
 from frpd_cli.planning import PlanSettings, plan_applicants
 from frpd_cli.schema import SchemaSpec, infer_schema, load_schema_file
-
-from conftest import dataset_path
 
 
 def _setup(data_path, model_path, spec):
@@ -142,12 +141,12 @@ def test_theta_zero_gives_nearest_prototypes(sample):
 
 
 def test_german_plans_hold_every_invariant(tmp_path):
+    import joblib
     from sklearn.compose import ColumnTransformer
     from sklearn.model_selection import train_test_split
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
-    import joblib
 
     path = dataset_path("german.csv")
     frame = pd.read_csv(path)

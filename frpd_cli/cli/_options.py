@@ -9,8 +9,8 @@ from typing import Annotated, Optional
 import typer
 
 from ..data import read_csv
-from ..exceptions import InputError
 from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
+from ..exceptions import InputError
 from ..model import load_model
 from ..schema import SchemaSpec, infer_schema
 from ._errors import echo_err

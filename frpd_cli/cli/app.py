@@ -44,7 +44,7 @@ def _flags(schema, target, favorable, immutable, increasing, decreasing, categor
 
 def _register_commands() -> None:
     # Each command lives in its own module; importing it registers it on ``app``.
-    from . import graph, selection, plan, evaluation  # noqa: F401,E401
+    from . import evaluation, graph, plan, selection  # noqa: F401,E401
 
 
 _register_commands()

@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import typer
 
+from ..applicants import ApplicantFile, normalise_types
 from ..artifacts import read_artifact, write_artifact
 from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
 from ..exceptions import InputError
 from ..model import load_model
-from ..applicants import ApplicantFile, normalise_types
 from ..planning import (
     PlanSettings,
     SelectionOutcome,
@@ -255,7 +255,7 @@ def interpolate_command(
         label = method if len(thetas) == 1 else f"{method}@{theta:g}"
         outcomes, ends = [], []
         st = status[status["theta"].astype(float) == float(theta)].set_index("applicant")
-        for i, a in enumerate(ids):
+        for a in ids:
             s = st.loc[a]
             if s["status"] == "already-favorable":
                 outcomes.append(None)
