@@ -11,7 +11,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,safe,dask]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,safe,dask,plot]'
 	touch $(STAMP)
 
 sample_data/model.pkl: $(STAMP) sample_data/credit.csv sample_data/train_model.py

@@ -6,11 +6,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
+import pandas as pd
 import typer
 
-from ..data import read_csv
+from ..applicants import ApplicantFile, normalise_types
 from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
-from ..exceptions import InputError
 from ..model import load_model
 from ..schema import SchemaSpec, infer_schema
 from ._errors import echo_err
@@ -144,25 +144,16 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     return training, model, spec
 
 
-def read_applicants(path: Path, feature_names, id_column: str | None, *, encoding: str = "utf-8"):
-    """Read the applicants file; return the frame and the applicant ids (id column or 0-based row number)."""
-    frame = read_csv(path, encoding=encoding, what="applicants file")
-    missing = [n for n in feature_names if n not in frame.columns]
-    if missing:
-        raise InputError(
-            f"Column(s) {', '.join(repr(m) for m in missing)} missing from the applicants file '{path}'; "
-            "the model was trained with them."
-        )
-    if id_column is not None:
-        if id_column not in frame.columns:
-            raise InputError(
-                f"The id column '{id_column}' is not in the applicants file '{path}'. "
-                f"Its columns are: {', '.join(map(str, frame.columns))}."
-            )
-        ids = [str(v) for v in frame[id_column].tolist()]
-    else:
-        ids = [str(i) for i in range(len(frame))]
-    extra = [c for c in frame.columns if c not in feature_names and c != id_column]
-    if extra:
-        echo_err(f"Warning: ignoring column(s) {', '.join(map(str, extra))} of '{path}' (not features).")
-    return frame, ids
+def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8"):
+    """Read and validate a whole applicants file; return the raw feature rows and the applicant ids.
+
+    Ids are the id column's values, or 0-based row numbers without one. Columns that are neither
+    features nor the id column are ignored with a warning.
+    """
+    source = ApplicantFile(path, training.encoder, id_column=id_column, encoding=encoding)
+    scan = source.scan()
+    if scan.extra_columns:
+        echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{path}' (not features).")
+    chunks = list(source.chunks(max(scan.n_rows, 1)))
+    frame = pd.concat([c.frame for c in chunks], ignore_index=True)
+    return normalise_types(training.encoder, frame), [a for c in chunks for a in c.ids]

@@ -126,7 +126,7 @@ def evaluate_command(
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type)
     records = read_plans(plans)
-    frame, ids = o.read_applicants(applicants, training.schema.feature_names, spec.id_column, encoding=encoding)
+    frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
     loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
     per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold)
     summary = summarize_by_method(per)

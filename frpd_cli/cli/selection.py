@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 import typer
 
-from ..applicants import ApplicantFile, normalise_types
 from ..artifacts import read_artifact, write_artifact
 from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
@@ -107,13 +106,7 @@ def select_command(
                                             trusted_types=trust_type)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
-    source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding)
-    scan = source.scan()
-    if scan.extra_columns:
-        echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{applicants}' (not features).")
-    chunks = list(source.chunks(max(scan.n_rows, 1)))
-    raw = pd.concat([c.frame for c in chunks], ignore_index=True)
-    ids = [a for c in chunks for a in c.ids]
+    raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
     stored = None
     if reuse_eigen is not None:
         previous = read_artifact(reuse_eigen, kind=SELECTION_KIND,
@@ -130,7 +123,7 @@ def select_command(
     seconds = time.perf_counter() - start
     prototypes = table.prototypes
     status_rows = table.status.to_dict("records")
-    applicants_frame = normalise_types(training.encoder, raw.loc[:, names])
+    applicants_frame = raw.loc[:, names].copy()
     applicants_frame.insert(0, "applicant", ids)
     payloads = {
         "prototypes.csv": prototypes,
