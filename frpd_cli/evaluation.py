@@ -29,6 +29,7 @@ from .encoding import category_key
 from .exceptions import InputError
 
 __all__ = [
+    "applicants_from_records",
     "METRICS",
     "PATH_METRICS",
     "MANIFOLDS",
@@ -151,6 +152,53 @@ def _applicant_index(ids: Sequence[str], applicants: pd.DataFrame) -> dict:
 
 
 # --------------------------------------------------------------------------- evaluation
+
+
+def applicants_from_records(records, feature_names) -> tuple[pd.DataFrame, list, list]:
+    """Rebuild the applicants' raw rows from jsonl/json plan records (no applicants file at hand).
+
+    A recourse's ``changes`` hold the applicant's old value of every changed feature and its ``features``
+    the unchanged ones, so any recourse gives back the whole applicant. Applicants whose records have no
+    recourse cannot be rebuilt.
+
+    Returns
+    -------
+    applicants : DataFrame of shape (n_rebuilt, n_features)
+    ids : list of str
+        Their ids, in order of first appearance.
+    missing : list of str
+        Ids of applicants that could not be rebuilt.
+
+    Raises
+    ------
+    InputError
+        The records carry no ``changes`` (csv plans): the applicants file is needed.
+    """
+    names = list(feature_names)
+    rows, ids, missing, seen = [], [], [], set()
+    has_changes = False
+    for rec in records:
+        key = str(rec["applicant"])
+        if key in seen:
+            continue
+        recourses = rec.get("recourses") or []
+        with_changes = [r for r in recourses if "changes" in r]
+        has_changes = has_changes or bool(with_changes)
+        if not with_changes:
+            continue
+        r = with_changes[0]
+        row = {n: r["features"].get(n) for n in names}
+        for n, (old, _new) in r["changes"].items():
+            row[n] = old
+        rows.append(row)
+        ids.append(key)
+        seen.add(key)
+    if not has_changes and any(rec.get("recourses") for rec in records):
+        raise InputError("These plans do not carry the applicants' values (csv plans have no 'changes'): pass "
+                         "--applicants with the applicants file the plans were made for, or evaluate the jsonl "
+                         "output instead.")
+    missing = list(dict.fromkeys(str(rec["applicant"]) for rec in records if str(rec["applicant"]) not in seen))
+    return pd.DataFrame(rows, columns=names), ids, missing
 
 
 def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequence[str] | None = None, *,

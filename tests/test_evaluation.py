@@ -236,10 +236,35 @@ def test_a_violating_row_is_reported(sample_paths, plan_files, tmp_path):
     assert all(float(r["violations"]) == 0.0 for r in others)
 
 
-def test_missing_applicants_option_is_a_usage_error(sample_paths, plan_files):
+def test_contract_form_without_applicants_on_jsonl(sample_paths, plan_files):
+    """`frpd evaluate DATA --model MODEL --plans FILE`: jsonl recourses carry the applicants' values."""
+    base = ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--format", "csv"]
+    without = runner.invoke(app, [*base, "--plans", str(plan_files["jsonl"])])
+    with_file = runner.invoke(app, [*base, "--plans", str(plan_files["jsonl"]), "--applicants",
+                                    str(sample_paths["applicants"])])
+    assert without.exit_code == 0, without.stderr
+    assert without.stdout == with_file.stdout
+
+
+def test_csv_plans_without_applicants_ask_for_them(sample_paths, plan_files):
     result = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
-                                 "--plans", str(plan_files["csv"])])
-    assert result.exit_code == 2 and result.stdout == ""
+                                 "--schema", str(sample_paths["schema"]), "--plans", str(plan_files["csv"])])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error:") and "--applicants" in result.stderr
+
+
+def test_applicants_rebuilt_from_records():
+    from frpd_cli.evaluation import applicants_from_records
+
+    records = [
+        {"applicant": "a", "recourses": [{"features": {"x": 3, "c": "p"}, "changes": {"x": [1, 3]}}]},
+        {"applicant": "b", "recourses": []},
+        {"applicant": "a", "recourses": [{"features": {"x": 1, "c": "q"}, "changes": {"c": ["p", "q"]}}]},
+    ]
+    frame, ids, missing = applicants_from_records(records, ["x", "c"])
+    assert ids == ["a"] and missing == ["b"]
+    assert frame.to_dict("records") == [{"x": 1, "c": "p"}]
 
 
 def test_plans_for_other_applicants_exit_1(sample_paths, plan_files, tmp_path):

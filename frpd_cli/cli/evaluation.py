@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..artifacts import read_artifact
-from ..evaluation import MANIFOLDS, evaluate_plans, plot_tradeoff, summarize_by_method, summary_metrics
+from ..evaluation import MANIFOLDS, applicants_from_records, evaluate_plans, plot_tradeoff, summarize_by_method, summary_metrics
 from ..exceptions import ArtifactError, InputError
 from ..plans import read_plans
 from . import _options as o
@@ -75,8 +75,11 @@ def evaluate_command(
     model: o.ModelOpt,
     plans: Annotated[Path, typer.Option("--plans", help="Plans from plan/interpolate (csv or jsonl; several "
                                         "methods may be concatenated).", show_default=False)],
-    applicants: Annotated[Path, typer.Option("--applicants", help="The applicants file the plans were made for "
-                                             "(each plan's applicant is looked up by id).", show_default=False)],
+    applicants: Annotated[Optional[Path], typer.Option("--applicants", help="The applicants file the plans were "
+                                                       "made for (each plan's applicant is looked up by id). "
+                                                       "Optional for jsonl/json plans, whose recourses carry the "
+                                                       "applicant's values; needed for csv plans and to include "
+                                                       "plans without recourses.")] = None,
     graph: Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder (build-graph): path "
                                                   "costs along its edge weights. Without it, graph plans' path "
                                                   "costs are sums of Euclidean step lengths.")] = None,
@@ -126,7 +129,17 @@ def evaluate_command(
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type)
     records = read_plans(plans)
-    frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
+    if applicants is not None:
+        frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
+    else:
+        frame, ids, unknown = applicants_from_records(records, training.schema.feature_names)
+        if unknown:
+            echo_err(f"Warning: {len(unknown)} applicant(s) have no recourse to rebuild their values from "
+                     f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); their plans are left out. "
+                     "Pass --applicants to include them.")
+            records = [r for r in records if str(r["applicant"]) not in set(unknown)]
+        if not records:
+            raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
     loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
     per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold)
     summary = summarize_by_method(per)
