@@ -267,3 +267,25 @@ def test_plan_with_a_skops_model_matches_the_pickle(sample_paths, tmp_path):
     from_skops = runner.invoke(app, _plan_args({**sample_paths, "model": skops_path}, "--format", "jsonl"))
     assert from_skops.exit_code == 0, from_skops.stderr
     assert from_skops.stdout == from_pickle.stdout
+
+
+def test_every_command_takes_the_shared_flags():
+    for command in ("build-graph", "select", "interpolate", "plan", "evaluate"):
+        text = runner.invoke(app, [command, "--help"], env={"COLUMNS": "200"}).stdout
+        for flag in ("--schema", "--target", "--favorable", "--immutable", "--increasing", "--decreasing", "--seed"):
+            assert flag in text, (command, flag)
+
+
+def test_interpolate_refuses_other_schema_flags(sample_paths, tmp_path):
+    sel = tmp_path / "sel"
+    r1 = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                             "--applicants", str(sample_paths["applicants"]), "--out", str(sel), "--format", "csv",
+                             "--schema", str(sample_paths["schema"])])
+    assert r1.exit_code == 0, r1.stderr
+    base = ["interpolate", "--selection", str(sel), "--model", str(sample_paths["model"]), "--format", "csv"]
+    same = runner.invoke(app, [*base, "--out", str(tmp_path / "p1"), "--immutable", "personal_status",
+                               "--schema", str(sample_paths["schema"]), "--seed", "4"])
+    assert same.exit_code == 0, same.stderr
+    other = runner.invoke(app, [*base, "--out", str(tmp_path / "p2"), "--immutable", "housing"])
+    assert other.exit_code == 1 and "another schema" in other.stderr and "housing" in other.stderr
+    assert not (tmp_path / "p2").exists()

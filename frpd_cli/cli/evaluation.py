@@ -105,6 +105,7 @@ def evaluate_command(
     continuous: o.ContinuousOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
+    seed: o.SeedOpt = 0,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:

@@ -190,6 +190,13 @@ def interpolate_command(
     trust_type: o.TrustTypeOpt = None,
     fmt: o.FormatOpt = None,
     output: o.OutputOpt = None,
+    schema: o.SchemaOpt = None,
+    target: o.TargetOpt = None,
+    favorable: o.FavorableOpt = None,
+    immutable: o.ImmutableOpt = None,
+    increasing: o.IncreasingOpt = None,
+    decreasing: o.DecreasingOpt = None,
+    seed: o.SeedOpt = 0,
 ) -> None:
     """Turn a selection artifact into recourse plans (a plan artifact, and the records on stdout).
 
@@ -216,6 +223,8 @@ def interpolate_command(
                          "selection made on the graph's reachable candidates: select --graph DIR, then "
                          "interpolate --scheme graph --graph DIR.")
     encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
+    _check_same_schema(encoder.schema, _flags(schema, target, favorable, immutable, increasing, decreasing, None,
+                                              None, None).spec(), selection)
     names = list(encoder.schema.feature_names)
     loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
                         threshold=params["threshold"] if threshold is None else threshold,
@@ -287,6 +296,25 @@ def interpolate_command(
         writer = PlanWriter(stream, fmt_, names)
         writer.write(all_plans)
         writer.close()
+
+
+def _check_same_schema(stored, spec, selection: Path) -> None:
+    """Schema flags given to interpolate must agree with the schema the selection was made with."""
+    problems = []
+    if spec.target is not None and spec.target != stored.target:
+        problems.append(f"target {spec.target!r} (selection: {stored.target!r})")
+    if spec.favorable is not None and str(spec.favorable) != str(stored.favorable):
+        problems.append(f"favourable class {spec.favorable!r} (selection: {stored.favorable!r})")
+    names = set(stored.feature_names)
+    for mutability in ("immutable", "increasing", "decreasing"):
+        for name in getattr(spec, mutability):
+            if name not in names:
+                problems.append(f"{mutability} {name!r} is not a feature of the selection")
+            elif stored.feature(name).mutability != mutability:
+                problems.append(f"{name!r} is {stored.feature(name).mutability} in the selection, not {mutability}")
+    if problems:
+        raise InputError(f"The selection '{selection}' was made with another schema: {'; '.join(problems)}. "
+                         "Run frpd select again with these options, then interpolate.")
 
 
 def _restore_types(frame: pd.DataFrame, encoder: Encoder) -> pd.DataFrame:
