@@ -289,3 +289,15 @@ def test_interpolate_refuses_other_schema_flags(sample_paths, tmp_path):
     other = runner.invoke(app, [*base, "--out", str(tmp_path / "p2"), "--immutable", "housing"])
     assert other.exit_code == 1 and "another schema" in other.stderr and "housing" in other.stderr
     assert not (tmp_path / "p2").exists()
+
+
+def test_select_refuses_duplicate_applicant_ids(sample_paths, tmp_path):
+    frame = pd.read_csv(sample_paths["applicants"])
+    frame.loc[4, "applicant_id"] = frame.loc[1, "applicant_id"]
+    path = tmp_path / "dup.csv"
+    frame.to_csv(path, index=False)
+    result = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--applicants", str(path), "--schema", str(sample_paths["schema"]), "--out",
+                                 str(tmp_path / "sel")])
+    assert result.exit_code == 1 and "appears 2 times" in result.stderr and "data rows 2, 5" in result.stderr
+    assert not (tmp_path / "sel").exists()

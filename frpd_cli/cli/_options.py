@@ -11,6 +11,7 @@ import typer
 
 from ..applicants import ApplicantFile, normalise_types
 from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
+from ..exceptions import InputError
 from ..model import load_model
 from ..schema import SchemaSpec, infer_schema
 from ._errors import echo_err
@@ -156,4 +157,14 @@ def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *,
         echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{path}' (not features).")
     chunks = list(source.chunks(max(scan.n_rows, 1)))
     frame = pd.concat([c.frame for c in chunks], ignore_index=True)
-    return normalise_types(training.encoder, frame), [a for c in chunks for a in c.ids]
+    ids = [a for c in chunks for a in c.ids]
+    if len(set(ids)) != len(ids):
+        seen: dict = {}
+        for row, a in enumerate(ids):
+            seen.setdefault(a, []).append(row + 1)
+        a, rows = next((a, rows) for a, rows in seen.items() if len(rows) > 1)
+        raise InputError(
+            f"Applicant id {a!r} appears {len(rows)} times in '{path}' (data rows {', '.join(map(str, rows[:5]))}); "
+            f"ids must be unique here. Pass --id-column with a column of unique values."
+        )
+    return normalise_types(training.encoder, frame), ids
