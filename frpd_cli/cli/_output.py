@@ -153,7 +153,9 @@ def plan_table(plan: Plan) -> Table:
         for name in changed:
             if name in r.changes:
                 old, new = r.changes[name]
-                cells.append(Text.assemble((_fmt(old), "dim"), " → ", (_fmt(new), "bold yellow")))
+                # short changes on one line, long ones over two, so narrow terminals never split a number
+                joint = " → " if len(_fmt(old)) + len(_fmt(new)) <= 12 else "\n→ "
+                cells.append(Text.assemble((_fmt(old), "dim"), joint, (_fmt(new), "bold yellow")))
             else:
                 cells.append(Text("·", style="dim"))
         rank = f"{r.rank}*" if r.projected else str(r.rank)
