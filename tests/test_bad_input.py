@@ -190,3 +190,57 @@ def test_random_malformed_csvs_never_crash(sample_paths, tmp_path, rows, which):
         assert result.exit_code in (1, 2)
         assert result.stderr.startswith("Error:") or "Usage:" in result.stderr
         assert not output.exists()
+
+
+def _selection(paths, tmp_path):
+    sel = tmp_path / "sel"
+    result = runner.invoke(app, ["select", str(paths["data"]), "--model", str(paths["model"]), "--applicants",
+                                 str(paths["applicants"]), "--schema", str(paths["schema"]), "--out", str(sel),
+                                 "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    return sel
+
+
+def _interpolate(paths, selection, out):
+    return runner.invoke(app, ["interpolate", "--selection", str(selection), "--model", str(paths["model"]),
+                               "--out", str(out)])
+
+
+def test_corrupted_selection_artifact(sample_paths, tmp_path):
+    sel = _selection(sample_paths, tmp_path)
+    with open(sel / "prototypes.csv", "a") as stream:
+        stream.write("tampered\n")
+    result = _interpolate(sample_paths, sel, tmp_path / "p")
+    assert result.exit_code == 1 and result.stderr.startswith("Error:") and "prototypes.csv" in result.stderr
+    assert not (tmp_path / "p").exists()
+
+
+def test_artifact_of_another_kind_or_version(sample_paths, tmp_path):
+    import json
+
+    graph = tmp_path / "graph"
+    built = runner.invoke(app, ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                "--schema", str(sample_paths["schema"]), "--out", str(graph)])
+    assert built.exit_code == 0, built.stderr
+    wrong_kind = _interpolate(sample_paths, graph, tmp_path / "p")
+    assert wrong_kind.exit_code == 1 and "graph" in wrong_kind.stderr and "selection" in wrong_kind.stderr
+    sel = _selection(sample_paths, tmp_path)
+    manifest = json.loads((sel / "manifest.json").read_text())
+    manifest["schema_version"] = 99
+    (sel / "manifest.json").write_text(json.dumps(manifest))
+    newer = _interpolate(sample_paths, sel, tmp_path / "p")
+    assert newer.exit_code == 1 and "99" in newer.stderr
+    missing = _interpolate(sample_paths, tmp_path / "nowhere", tmp_path / "p")
+    assert missing.exit_code == 1 and missing.stderr.startswith("Error:")
+    assert not (tmp_path / "p").exists()
+
+
+def test_graph_built_for_other_data_refused(sample_paths, tmp_path):
+    graph = tmp_path / "graph"
+    assert runner.invoke(app, ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                               "--schema", str(sample_paths["schema"]), "--out", str(graph)]).exit_code == 0
+    frame = pd.read_csv(sample_paths["data"]).head(1500)
+    other = tmp_path / "other.csv"
+    frame.to_csv(other, index=False)
+    result, output = _run(sample_paths, tmp_path, "--graph", str(graph), data=other)
+    _assert_error(result, output, "data")
