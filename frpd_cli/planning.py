@@ -777,8 +777,8 @@ class SelectionTable:
 
 
 def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list[str], settings: PlanSettings, *,
-                      thetas=None, graph=None, save_eigen: bool = False,
-                      reuse_eigen: dict | None = None) -> SelectionTable:
+                      thetas=None, graph=None, save_eigen: bool = False, reuse_eigen: dict | None = None,
+                      progress: Callable[[int, int], None] | None = None) -> SelectionTable:
     """Select prototypes for every applicant and every theta (the work of ``frpd select``).
 
     Parameters
@@ -795,6 +795,8 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     reuse_eigen : dict of ndarray, optional
         The ``eigen`` arrays of an earlier selection on the same inputs: an
         applicant whose candidate rows are unchanged reuses its decomposition.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each applicant.
     """
     from .interpolation import decode_from
     from .selection import Eigen
@@ -866,6 +868,8 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                 if projected_column:
                     row["projected"] = bool(sel.projected[rank - 1]) if sel.projected is not None else False
                 proto_rows.append(row)
+        if progress:
+            progress(i + 1, len(raw))
     columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]
     if projected_column:
         columns.append("projected")

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import numpy as np
 import pandas as pd
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..artifacts import read_artifact, write_artifact
 from ..dataset import build_training_set, read_training_frame
@@ -25,7 +26,7 @@ from ..planning import (
 from ..plans import plan_record
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import PlanWriter, open_output, resolve_format, write_records
+from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
 from .graph import load_graph
 
@@ -118,8 +119,14 @@ def select_command(
         stored = previous.load_npz("eigen.npz")
 
     start = time.perf_counter()
-    table = select_applicants(training, loaded, raw, ids, settings, thetas=thetas, graph=loaded_graph,
-                              save_eigen=save_eigen, reuse_eigen=stored)
+    console = stderr_console()
+    bar = Progress(TextColumn("selecting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console, transient=True, disable=not (len(raw) > 1 and console.is_terminal))
+    with bar:
+        task = bar.add_task("select", total=len(raw))
+        table = select_applicants(training, loaded, raw, ids, settings, thetas=thetas, graph=loaded_graph,
+                                  save_eigen=save_eigen, reuse_eigen=stored,
+                                  progress=lambda done, total: bar.update(task, completed=done))
     seconds = time.perf_counter() - start
     prototypes = table.prototypes
     status_rows = table.status.to_dict("records")
