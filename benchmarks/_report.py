@@ -7,7 +7,7 @@ import platform
 import re
 from pathlib import Path
 
-__all__ = ["write_section", "machine_line"]
+__all__ = ["write_section", "machine_line", "markdown_table", "publish"]
 
 _DOC = Path(__file__).resolve().parent.parent / "docs" / "benchmarks.md"
 _HEADER = "# Benchmarks\n\nProduced by `make bench` (and `make paper-tables`). Each section is rewritten by its script.\n"
@@ -29,3 +29,20 @@ def write_section(name: str, markdown: str, *, path: Path = _DOC) -> None:
     tmp = path.with_suffix(".md.tmp")
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
+
+
+def markdown_table(rows: list[dict], columns: list[str]) -> list[str]:
+    """Lines of a markdown table; floats shown with one decimal."""
+    def cell(value):
+        return f"{value:.1f}" if isinstance(value, float) else str(value)
+
+    return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *["| " + " | ".join(cell(r[c]) for c in columns) + " |" for r in rows]]
+
+
+def publish(name: str, lines: list[str]) -> None:
+    """Print a benchmark's markdown and write it as section ``name`` of docs/benchmarks.md."""
+    md = "\n".join(lines)
+    print(md)
+    write_section(name, md)
+

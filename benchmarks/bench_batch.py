@@ -24,7 +24,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine_line, write_section  # noqa: E402
+from benchmarks._report import machine_line, markdown_table, publish  # noqa: E402
 
 
 def _label(X: np.ndarray) -> np.ndarray:
@@ -114,11 +114,8 @@ def main(argv=None) -> int:
              f"Machine: {machine_line()}. `frpd plan` (quad, K = 3, linear) on the paper's 2-D synthetic data "
              "(2,000 training rows, MLP (20, 20)); csv written chunk by chunk to a file. Peak RSS is the largest "
              "resident size of the command or any of its worker processes.", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows]
-    md = "\n".join(lines)
-    print(md)
-    write_section("bench_batch", md)
+             *markdown_table(rows, columns)]
+    publish("bench_batch", lines)
     return 0
 
 

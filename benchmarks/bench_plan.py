@@ -21,7 +21,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine_line, write_section  # noqa: E402
+from benchmarks._report import machine_line, markdown_table, publish  # noqa: E402
 from frpd_cli.dataset import build_training_set  # noqa: E402
 from frpd_cli.model import load_model  # noqa: E402
 from frpd_cli.planning import PlanSettings, plan_applicants  # noqa: E402
@@ -141,20 +141,12 @@ def main(argv=None) -> int:
                "model calls/applicant", "rows scored/applicant", "ok"]
     lines = ["## plan throughput (linear scheme, quad, K = 3, θ = 0.9)", "",
              f"Machine: {machine_line()}. Command: `python benchmarks/bench_plan.py`.", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for r in results:
-        cells = []
-        for c in columns:
-            v = r[c]
-            cells.append(f"{v:.1f}" if isinstance(v, float) else str(v))
-        lines.append("| " + " | ".join(cells) + " |")
+             *markdown_table(results, columns)]
     lines += ["", "Model calls are batched across a chunk's applicants (64 by default): one call for the coarse grid "
               "of every segment, then one per bisection round, so a call scores many rows. `--jobs 2` pays for "
               "starting worker processes (about 2 s here), so it overtakes one process only on runs of a few "
               "thousand applicants; plans are byte-identical either way (checked by the script)."]
-    md = "\n".join(lines)
-    print(md)
-    write_section("bench_plan", md)
+    publish("bench_plan", lines)
     return 0
 
 

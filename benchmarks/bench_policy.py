@@ -26,7 +26,7 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks._report import machine_line, write_section  # noqa: E402
+from benchmarks._report import machine_line, markdown_table, publish  # noqa: E402
 from frpd_cli.dataset import build_training_set  # noqa: E402
 from frpd_cli.metrics import NearestRowIndex  # noqa: E402
 from frpd_cli.model import load_model  # noqa: E402
@@ -128,8 +128,7 @@ def main(argv=None) -> int:
              f"Machine: {machine_line()}. quad, K = 3, θ = 0.9, linear; immutables as in the paper, age "
              "increasing-only; applicants = the first test rows the MLP denies. Cost and manifold distance are "
              "means over planned applicants (± std), in the encoded space.", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(str(r[c]) for c in columns) + " |" for r in rows]
+             *markdown_table(rows, columns)]
     lines += ["", "`filter` (the default) only uses favourable rows that already share the applicant's immutable "
               "values, so every prototype is a real case; where few rows do (Bank's exact `previous` and "
               "`campaign` counts) applicants get no plan. `project` moves the other favourable rows onto the "
@@ -139,9 +138,7 @@ def main(argv=None) -> int:
               "(Bank: `poutcome`, `previous`), most projected rows stop being favourable and many applicants "
               "still get no plan: the honest answer is then that no change of the mutable features alone is "
               "known to work."]
-    md = "\n".join(lines)
-    print(md)
-    write_section("bench_policy", md)
+    publish("bench_policy", lines)
     return 0
 
 
