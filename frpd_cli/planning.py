@@ -37,7 +37,7 @@ from .interpolation import (
     same_value,
 )
 from .plans import Plan, Recourse
-from .projection import IMMUTABLE_POLICIES, candidate_set
+from .projection import IMMUTABLE_POLICIES, candidate_mask, candidate_set
 from .selection import METHODS, compute_geometry, eigen_decompose, select_prototypes
 from .selection.baselines import rank_order
 
@@ -66,7 +66,6 @@ __all__ = [
 PLAN_METHODS = (*METHODS, "face")
 SCHEMES = ("linear", "graph")
 
-_QUAD_FAMILY = ("quad", "quad-dp", "quad-greedy", "exact")
 
 
 @dataclass(frozen=True)
@@ -179,21 +178,6 @@ class SelectionOutcome:
     projected: np.ndarray | None = None   # per prototype: moved onto the applicant's immutable values
     candidates: np.ndarray | None = None  # candidate training rows (only when asked for, with ``eigen``)
     eigen: object = None                  # the eigendecomposition used (quad, quad-dp), when asked for
-
-
-def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray) -> np.ndarray:
-    """Training rows that may serve as prototypes for the applicant.
-
-    Rows in the pool whose move from the applicant is actionable (same
-    immutable values, monotone features on the allowed side) and that differ
-    from the applicant in the encoded space.
-    """
-    mask = pool & actionable_mask(codes0, training.codes)
-    if mask.any():
-        idx = np.flatnonzero(mask)
-        same = np.all(training.X[idx] == x0, axis=1)
-        mask[idx[same]] = False
-    return mask
 
 
 def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_found: int, k: int,

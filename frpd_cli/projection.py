@@ -25,7 +25,7 @@ from .constraints import actionable_mask
 from .dataset import TrainingSet
 from .exceptions import InputError
 
-__all__ = ["IMMUTABLE_POLICIES", "CandidateSet", "project_rows", "candidate_set"]
+__all__ = ["IMMUTABLE_POLICIES", "CandidateSet", "candidate_mask", "project_rows", "candidate_set"]
 
 IMMUTABLE_POLICIES = ("filter", "project")
 
@@ -53,6 +53,21 @@ class CandidateSet:
 
     def __len__(self) -> int:
         return int(self.rows.size)
+
+
+def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray) -> np.ndarray:
+    """Training rows that may serve as prototypes for the applicant.
+
+    Rows in the pool whose move from the applicant is actionable (same
+    immutable values, monotone features on the allowed side) and that differ
+    from the applicant in the encoded space.
+    """
+    mask = pool & actionable_mask(codes0, training.codes)
+    if mask.any():
+        idx = np.flatnonzero(mask)
+        same = np.all(training.X[idx] == x0, axis=1)
+        mask[idx[same]] = False
+    return mask
 
 
 def project_rows(training: TrainingSet, rows: np.ndarray, raw0: pd.Series) -> pd.DataFrame:
@@ -123,15 +138,13 @@ def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd
         raise InputError(
             f"The 'immutable_policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. Got {policy!r} instead."
         )
-    actionable = actionable_mask(codes0, training.codes)
-    strict = np.flatnonzero(pool & actionable)
-    strict = strict[~np.all(training.X[strict] == x0, axis=1)]
+    strict = np.flatnonzero(candidate_mask(training, x0, codes0, pool))
     rows = [strict]
     X = [training.X[strict]]
     raw = [training.frame.iloc[strict].reset_index(drop=True)]
     flags = [np.zeros(strict.size, dtype=bool)]
     if policy == "project":
-        others = np.flatnonzero(pool & ~actionable)
+        others = np.flatnonzero(pool & ~actionable_mask(codes0, training.codes))
         if others.size:
             projected = project_rows(training, others, raw0)
             Xp = training.encoder.encode(projected, source="the projected candidates")
