@@ -697,7 +697,7 @@ def _run_chunks(training, model, chunks: list, settings, graph) -> list[list[Pla
 
 
 def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],
-                    settings: PlanSettings, *, graph=None, n_jobs: int = 1, chunk_size: int = 64,
+                    settings: PlanSettings, *, graph=None, n_jobs: int = 1, chunk_size: int = 256,
                     backend: str = "loky", scheduler: str | None = None,
                     progress: Callable[[int, int], None] | None = None) -> Iterator[list[Plan]]:
     """Plan every applicant of a DataFrame; yield the plans chunk by chunk in input order.
@@ -708,7 +708,7 @@ def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids:
         The actionability graph built from ``training`` (``settings.scheme == "graph"``).
     n_jobs : int, default=1
         Worker processes. Results do not depend on it.
-    chunk_size : int, default=64
+    chunk_size : int, default=256
         Applicants per chunk (memory and model-call batch size).
     backend, scheduler :
         See :func:`plan_stream`.

@@ -62,11 +62,11 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     immutable values, monotone features on the allowed side) and that differ
     from the applicant in the encoded space.
     """
-    mask = pool & actionable_mask(codes0, training.codes)
-    if mask.any():
-        idx = np.flatnonzero(mask)
-        same = np.all(training.X[idx] == x0, axis=1)
-        mask[idx[same]] = False
+    idx = np.flatnonzero(pool)                      # check the (usually much smaller) pool only
+    idx = idx[actionable_mask(codes0, training.codes.take(idx))]
+    idx = idx[~np.all(training.X[idx] == x0, axis=1)]
+    mask = np.zeros(pool.shape[0], dtype=bool)
+    mask[idx] = True
     return mask
 
 

@@ -62,7 +62,7 @@ def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> di
 
 
 def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings, *, fmt: str | None,
-             output: Path | None, jobs: int, chunk_size: int = 64, graph=None, backend: str = "loky",
+             output: Path | None, jobs: int, chunk_size: int = 256, graph=None, backend: str = "loky",
              scheduler: str | None = None, resume: bool = False, fingerprint: dict | None = None) -> None:
     """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk."""
     fmt = resolve_format(fmt, output)
@@ -163,7 +163,7 @@ def plan_command(
                                                      rich_help_panel="Output")] = None,
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Applicants per batch (memory and "
                                             "model-call size; part of what makes outputs identical).",
-                                            rich_help_panel="Output")] = 64,
+                                            rich_help_panel="Output")] = 256,
     tol: Annotated[float, typer.Option("--tol",
                                        help="Interpolation tolerance, as a fraction of each segment.",
                                        rich_help_panel="Selection")] = 1e-3,
