@@ -1,4 +1,4 @@
-"""From applicants to recourse plans: candidates, prototype selection, interpolation.
+"""From applicants to recourse plans: chunking, the linear scheme, streaming, selection tables.
 
 The work is done chunk by chunk: every applicant of a chunk is encoded and
 scored in one model call, prototypes are selected per applicant, and the
@@ -11,7 +11,8 @@ actionable favourable training row and interpolates along segments;
 ``"graph"`` attaches the applicant to an actionability graph, selects among the
 favourable rows it can reach, and follows shortest paths (sequential recourse).
 The ``"face"`` method (graph only) takes the K reachable favourable rows with
-the cheapest paths.
+the cheapest paths. Per-applicant choice lives in :mod:`frpd_cli.choice`, the
+graph scheme in :mod:`frpd_cli.sequential`; this module re-exports both.
 """
 
 from __future__ import annotations
@@ -24,22 +25,22 @@ import pandas as pd
 
 from .applicants import ApplicantChunk, normalise_types
 from .backends import map_ordered
-from .constraints import actionable_mask
+from .choice import (
+    PLAN_METHODS,
+    SCHEMES,
+    PlanSettings,
+    SelectionOutcome,
+    changes,
+    empty_plan,
+    infeasibility_reason,
+    select_for_applicant,
+)
 from .dataset import TrainingSet
 from .exceptions import InputError
-from .interpolation import (
-    ENDPOINTS,
-    GraphReach,
-    graph_path,
-    interpolate_graph,
-    interpolate_linear,
-    reach_from,
-    same_value,
-)
+from .interpolation import GraphReach, interpolate_linear
 from .plans import Plan, Recourse
-from .projection import IMMUTABLE_POLICIES, candidate_mask, candidate_set
-from .selection import METHODS, compute_geometry, eigen_decompose, select_prototypes
-from .selection.baselines import rank_order
+from .projection import candidate_mask
+from .sequential import graph_candidates, graph_infeasibility_reason, graph_plans, select_on_graph
 
 __all__ = [
     "PLAN_METHODS",
@@ -60,433 +61,6 @@ __all__ = [
     "SelectionTable",
     "select_applicants",
 ]
-
-#: Selection methods of a plan: those of :data:`frpd_cli.selection.METHODS`, and
-#: ``"face"`` (graph scheme only).
-PLAN_METHODS = (*METHODS, "face")
-SCHEMES = ("linear", "graph")
-
-
-
-@dataclass(frozen=True)
-class PlanSettings:
-    """Everything that shapes a plan besides the data, the model and the applicants.
-
-    Attributes
-    ----------
-    method : str
-        Selection method (see :data:`frpd_cli.selection.METHODS`).
-    k : int
-        Recourses per plan.
-    theta : float
-        Diversity weight in [0, 1] (0: nearest prototypes).
-    bandwidth : float
-        DPP bandwidth h > 0.
-    candidates : {"predicted", "labeled"}
-        Candidate pool (see :meth:`TrainingSet.pool`).
-    tol : float
-        Bisection tolerance as a fraction of the segment.
-    n_iter, tau, step : int, int, float
-        QUAD iterations, screening window and dual-ascent step.
-    scheme : {"linear", "graph"}
-        Interpolation scheme; ``"graph"`` needs an actionability graph.
-    endpoint : {"prototype", "first-favorable"}
-        Graph scheme: a recourse ends at its prototype (default), or at the
-        first node of the shortest path to it that the model predicts
-        favourable.
-    max_hops : int or None
-        Graph scheme: only prototypes whose shortest path has at most this many moves.
-    max_cost : float or None
-        Graph scheme: only prototypes whose shortest path costs at most this much.
-    immutable_policy : {"filter", "project"}
-        Linear scheme: ``"filter"`` keeps only favourable rows that already
-        share the applicant's immutable values (and monotone sides);
-        ``"project"`` also moves the other favourable rows onto them (see
-        :mod:`frpd_cli.projection`). Graph plans always keep the strict edge
-        rules.
-    """
-
-    method: str = "quad"
-    k: int = 3
-    theta: float = 0.9
-    bandwidth: float = 1.0
-    candidates: str = "predicted"
-    tol: float = 1e-3
-    n_iter: int = 100
-    tau: int = 20
-    step: float = 0.1
-    scheme: str = "linear"
-    endpoint: str = "prototype"
-    max_hops: int | None = None
-    max_cost: float | None = None
-    immutable_policy: str = "filter"
-
-    def validate(self) -> "PlanSettings":
-        if self.method not in PLAN_METHODS:
-            raise InputError(
-                f"The 'method' option must be one of {', '.join(PLAN_METHODS)}. Got {self.method!r} instead."
-            )
-        if self.scheme not in SCHEMES:
-            raise InputError(f"The 'scheme' option must be one of {', '.join(SCHEMES)}. Got {self.scheme!r} instead.")
-        if self.method == "face" and self.scheme != "graph":
-            raise InputError("The 'face' method needs --graph: it picks the favourable training rows with the "
-                             "cheapest paths on an actionability graph (build one with frpd build-graph).")
-        if self.endpoint not in ENDPOINTS:
-            raise InputError(
-                f"The 'endpoint' option must be one of {', '.join(ENDPOINTS)}. Got {self.endpoint!r} instead."
-            )
-        if self.max_hops is not None and (isinstance(self.max_hops, bool)
-                                          or not isinstance(self.max_hops, (int, np.integer)) or self.max_hops < 1):
-            raise InputError(f"The 'max_hops' option must be an int >= 1. Got {self.max_hops!r} instead.")
-        if self.max_cost is not None and not (np.isfinite(self.max_cost) and self.max_cost > 0):
-            raise InputError(f"The 'max_cost' option must be a number > 0. Got {self.max_cost!r} instead.")
-        if self.scheme != "graph":
-            for name in ("max_hops", "max_cost"):
-                if getattr(self, name) is not None:
-                    raise InputError(f"The '{name}' option needs --graph (it limits paths on the graph).")
-            if self.endpoint != "prototype":
-                raise InputError("The 'endpoint' option needs --graph (linear recourses always stop at the first "
-                                 "favourable point of their segment).")
-        if not isinstance(self.k, (int, np.integer)) or self.k < 1:
-            raise InputError(f"The 'k' option must be an int >= 1. Got {self.k!r} instead.")
-        if not 0.0 <= self.theta <= 1.0:
-            raise InputError(f"The 'theta' option must be in [0, 1]. Got {self.theta!r} instead.")
-        if not self.bandwidth > 0:
-            raise InputError(f"The 'bandwidth' option must be > 0. Got {self.bandwidth!r} instead.")
-        if not 0 < self.tol < 1:
-            raise InputError(f"The 'tol' option must be in (0, 1). Got {self.tol!r} instead.")
-        if self.immutable_policy not in IMMUTABLE_POLICIES:
-            raise InputError(f"The 'immutable-policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. "
-                             f"Got {self.immutable_policy!r} instead.")
-        return self
-
-    def to_dict(self) -> dict:
-        return {f: getattr(self, f) for f in self.__dataclass_fields__}
-
-
-@dataclass(frozen=True)
-class SelectionOutcome:
-    """Prototype selection for one applicant."""
-
-    status: str
-    reason: str | None
-    rows: np.ndarray                 # training row numbers, rank order
-    objective: float = float("nan")
-    screening: np.ndarray | None = None   # training row numbers of the screening set
-    n_candidates: int = 0
-    ends: np.ndarray | None = None        # encoded prototypes (rank order) when they are not training rows
-    projected: np.ndarray | None = None   # per prototype: moved onto the applicant's immutable values
-    candidates: np.ndarray | None = None  # candidate training rows (only when asked for, with ``eigen``)
-    eigen: object = None                  # the eigendecomposition used (quad, quad-dp), when asked for
-
-
-def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_found: int, k: int,
-                         raw0: pd.Series) -> str:
-    """Say which constraints emptied the candidate pool, with counts."""
-    n_pool = int(pool.sum())
-    if n_pool == 0:
-        return "the model predicts no training row favourable"
-    detail = "; ".join(_constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
-    return f"only {n_found} candidate row(s), need {k}: of {n_pool} favourable training rows, {detail}"
-
-
-def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd.Series,
-                         settings: PlanSettings, *, pool: np.ndarray | None = None,
-                         thetas=None, model=None, eigen=None, keep=False) -> list[SelectionOutcome]:
-    """Select prototypes for one applicant, once per theta in ``thetas`` (default: settings.theta).
-
-    The geometry and its eigendecomposition are computed once and shared by
-    every theta. ``model`` is needed by the ``project`` immutable policy (it
-    re-predicts projected rows). ``eigen`` is a stored eigendecomposition of
-    this applicant's candidate geometry (``select --reuse-eigen``): it is used
-    when its candidate rows are exactly this applicant's candidates. With
-    ``keep``, outcomes carry the candidate rows and the eigendecomposition.
-    """
-    pool = training.pool(settings.candidates) if pool is None else pool
-    thetas = [settings.theta] if thetas is None else list(thetas)
-    if settings.immutable_policy == "project":
-        if model is None:
-            raise InputError("The 'project' immutable policy needs the model to re-predict projected rows.")
-        cset = candidate_set(training, model, x0, codes0, raw0, pool, policy="project")
-        if len(cset) < settings.k:
-            reason = infeasibility_reason(training, codes0, pool, len(cset), settings.k, raw0)
-            reason += "; even after projecting the others onto the applicant's immutable values"
-            return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=len(cset))
-                    for _ in thetas]
-        return _select_among(training, x0, cset.rows, settings, thetas, X=cset.X, projected=cset.projected,
-                             eigen=eigen, keep=keep)
-    mask = candidate_mask(training, x0, codes0, pool)
-    cand = np.flatnonzero(mask)
-    if cand.size < settings.k:
-        reason = infeasibility_reason(training, codes0, pool, int(cand.size), settings.k, raw0)
-        return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
-                for _ in thetas]
-    return _select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep)
-
-
-def _select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
-                  thetas: list, *, X: np.ndarray | None = None, projected: np.ndarray | None = None,
-                  eigen=None, keep: bool = False) -> list[SelectionOutcome]:
-    """Run the selection method on the candidate rows ``cand``, once per theta.
-
-    ``X`` holds the encoded candidates when they are not the training rows
-    themselves (projected candidates); ``projected`` flags them. ``eigen``, when
-    given, must be the eigendecomposition of exactly this candidate geometry.
-    """
-    Xc = training.X[cand] if X is None else X
-    geometry = compute_geometry(Xc, x0)
-    needs_eigen = settings.method in ("quad", "quad-dp")
-    if eigen is not None and eigen.vectors.shape[0] != cand.size:
-        eigen = None
-    if eigen is None and needs_eigen and any(t > 0 for t in thetas):
-        eigen = eigen_decompose(geometry)
-    outcomes = []
-    for theta in thetas:
-        sel = select_prototypes(geometry, k=settings.k, method=settings.method, theta=theta,
-                                bandwidth=settings.bandwidth, eigen=eigen, n_iter=settings.n_iter,
-                                tau=settings.tau, step=settings.step)
-        idx = np.asarray(sel.indices, dtype=np.int64)
-        screening = None if sel.screening is None else cand[np.asarray(sel.screening, dtype=np.int64)]
-        extra = {}
-        if X is not None:
-            extra = {"ends": Xc[idx], "projected": np.zeros(idx.size, dtype=bool) if projected is None
-                     else projected[idx]}
-        if keep:
-            extra.update(candidates=cand, eigen=eigen)
-        outcomes.append(SelectionOutcome("ok", None, cand[idx], float(sel.objective), screening, int(cand.size),
-                                         **extra))
-    return outcomes
-
-
-# --------------------------------------------------------------------------
-# graph scheme: candidates, reasons, FACE, plans
-# --------------------------------------------------------------------------
-
-
-def _constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[str]:
-    """For the rows selected by ``rows`` (bool mask), how many each constraint rules out, largest first."""
-    parts = []
-    codes = training.codes
-    for j, name in enumerate(codes.immutable_names):
-        removed = int(np.sum(rows & (codes.immutable[:, j] != codes0.immutable[0, j])))
-        if removed:
-            parts.append((removed, f"{removed} differ in {name} (applicant: {raw0[name]})"))
-    for j, name in enumerate(codes.monotone_names):
-        delta = (codes.monotone[:, j] - codes0.monotone[0, j]) * codes.direction[j]
-        removed = int(np.sum(rows & (delta < 0)))
-        if removed:
-            word = "lower" if codes.direction[j] > 0 else "higher"
-            parts.append((removed, f"{removed} have {word} {name} (applicant: {raw0[name]})"))
-    parts.sort(key=lambda item: -item[0])
-    return [text for _, text in parts]
-
-
-def _graph_hint(graph) -> str:
-    if graph.radius is not None:
-        return f"rebuild the graph with a larger --radius (now {graph.radius:g})"
-    return f"rebuild the graph with a larger --neighbors (now {graph.n_neighbors}) or a --radius"
-
-
-def graph_infeasibility_reason(training: TrainingSet, graph, reach: GraphReach, x0: np.ndarray, codes0,
-                               pool: np.ndarray, n_found: int, settings: PlanSettings, raw0) -> str:
-    """Say why too few favourable rows are reachable on the graph, with counts and a remedy."""
-    k = settings.k
-    N = training.n_rows
-    if reach.neighbors.size == 0:
-        targets = actionable_mask(codes0, training.codes)
-        if not targets.any():
-            detail = "; ".join(_constraint_breakdown(training, codes0, np.ones(N, dtype=bool), raw0))
-            return ("the applicant has no actionable neighbour on the graph: every training row differs in an "
-                    f"immutable feature or lies on the wrong side of a monotone one ({detail})")
-        nearest = float(np.sqrt(((training.X[targets] - x0) ** 2).sum(axis=1)).min())
-        limits, options = [], []
-        if graph.radius is not None and nearest > graph.radius:
-            limits.append(f"the graph's radius {graph.radius:g}")
-            options.append("--radius")
-        if graph.max_step is not None and nearest > graph.max_step:
-            limits.append(f"the graph's max step {graph.max_step:g}")
-            options.append("--max-step")
-        return (f"the applicant has no actionable neighbour on the graph: the nearest of its "
-                f"{int(targets.sum())} actionable training rows is at distance {nearest:.4g}, beyond "
-                f"{' and '.join(limits)}; rebuild the graph with a larger {' and '.join(options)}")
-    n_linear = int(candidate_mask(training, x0, codes0, pool).sum())
-    reached = np.isfinite(reach.dist)
-    n_reached_fav = int((reached & pool).sum())
-    text = (f"only {n_found} candidate row(s) reachable on the graph, need {k}: the applicant reaches "
-            f"{reach.n_reached} of {N} training rows ({100.0 * reach.n_reached / N:.2g}%), {n_reached_fav} of them "
-            f"favourable")
-    limits = []
-    if settings.max_cost is not None:
-        text += f" within --max-cost {settings.max_cost:g}"
-        limits.append("a larger --max-cost")
-    if settings.max_hops is not None:
-        beyond = int((reached & pool & (reach.hops > settings.max_hops)).sum())
-        if beyond:
-            text += f" ({beyond} of those more than --max-hops {settings.max_hops} moves away)"
-            limits.append("a larger --max-hops")
-    if n_linear < k:
-        detail = "; ".join(_constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
-        return text + (f"; only {n_linear} favourable row(s) are actionable at all: of {int(pool.sum())} "
-                       f"favourable training rows, {detail}")
-    remedy = _graph_hint(graph)
-    if limits:
-        remedy = f"try {' or '.join(limits)}, or {remedy}"
-    return text + f"; {n_linear} favourable rows are actionable but not reachable: {remedy}"
-
-
-def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: int, endpoint: str) -> np.ndarray:
-    """FACE: the ``k`` cheapest distinct end points among the candidates' paths.
-
-    Candidates are taken by path cost (ties by row index). With
-    ``endpoint="first-favorable"`` a candidate stands for the first favourable
-    node of its path (which is never more expensive), so the result is the
-    ``k`` cheapest nodes that are the first favourable node of their own path.
-    Rows identical to one already taken are skipped.
-    """
-    order = rank_order(reach.dist, cand)
-    chosen: list[int] = []
-    for row in order:
-        end = graph_path(reach, int(row), endpoint=endpoint, favorable=training.favorable)[-1]
-        if any(end == c or np.array_equal(training.X[end], training.X[c]) for c in chosen):
-            continue
-        chosen.append(int(end))
-        if len(chosen) == k:
-            break
-    return np.asarray(chosen, dtype=np.int64)
-
-
-def graph_candidates(training: TrainingSet, reach: GraphReach, x0: np.ndarray, codes0, pool: np.ndarray,
-                     settings: PlanSettings) -> np.ndarray:
-    """Rows (ascending) of :func:`candidate_mask` that the applicant reaches within the graph limits."""
-    mask = candidate_mask(training, x0, codes0, pool) & np.isfinite(reach.dist)
-    if settings.max_hops is not None:
-        mask &= reach.hops <= settings.max_hops
-    return np.flatnonzero(mask)
-
-
-def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, settings: PlanSettings, *,
-                    pool: np.ndarray | None = None, thetas=None, eigen=None,
-                    keep: bool = False) -> tuple[list[SelectionOutcome], GraphReach]:
-    """Select prototypes among the favourable rows the applicant can reach on the graph.
-
-    Candidates are the rows of :func:`candidate_mask` (the linear scheme's
-    filter) with a finite path cost from the applicant (within
-    ``settings.max_cost``) and at most ``settings.max_hops`` moves on their
-    shortest path. The selection methods run on them unchanged, in the encoded
-    space; ``"face"`` takes the ``k`` cheapest paths (ties by row index,
-    identical rows once).
-
-    Returns
-    -------
-    outcomes : list of SelectionOutcome
-        One per theta.
-    reach : GraphReach
-        The applicant's shortest paths (reused by :func:`graph_plans`).
-    """
-    pool = training.pool(settings.candidates) if pool is None else pool
-    thetas = [settings.theta] if thetas is None else list(thetas)
-    reach = reach_from(graph, training.X, training.codes, x0, codes0, max_cost=settings.max_cost)
-    cand = graph_candidates(training, reach, x0, codes0, pool, settings)
-    if cand.size < settings.k:
-        reason = graph_infeasibility_reason(training, graph, reach, x0, codes0, pool, int(cand.size), settings,
-                                            raw0)
-        return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
-                for _ in thetas], reach
-    if settings.method == "face":
-        rows = _face_rows(training, reach, cand, settings.k, settings.endpoint)
-        objective = float(reach.dist[rows].sum())
-        return [SelectionOutcome("ok", None, rows, objective, None, int(cand.size)) for _ in thetas], reach
-    return _select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep), reach
-
-
-def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray, codes0, prob0: np.ndarray,
-                ids: list[str], outcomes: list, *, method: str, settings: PlanSettings,
-                reaches: list | None = None) -> list[Plan]:
-    """Turn selections into sequential-recourse plans (shortest paths on the graph).
-
-    Parameters
-    ----------
-    raw : DataFrame of shape (n_applicants, n_features)
-        Raw applicants.
-    X0 : ndarray of shape (n_applicants, n_features_out)
-    codes0 : ConstraintCodes
-        The applicants' codes.
-    prob0 : ndarray of shape (n_applicants,)
-    outcomes : list of SelectionOutcome or None
-        None for applicants already favourable.
-    settings : PlanSettings
-        ``k``, ``endpoint`` and ``max_cost`` are used.
-    reaches : list of GraphReach or None, optional
-        Each applicant's shortest paths when already computed (None entries are
-        recomputed).
-
-    Notes
-    -----
-    Recourses are ranked by path cost (ties by end row). Each end point is
-    kept once: when two prototypes lead to the same end row (or to identical
-    rows), the later one is dropped and the plan's ``reason`` says so. A
-    recourse's features are its end row's raw values, so its probability is
-    the model's probability of that training row (scored once for the whole
-    training set: the same whatever the chunking or the number of workers).
-    """
-    names = list(training.schema.feature_names)
-    columns = {n: training.frame[n].tolist() for n in names}
-    raw_rows = raw.to_dict("records")
-    drafts = []
-    for i, out in enumerate(outcomes):
-        if out is None or out.status != "ok":
-            drafts.append(None)
-            continue
-        reach = reaches[i] if reaches is not None and reaches[i] is not None else reach_from(
-            graph, training.X, training.codes, X0[i], codes0.row(i), max_cost=settings.max_cost)
-        found = interpolate_graph(reach, out.rows, columns, raw_rows[i], endpoint=settings.endpoint,
-                                  favorable=training.favorable)
-        found.sort(key=lambda g: (g.cost, g.path[-1]))
-        kept, ends, seen = [], set(), set()
-        for g in found:
-            key = tuple(str(g.features[n]) for n in names)
-            if g.path[-1] in ends or key in seen:
-                continue
-            ends.add(g.path[-1])
-            seen.add(key)
-            kept.append(g)
-        drafts.append(kept)
-    plans, k = [], settings.k
-    for i, out in enumerate(outcomes):
-        raw0 = raw_rows[i]
-        if out is None or out.status != "ok":
-            plans.append(_empty_plan(ids[i], out, prob0[i], method, raw0))
-            continue
-        recourses = []
-        for rank, g in enumerate(drafts[i], start=1):
-            recourses.append(Recourse(rank=rank, features=g.features, changes=g.changes, cost=g.cost,
-                                      probability=float(training.probability[g.path[-1]]), prototype=g.prototype,
-                                      path=list(g.path), steps=list(g.steps)))
-        reason = None
-        if len(recourses) < k:
-            lost = len(out.rows) - len(recourses)
-            why = ("their paths reach the same first favourable node as a cheaper one"
-                   if settings.endpoint == "first-favorable" else "they end at the same row as a cheaper one")
-            reason = f"{len(recourses)} distinct recourse(s) kept, need {k}"
-            if lost > 0:
-                reason += f": {lost} prototype(s) dropped because {why}"
-            else:
-                reason += ": fewer distinct reachable rows than asked for"
-        plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0))
-    return plans
-
-
-def _empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method: str, raw0: dict) -> Plan:
-    """The plan of an applicant without recourses: already favourable (``out`` is None) or not selectable."""
-    if out is None:
-        return Plan(applicant, "already-favorable", f"the model already predicts favourable (probability {prob:.4f})",
-                    method, (), raw0)
-    return Plan(applicant, out.status, out.reason, method, (), raw0)
-
-
-def _changes(raw0: dict, features: dict) -> dict:
-    return {name: (raw0[name], value) for name, value in features.items() if not same_value(raw0[name], value)}
-
 
 def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],
                settings: PlanSettings, graph=None) -> list[Plan]:
@@ -578,7 +152,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     for i, out in enumerate(outcomes):
         raw0 = raw_rows[i]
         if out is None or out.status != "ok":
-            plans.append(_empty_plan(ids[i], out, prob0[i], method, raw0))
+            plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
             continue
         recourses, seen, n_lost = [], set(), 0
         for j in range(len(out.rows)):
@@ -591,7 +165,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             if key in seen:
                 continue
             seen.add(key)
-            recourses.append(Recourse(rank=len(recourses) + 1, features=features, changes=_changes(raw0, features),
+            recourses.append(Recourse(rank=len(recourses) + 1, features=features, changes=changes(raw0, features),
                                       cost=float(costs[s]), probability=float(result.probability[s]),
                                       prototype=int(seg_rows[s]), projected=bool(seg_proj[s])))
         cursor += len(out.rows)

@@ -1,0 +1,259 @@
+"""Prototype choice for one applicant: plan settings, candidates, selection outcomes, infeasibility reasons.
+
+Shared by both interpolation schemes (:mod:`frpd_cli.planning` for the linear
+scheme and the batch machinery, :mod:`frpd_cli.sequential` for the graph
+scheme).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .dataset import TrainingSet
+from .exceptions import InputError
+from .interpolation import ENDPOINTS, same_value
+from .plans import Plan
+from .projection import IMMUTABLE_POLICIES, candidate_mask, candidate_set
+from .selection import METHODS, compute_geometry, eigen_decompose, select_prototypes
+
+__all__ = [
+    "PLAN_METHODS",
+    "SCHEMES",
+    "PlanSettings",
+    "SelectionOutcome",
+    "infeasibility_reason",
+    "select_for_applicant",
+    "select_among",
+    "constraint_breakdown",
+    "empty_plan",
+    "changes",
+]
+
+#: Selection methods of a plan: those of :data:`frpd_cli.selection.METHODS`, and
+#: ``"face"`` (graph scheme only).
+PLAN_METHODS = (*METHODS, "face")
+SCHEMES = ("linear", "graph")
+
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    """Everything that shapes a plan besides the data, the model and the applicants.
+
+    Attributes
+    ----------
+    method : str
+        Selection method (see :data:`frpd_cli.selection.METHODS`).
+    k : int
+        Recourses per plan.
+    theta : float
+        Diversity weight in [0, 1] (0: nearest prototypes).
+    bandwidth : float
+        DPP bandwidth h > 0.
+    candidates : {"predicted", "labeled"}
+        Candidate pool (see :meth:`TrainingSet.pool`).
+    tol : float
+        Bisection tolerance as a fraction of the segment.
+    n_iter, tau, step : int, int, float
+        QUAD iterations, screening window and dual-ascent step.
+    scheme : {"linear", "graph"}
+        Interpolation scheme; ``"graph"`` needs an actionability graph.
+    endpoint : {"prototype", "first-favorable"}
+        Graph scheme: a recourse ends at its prototype (default), or at the
+        first node of the shortest path to it that the model predicts
+        favourable.
+    max_hops : int or None
+        Graph scheme: only prototypes whose shortest path has at most this many moves.
+    max_cost : float or None
+        Graph scheme: only prototypes whose shortest path costs at most this much.
+    immutable_policy : {"filter", "project"}
+        Linear scheme: ``"filter"`` keeps only favourable rows that already
+        share the applicant's immutable values (and monotone sides);
+        ``"project"`` also moves the other favourable rows onto them (see
+        :mod:`frpd_cli.projection`). Graph plans always keep the strict edge
+        rules.
+    """
+
+    method: str = "quad"
+    k: int = 3
+    theta: float = 0.9
+    bandwidth: float = 1.0
+    candidates: str = "predicted"
+    tol: float = 1e-3
+    n_iter: int = 100
+    tau: int = 20
+    step: float = 0.1
+    scheme: str = "linear"
+    endpoint: str = "prototype"
+    max_hops: int | None = None
+    max_cost: float | None = None
+    immutable_policy: str = "filter"
+
+    def validate(self) -> "PlanSettings":
+        if self.method not in PLAN_METHODS:
+            raise InputError(
+                f"The 'method' option must be one of {', '.join(PLAN_METHODS)}. Got {self.method!r} instead."
+            )
+        if self.scheme not in SCHEMES:
+            raise InputError(f"The 'scheme' option must be one of {', '.join(SCHEMES)}. Got {self.scheme!r} instead.")
+        if self.method == "face" and self.scheme != "graph":
+            raise InputError("The 'face' method needs --graph: it picks the favourable training rows with the "
+                             "cheapest paths on an actionability graph (build one with frpd build-graph).")
+        if self.endpoint not in ENDPOINTS:
+            raise InputError(
+                f"The 'endpoint' option must be one of {', '.join(ENDPOINTS)}. Got {self.endpoint!r} instead."
+            )
+        if self.max_hops is not None and (isinstance(self.max_hops, bool)
+                                          or not isinstance(self.max_hops, (int, np.integer)) or self.max_hops < 1):
+            raise InputError(f"The 'max_hops' option must be an int >= 1. Got {self.max_hops!r} instead.")
+        if self.max_cost is not None and not (np.isfinite(self.max_cost) and self.max_cost > 0):
+            raise InputError(f"The 'max_cost' option must be a number > 0. Got {self.max_cost!r} instead.")
+        if self.scheme != "graph":
+            for name in ("max_hops", "max_cost"):
+                if getattr(self, name) is not None:
+                    raise InputError(f"The '{name}' option needs --graph (it limits paths on the graph).")
+            if self.endpoint != "prototype":
+                raise InputError("The 'endpoint' option needs --graph (linear recourses always stop at the first "
+                                 "favourable point of their segment).")
+        if not isinstance(self.k, (int, np.integer)) or self.k < 1:
+            raise InputError(f"The 'k' option must be an int >= 1. Got {self.k!r} instead.")
+        if not 0.0 <= self.theta <= 1.0:
+            raise InputError(f"The 'theta' option must be in [0, 1]. Got {self.theta!r} instead.")
+        if not self.bandwidth > 0:
+            raise InputError(f"The 'bandwidth' option must be > 0. Got {self.bandwidth!r} instead.")
+        if not 0 < self.tol < 1:
+            raise InputError(f"The 'tol' option must be in (0, 1). Got {self.tol!r} instead.")
+        if self.immutable_policy not in IMMUTABLE_POLICIES:
+            raise InputError(f"The 'immutable-policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. "
+                             f"Got {self.immutable_policy!r} instead.")
+        return self
+
+    def to_dict(self) -> dict:
+        return {f: getattr(self, f) for f in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class SelectionOutcome:
+    """Prototype selection for one applicant."""
+
+    status: str
+    reason: str | None
+    rows: np.ndarray                 # training row numbers, rank order
+    objective: float = float("nan")
+    screening: np.ndarray | None = None   # training row numbers of the screening set
+    n_candidates: int = 0
+    ends: np.ndarray | None = None        # encoded prototypes (rank order) when they are not training rows
+    projected: np.ndarray | None = None   # per prototype: moved onto the applicant's immutable values
+    candidates: np.ndarray | None = None  # candidate training rows (only when asked for, with ``eigen``)
+    eigen: object = None                  # the eigendecomposition used (quad, quad-dp), when asked for
+
+
+def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_found: int, k: int,
+                         raw0: pd.Series) -> str:
+    """Say which constraints emptied the candidate pool, with counts."""
+    n_pool = int(pool.sum())
+    if n_pool == 0:
+        return "the model predicts no training row favourable"
+    detail = "; ".join(constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
+    return f"only {n_found} candidate row(s), need {k}: of {n_pool} favourable training rows, {detail}"
+
+
+def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd.Series,
+                         settings: PlanSettings, *, pool: np.ndarray | None = None,
+                         thetas=None, model=None, eigen=None, keep=False) -> list[SelectionOutcome]:
+    """Select prototypes for one applicant, once per theta in ``thetas`` (default: settings.theta).
+
+    The geometry and its eigendecomposition are computed once and shared by
+    every theta. ``model`` is needed by the ``project`` immutable policy (it
+    re-predicts projected rows). ``eigen`` is a stored eigendecomposition of
+    this applicant's candidate geometry (``select --reuse-eigen``): it is used
+    when its candidate rows are exactly this applicant's candidates. With
+    ``keep``, outcomes carry the candidate rows and the eigendecomposition.
+    """
+    pool = training.pool(settings.candidates) if pool is None else pool
+    thetas = [settings.theta] if thetas is None else list(thetas)
+    if settings.immutable_policy == "project":
+        if model is None:
+            raise InputError("The 'project' immutable policy needs the model to re-predict projected rows.")
+        cset = candidate_set(training, model, x0, codes0, raw0, pool, policy="project")
+        if len(cset) < settings.k:
+            reason = infeasibility_reason(training, codes0, pool, len(cset), settings.k, raw0)
+            reason += "; even after projecting the others onto the applicant's immutable values"
+            return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=len(cset))
+                    for _ in thetas]
+        return select_among(training, x0, cset.rows, settings, thetas, X=cset.X, projected=cset.projected,
+                             eigen=eigen, keep=keep)
+    mask = candidate_mask(training, x0, codes0, pool)
+    cand = np.flatnonzero(mask)
+    if cand.size < settings.k:
+        reason = infeasibility_reason(training, codes0, pool, int(cand.size), settings.k, raw0)
+        return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
+                for _ in thetas]
+    return select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep)
+
+
+def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
+                  thetas: list, *, X: np.ndarray | None = None, projected: np.ndarray | None = None,
+                  eigen=None, keep: bool = False) -> list[SelectionOutcome]:
+    """Run the selection method on the candidate rows ``cand``, once per theta.
+
+    ``X`` holds the encoded candidates when they are not the training rows
+    themselves (projected candidates); ``projected`` flags them. ``eigen``, when
+    given, must be the eigendecomposition of exactly this candidate geometry.
+    """
+    Xc = training.X[cand] if X is None else X
+    geometry = compute_geometry(Xc, x0)
+    needs_eigen = settings.method in ("quad", "quad-dp")
+    if eigen is not None and eigen.vectors.shape[0] != cand.size:
+        eigen = None
+    if eigen is None and needs_eigen and any(t > 0 for t in thetas):
+        eigen = eigen_decompose(geometry)
+    outcomes = []
+    for theta in thetas:
+        sel = select_prototypes(geometry, k=settings.k, method=settings.method, theta=theta,
+                                bandwidth=settings.bandwidth, eigen=eigen, n_iter=settings.n_iter,
+                                tau=settings.tau, step=settings.step)
+        idx = np.asarray(sel.indices, dtype=np.int64)
+        screening = None if sel.screening is None else cand[np.asarray(sel.screening, dtype=np.int64)]
+        extra = {}
+        if X is not None:
+            extra = {"ends": Xc[idx], "projected": np.zeros(idx.size, dtype=bool) if projected is None
+                     else projected[idx]}
+        if keep:
+            extra.update(candidates=cand, eigen=eigen)
+        outcomes.append(SelectionOutcome("ok", None, cand[idx], float(sel.objective), screening, int(cand.size),
+                                         **extra))
+    return outcomes
+
+
+def constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[str]:
+    """For the rows selected by ``rows`` (bool mask), how many each constraint rules out, largest first."""
+    parts = []
+    codes = training.codes
+    for j, name in enumerate(codes.immutable_names):
+        removed = int(np.sum(rows & (codes.immutable[:, j] != codes0.immutable[0, j])))
+        if removed:
+            parts.append((removed, f"{removed} differ in {name} (applicant: {raw0[name]})"))
+    for j, name in enumerate(codes.monotone_names):
+        delta = (codes.monotone[:, j] - codes0.monotone[0, j]) * codes.direction[j]
+        removed = int(np.sum(rows & (delta < 0)))
+        if removed:
+            word = "lower" if codes.direction[j] > 0 else "higher"
+            parts.append((removed, f"{removed} have {word} {name} (applicant: {raw0[name]})"))
+    parts.sort(key=lambda item: -item[0])
+    return [text for _, text in parts]
+
+
+def empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method: str, raw0: dict) -> Plan:
+    """The plan of an applicant without recourses: already favourable (``out`` is None) or not selectable."""
+    if out is None:
+        return Plan(applicant, "already-favorable", f"the model already predicts favourable (probability {prob:.4f})",
+                    method, (), raw0)
+    return Plan(applicant, out.status, out.reason, method, (), raw0)
+
+
+def changes(raw0: dict, features: dict) -> dict:
+    return {name: (raw0[name], value) for name, value in features.items() if not same_value(raw0[name], value)}
