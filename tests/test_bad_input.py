@@ -244,3 +244,16 @@ def test_graph_built_for_other_data_refused(sample_paths, tmp_path):
     frame.to_csv(other, index=False)
     result, output = _run(sample_paths, tmp_path, "--graph", str(graph), data=other)
     _assert_error(result, output, "data")
+
+
+def test_missing_applicants_file_with_output(sample_paths, tmp_path):
+    result, output = _run(sample_paths, tmp_path, applicants=tmp_path / "nobody.csv")
+    _assert_error(result, output, "nobody.csv", "does not exist")
+    assert not (tmp_path / "out.csv.resume.json").exists()
+
+
+def test_missing_schema_file(sample_paths, tmp_path):
+    result = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(tmp_path / "nope.toml"), "--applicants",
+                                 str(sample_paths["applicants"])])
+    assert result.exit_code == 1 and "nope.toml" in result.stderr and "Traceback" not in result.stderr

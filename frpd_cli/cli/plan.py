@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Callable, Optional
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -63,8 +63,13 @@ def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> di
 
 def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings, *, fmt: str | None,
              output: Path | None, jobs: int, chunk_size: int = 256, graph=None, backend: str = "loky",
-             scheduler: str | None = None, resume: bool = False, fingerprint: dict | None = None) -> None:
-    """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk."""
+             scheduler: str | None = None, resume: bool = False,
+             fingerprint: Callable[[], dict] | None = None) -> None:
+    """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk.
+
+    ``fingerprint`` returns what identifies the run (input hashes, parameters) for ``--resume``; it is
+    called only when writing to a file, after the applicants are validated.
+    """
     fmt = resolve_format(fmt, output)
     scan = applicants.scan(chunk_size=max(chunk_size, 4096))       # refuses bad input before writing anything
     if scan.extra_columns:
@@ -92,7 +97,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     with progress:
         task = progress.add_task("plan", total=scan.n_rows)
         if output is not None and streamable:
-            out = ResumableOutput(output, fingerprint={**(fingerprint or {}), "format": fmt,
+            stamp = fingerprint() if fingerprint is not None else {}
+            out = ResumableOutput(output, fingerprint={**stamp, "format": fmt,
                                                        "chunk_size": chunk_size}, resume=resume)
             try:
                 if out.done:
@@ -213,11 +219,13 @@ def plan_command(
         loaded_graph, _ = load_graph(graph, training, data=data, model=model)
     source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
                            drop_missing=drop_missing)
-    fingerprint = None
-    if output is not None:
-        fingerprint = _fingerprint({"data": data, "model": model, "applicants": applicants, "schema": schema,
-                                    "graph": None if graph is None else Path(graph) / "manifest.json"},
-                                   settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
-                                   drop_missing=drop_missing)
+    inputs = {"data": data, "model": model, "applicants": applicants, "schema": schema,
+              "graph": None if graph is None else Path(graph) / "manifest.json"}
+
+    def fingerprint() -> dict:
+        # called once the inputs are validated (hashing a missing file would fail first)
+        return _fingerprint(inputs, settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
+                            drop_missing=drop_missing)
+
     run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
              graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint)
