@@ -81,13 +81,20 @@ class ResumableOutput:
             offset = self._load_checkpoint()
         self._offset = offset
         self.resumed_offset = offset
-        self._raw = open(self.path, "r+b" if resume else "wb")
-        if resume:
-            self._raw.seek(offset)
-            self._raw.truncate(offset)
-        self.stream = io.TextIOWrapper(self._raw, encoding="utf-8", newline="", write_through=True)
-        if not resume:
-            self._save(complete=False)
+        try:
+            self._raw = open(self.path, "r+b" if resume else "wb")
+            if resume:
+                self._raw.seek(offset)
+                self._raw.truncate(offset)
+            self.stream = io.TextIOWrapper(self._raw, encoding="utf-8", newline="", write_through=True)
+            if not resume:
+                self._save(complete=False)
+        except OSError as exc:
+            if getattr(self, "_raw", None) is not None:
+                self._raw.close()
+                if not resume:
+                    self.path.unlink(missing_ok=True)
+            raise InputError(f"Cannot write '{self.path}': {exc.strerror or exc}.") from None
 
     # ---------------------------------------------------------------- resume
     def _load_checkpoint(self) -> int:
