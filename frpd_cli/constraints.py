@@ -47,20 +47,16 @@ class ConstraintCodes:
 
     def row(self, i: int) -> "ConstraintCodes":
         """The codes of row ``i`` as a one-row :class:`ConstraintCodes`."""
-        return ConstraintCodes(
-            immutable=self.immutable[i : i + 1],
-            monotone=self.monotone[i : i + 1],
-            direction=self.direction,
-            immutable_names=self.immutable_names,
-            monotone_names=self.monotone_names,
-        )
+        return self._select(slice(i, i + 1))
 
     def take(self, indices) -> "ConstraintCodes":
         """The codes of the rows ``indices``."""
-        indices = np.asarray(indices)
+        return self._select(np.asarray(indices))
+
+    def _select(self, rows) -> "ConstraintCodes":
         return ConstraintCodes(
-            immutable=self.immutable[indices],
-            monotone=self.monotone[indices],
+            immutable=self.immutable[rows],
+            monotone=self.monotone[rows],
             direction=self.direction,
             immutable_names=self.immutable_names,
             monotone_names=self.monotone_names,
