@@ -20,6 +20,7 @@ import pandas as pd
 from .data import iter_csv
 from .encoding import Encoder
 from .exceptions import InputError
+from .outputs import spool_input
 
 __all__ = ["ApplicantChunk", "ApplicantScan", "ApplicantFile", "normalise_types"]
 
@@ -71,11 +72,20 @@ class ApplicantFile:
     drop_missing : bool, default=False
         Report rows with missing feature values as ``invalid-input`` instead of
         refusing the file.
+
+    Notes
+    -----
+    ``-`` (stdin) and paths that are not regular files (``/dev/stdin``, a FIFO,
+    ``<(...)``) are copied once to a temporary file (removed with this object or
+    at exit), so the validation pass and the planning pass read the same bytes;
+    :attr:`read_path` is the file actually read.
     """
 
     def __init__(self, path, encoder: Encoder, *, id_column: str | None = None, encoding: str = "utf-8",
                  drop_missing: bool = False):
         self.path = Path(path)
+        self._spool = spool_input(path)
+        self.read_path = self.path if self._spool is None else self._spool.path
         self.encoder = encoder
         self.id_column = id_column
         self.encoding = encoding
@@ -85,8 +95,16 @@ class ApplicantFile:
 
     def _frames(self, chunk_size: int) -> Iterator[pd.DataFrame]:
         dtype = {self.id_column: str} if self.id_column is not None else None
-        return iter_csv(self.path, chunk_size=chunk_size, encoding=self.encoding, what="applicants file",
-                        dtype=dtype)
+        frames = iter_csv(self.read_path, chunk_size=chunk_size, encoding=self.encoding, what="applicants file",
+                          dtype=dtype)
+        return frames if self._spool is None else self._named_as_given(frames)
+
+    def _named_as_given(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        # errors about a spooled copy name the input as the user gave it ('-', '/dev/stdin')
+        try:
+            yield from frames
+        except InputError as exc:
+            raise InputError(str(exc).replace(str(self.read_path), str(self.path))) from None
 
     def scan(self, chunk_size: int = 4096) -> ApplicantScan:
         """Validate every row; raise :class:`InputError` naming the row and column of the first problem."""

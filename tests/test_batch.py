@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from frpd_cli.cli.app import app
-from frpd_cli.streaming import sidecar_path
+from frpd_cli.streaming import partial_path, sidecar_path
 
 runner = CliRunner()
 
@@ -68,23 +68,24 @@ def test_sigkill_then_resume_is_byte_identical(sample_paths, tmp_path, fmt):
     process.wait()
     if not killed_mid_batch:
         pytest.skip("the run finished before it could be interrupted")
-    assert out.exists() and out.read_bytes() != reference.read_bytes()
-    with open(out, "a", encoding="utf-8") as stream:      # simulate a torn last line as well
+    assert not out.exists() and partial_path(out).exists()       # the destination appears only on success
+    with open(partial_path(out), "a", encoding="utf-8") as stream:      # simulate a torn last line as well
         stream.write('B9999,ok,,1,dpp-ls,3' if fmt == "csv" else '{"applicant": "B99')
     resumed = runner.invoke(app, _args(sample_paths, applicants, "--format", fmt, "--chunk-size", "8", "--method",
                                        "dpp-ls", "--output", str(out), "--resume"))
     assert resumed.exit_code == 0, resumed.stderr
     assert "Resuming" in resumed.stderr
     assert out.read_bytes() == reference.read_bytes()
-    assert not sidecar.exists()
+    assert not sidecar.exists() and not partial_path(out).exists()
 
 
 def test_resume_refuses_other_parameters(sample_paths, tmp_path):
     applicants, _ = _big_applicants(sample_paths, tmp_path, 2)
     out = tmp_path / "out.csv"
     sidecar = sidecar_path(out)
-    sidecar.write_text(json.dumps({"version": 1, "fingerprint": {"format": "csv"}, "done": 8, "offset": 0}))
-    out.write_text("")
+    sidecar.write_text(json.dumps({"version": 2, "fingerprint": {"format": "csv"}, "done": 8, "offset": 0,
+                                   "sha256": ""}))
+    partial_path(out).write_text("")
     result = runner.invoke(app, _args(sample_paths, applicants, "--output", str(out), "--resume"))
     assert result.exit_code == 1 and "other inputs or parameters" in result.stderr
 

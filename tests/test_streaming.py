@@ -1,20 +1,34 @@
-"""Checkpointed output: torn writes are discarded, resumed files are byte-identical, wrong resumes refused."""
+"""Checkpointed output: the old file survives until success, torn writes are discarded, resumed files are
+byte-identical, edited prefixes and counts and wrong resumes refused, resume is idempotent."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import pytest
 
 from frpd_cli.exceptions import InputError
-from frpd_cli.streaming import ResumableOutput, sidecar_path
+from frpd_cli.outputs import OutputBusyError, lock_path, output_lock
+from frpd_cli.streaming import ResumableOutput, partial_path, sidecar_path
 
 FP = {"inputs": {"data": "abc"}, "format": "csv", "k": 3}
 CHUNKS = [["h\n"], ["a1\n", "a2\n"], ["b1\n"], ["c1\n", "c2\n", "c3\n"]]
 
 
-def _write_all(path, chunks, *, fingerprint=FP, resume=False, stop_after=None):
-    out = ResumableOutput(path, fingerprint=fingerprint, resume=resume)
+def _count(prefix: bytes) -> int:
+    """Records in a prefix of CHUNKS: one per chunk, i.e. chunks whose first line ends the prefix so far."""
+    lines = prefix.decode().splitlines()
+    ends = []
+    total = 0
+    for chunk in CHUNKS:
+        total += len(chunk)
+        ends.append(total)
+    return sum(1 for end in ends if end <= len(lines))
+
+
+def _write_all(path, chunks, *, fingerprint=FP, resume=False, stop_after=None, count=_count):
+    out = ResumableOutput(path, fingerprint=fingerprint, resume=resume, count_records=count)
     done = out.done
     for i, chunk in enumerate(chunks[done:], start=done):
         if i == 0 and out.resumed_offset:
@@ -22,24 +36,62 @@ def _write_all(path, chunks, *, fingerprint=FP, resume=False, stop_after=None):
         out.stream.write("".join(chunk))
         out.checkpoint(i + 1)
         if stop_after is not None and i + 1 >= stop_after:
-            out.close()
+            out.close()                                   # what a crash (SIGKILL) leaves behind
             return out
     out.finish()
     return out
 
 
-def test_uninterrupted_run_leaves_no_sidecar(tmp_path):
+def _leftovers(folder):
+    return sorted(p.name for p in folder.iterdir() if p.name not in ("full.csv", "out.csv"))
+
+
+def test_uninterrupted_run_replaces_the_file_only_at_the_end(tmp_path):
     path = tmp_path / "out.csv"
+    path.write_text("previous\n")
     out = ResumableOutput(path, fingerprint=FP)
     out.stream.write("h\na1\n")
     out.checkpoint(2)
     state = json.loads(sidecar_path(path).read_text())
-    assert state["done"] == 2 and state["offset"] == len("h\na1\n") and state["complete"] is False
+    assert state["done"] == 2 and state["offset"] == len("h\na1\n")
+    assert state["sha256"] == hashlib.sha256(b"h\na1\n").hexdigest()
+    assert path.read_text() == "previous\n"               # untouched until the run succeeds
+    assert partial_path(path).read_text() == "h\na1\n"
     out.stream.write("b1\n")
     out.finish()
-    assert path.read_text() == "h\na1\nb1\n" and not sidecar_path(path).exists()
-    with pytest.raises(InputError, match="no progress file"):
-        ResumableOutput(path, fingerprint=FP, resume=True)
+    assert path.read_text() == "h\na1\nb1\n"
+    assert _leftovers(tmp_path) == []                      # no partial, progress or lock file
+
+
+def test_failure_without_resume_leaves_previous_file_and_nothing_else(tmp_path):
+    path = tmp_path / "out.csv"
+    path.write_text("previous\n")
+    with pytest.raises(RuntimeError):
+        with ResumableOutput(path, fingerprint=FP) as out:
+            out.stream.write("h\na1\n")
+            out.checkpoint(2)
+            raise RuntimeError("model failed")
+    assert path.read_text() == "previous\n"
+    assert _leftovers(tmp_path) == []
+
+
+def test_failure_with_resume_keeps_partial_for_continuation(tmp_path):
+    full = tmp_path / "full.csv"
+    _write_all(full, CHUNKS)
+    path = tmp_path / "out.csv"
+    with pytest.raises(KeyboardInterrupt):
+        with ResumableOutput(path, fingerprint=FP, resume=True, count_records=_count) as out:
+            assert out.state == "fresh"
+            out.stream.write("h\n")
+            out.checkpoint(1)
+            out.stream.write("a1\na2\n")
+            out.checkpoint(2)
+            raise KeyboardInterrupt
+    assert not path.exists()
+    assert partial_path(path).exists() and sidecar_path(path).exists() and not lock_path(path).exists()
+    out = _write_all(path, CHUNKS, resume=True)
+    assert out.state == "complete" and path.read_bytes() == full.read_bytes()
+    assert _leftovers(tmp_path) == []
 
 
 def test_resume_after_torn_write_is_byte_identical(tmp_path):
@@ -47,21 +99,41 @@ def test_resume_after_torn_write_is_byte_identical(tmp_path):
     _write_all(full, CHUNKS)
     path = tmp_path / "out.csv"
     _write_all(path, CHUNKS, stop_after=2)
-    with open(path, "a") as stream:          # a crash in the middle of the next chunk: a torn line
+    with open(partial_path(path), "a") as stream:          # a crash in the middle of the next chunk: a torn line
         stream.write("b")
-    out = _write_all(path, CHUNKS, resume=True)
-    assert out.complete and path.read_bytes() == full.read_bytes()
+    _write_all(path, CHUNKS, resume=True)
+    assert path.read_bytes() == full.read_bytes()
 
 
-def test_resume_when_sidecar_lags_the_data(tmp_path):
+def test_resume_when_progress_lags_the_data(tmp_path):
     full = tmp_path / "full.csv"
     _write_all(full, CHUNKS)
     path = tmp_path / "out.csv"
     _write_all(path, CHUNKS, stop_after=2)
-    with open(path, "a") as stream:          # a whole chunk written, crash before its checkpoint
+    with open(partial_path(path), "a") as stream:          # a whole chunk written, crash before its checkpoint
         stream.write("b1\n")
     _write_all(path, CHUNKS, resume=True)
     assert path.read_bytes() == full.read_bytes()
+
+
+def test_resume_after_an_edited_prefix_is_refused(tmp_path):
+    path = tmp_path / "out.csv"
+    _write_all(path, CHUNKS, stop_after=3)
+    data = partial_path(path).read_bytes()
+    partial_path(path).write_bytes(data.replace(b"a2", b"a9"))       # same length, other bytes
+    with pytest.raises(InputError, match="edited"):
+        ResumableOutput(path, fingerprint=FP, resume=True, count_records=_count)
+    assert partial_path(path).read_bytes() == data.replace(b"a2", b"a9")   # refused: nothing truncated
+
+
+def test_resume_after_an_edited_count_is_refused(tmp_path):
+    path = tmp_path / "out.csv"
+    _write_all(path, CHUNKS, stop_after=2)
+    state = json.loads(sidecar_path(path).read_text())
+    state["done"] = 3                                      # claims a chunk more than the file holds
+    sidecar_path(path).write_text(json.dumps(state))
+    with pytest.raises(InputError, match="says 3 applicant.*holds 2"):
+        ResumableOutput(path, fingerprint=FP, resume=True, count_records=_count)
 
 
 def test_resume_with_other_fingerprint_refused(tmp_path):
@@ -71,16 +143,36 @@ def test_resume_with_other_fingerprint_refused(tmp_path):
         ResumableOutput(path, fingerprint={**FP, "k": 4}, resume=True)
 
 
-def test_resume_without_sidecar_refused(tmp_path):
+def test_resume_is_idempotent(tmp_path):
     path = tmp_path / "out.csv"
-    path.write_text("h\n")
-    with pytest.raises(InputError, match="no progress file"):
+    out = ResumableOutput(path, fingerprint=FP, resume=True)           # nothing to resume: a fresh run
+    assert out.state == "fresh" and "fresh" in out.note
+    out.close()
+    _write_all(path, CHUNKS, resume=True)
+    finished = path.read_bytes()
+    again = ResumableOutput(path, fingerprint=FP, resume=True)         # finished: nothing to do
+    assert again.state == "complete" and again.stream is None and "complete" in again.note
+    again.close()
+    assert path.read_bytes() == finished and _leftovers(tmp_path) == []
+
+
+def test_progress_without_partial_refused(tmp_path):
+    path = tmp_path / "out.csv"
+    _write_all(path, CHUNKS, stop_after=2)
+    partial_path(path).unlink()
+    with pytest.raises(InputError, match="partial file .* is gone"):
         ResumableOutput(path, fingerprint=FP, resume=True)
-    with pytest.raises(InputError, match="does not exist"):
-        ResumableOutput(tmp_path / "none.csv", fingerprint=FP, resume=True)
 
 
-def test_corrupted_sidecar_refused(tmp_path):
+def test_old_progress_file_refused(tmp_path):
+    path = tmp_path / "out.csv"
+    _write_all(path, CHUNKS, stop_after=2)
+    sidecar_path(path).write_text(json.dumps({"version": 1, "fingerprint": FP, "done": 2, "offset": 3}))
+    with pytest.raises(InputError, match="another frpd version"):
+        ResumableOutput(path, fingerprint=FP, resume=True)
+
+
+def test_corrupted_progress_refused(tmp_path):
     path = tmp_path / "out.csv"
     _write_all(path, CHUNKS, stop_after=2)
     sidecar_path(path).write_text("{not json")
@@ -88,12 +180,20 @@ def test_corrupted_sidecar_refused(tmp_path):
         ResumableOutput(path, fingerprint=FP, resume=True)
 
 
-def test_truncated_file_refused(tmp_path):
+def test_truncated_partial_refused(tmp_path):
     path = tmp_path / "out.csv"
     _write_all(path, CHUNKS, stop_after=3)
-    path.write_text("h\n")
+    partial_path(path).write_text("h\n")
     with pytest.raises(InputError, match="shorter"):
         ResumableOutput(path, fingerprint=FP, resume=True)
+
+
+def test_second_writer_refused_while_the_first_runs(tmp_path):
+    path = tmp_path / "out.csv"
+    with output_lock(path):
+        with pytest.raises(OutputBusyError, match=r"being written by another frpd process \(pid \d+\)"):
+            ResumableOutput(path, fingerprint=FP)
+    assert not partial_path(path).exists() and not sidecar_path(path).exists()
 
 
 def test_missing_folder(tmp_path):

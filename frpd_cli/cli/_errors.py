@@ -10,6 +10,7 @@ import warnings
 import typer
 
 from ..exceptions import FrpdError
+from ..outputs import Terminated, terminate_on_signals
 
 __all__ = ["handle_errors", "echo_err"]
 
@@ -30,7 +31,7 @@ def handle_errors(func):
     def wrapper(*args, **kwargs):
         debug = os.environ.get("FRPD_DEBUG", "") not in ("", "0")
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), terminate_on_signals():
                 warnings.simplefilter("default")
                 warnings.filterwarnings("ignore", category=DeprecationWarning)
                 warnings.filterwarnings("ignore", category=PendingDeprecationWarning)
@@ -44,6 +45,9 @@ def handle_errors(func):
                 raise
             echo_err(f"Error: {exc}")
             raise typer.Exit(1) from None
+        except Terminated as exc:
+            echo_err(f"Error: stopped by {exc}.")
+            raise typer.Exit(128 + exc.signum) from None
         except KeyboardInterrupt:
             echo_err("Error: interrupted.")
             raise typer.Exit(130) from None

@@ -1,16 +1,15 @@
 """Output formats: table on a terminal, csv/json/jsonl for pipes and files.
 
-Data goes to stdout or to ``--output FILE`` (written under a temporary name and
-renamed when complete); messages and progress go to stderr.
+Data goes to stdout or to ``--output FILE`` through :mod:`frpd_cli.outputs` (a regular file is written
+under a temporary name and renamed when complete; a device, FIFO or ``-`` is written directly); messages
+and progress go to stderr.
 """
 
 from __future__ import annotations
 
 import csv
 import json
-import os
 import sys
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
@@ -19,6 +18,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .. import outputs
 from ..exceptions import InputError
 from ..plans import Plan, csv_columns, plan_record, plan_rows, python_value
 
@@ -35,7 +35,7 @@ def stderr_console() -> Console:
 def resolve_format(fmt: str | None, output: Path | None) -> str:
     """The format to use: the one asked for, else table on a terminal, csv otherwise."""
     if fmt is None:
-        if output is None and sys.stdout.isatty():
+        if (output is None or outputs.is_stdio(output)) and sys.stdout.isatty():
             return "table"
         return "csv"
     fmt = fmt.lower()
@@ -45,34 +45,19 @@ def resolve_format(fmt: str | None, output: Path | None) -> str:
 
 
 @contextmanager
-def open_output(output: Path | None):
-    """A text stream for the data: stdout, or a temporary file renamed to ``output`` on success."""
-    if output is None:
-        yield sys.stdout
-        sys.stdout.flush()
-        return
-    output = Path(output)
-    directory = output.parent if str(output.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"Cannot write '{output}': the folder '{directory}' does not exist.")
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{output.name}.", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise InputError(f"Cannot write '{output}': {exc.strerror}.") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as stream:
-            yield stream
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(tmp, output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+def open_output(output: Path | None, *, binary: bool = False):
+    """A stream for the data: stdout (``None`` or ``-``), a device or FIFO written directly, or a regular
+    file replaced atomically when the block succeeds (see :mod:`frpd_cli.outputs`)."""
+    with outputs.open_output(output, binary=binary) as stream:
+        yield stream
 
 
 class PlanWriter:
-    """Writes plans chunk by chunk in the chosen format."""
+    """Writes plans chunk by chunk in the chosen format; memory is bounded by one chunk in every format.
+
+    ``json`` is streamed as ``[``, the records separated by ``,`` and ``]`` (the same bytes as dumping the
+    whole list with ``indent=2``); ``table`` prints each plan's table as its chunk arrives.
+    """
 
     def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None,
                  projected: bool = False, header_written: bool = False):
@@ -80,8 +65,8 @@ class PlanWriter:
         self.fmt = fmt
         self.feature_names = list(feature_names)
         self.console = console
-        self._buffer: list[Plan] = []
         self._started = header_written
+        self._table_console = None
         if fmt == "csv":
             self._csv = csv.DictWriter(stream, fieldnames=csv_columns(self.feature_names, projected=projected),
                                        lineterminator="\n", extrasaction="ignore")
@@ -96,24 +81,28 @@ class PlanWriter:
         elif self.fmt == "jsonl":
             for plan in plans:
                 self.stream.write(json.dumps(plan_record(plan), ensure_ascii=False) + "\n")
+        elif self.fmt == "json":
+            for plan in plans:
+                text = json.dumps(plan_record(plan), ensure_ascii=False, indent=2).replace("\n", "\n  ")
+                self.stream.write(("[\n  " if not self._started else ",\n  ") + text)
+                self._started = True
         else:
-            self._buffer.extend(plans)
-        self._started = True
+            if self._table_console is None:
+                self._table_console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
+            for plan in plans:
+                self._table_console.print(plan_table(plan))
+                steps = plan_steps(plan)
+                if steps is not None:
+                    self._table_console.print(steps)
+        if self.fmt != "json":
+            self._started = True
         self.stream.flush()
 
     def close(self) -> None:
         if self.fmt == "csv" and not self._started:
             self._csv.writeheader()
         if self.fmt == "json":
-            json.dump([plan_record(p) for p in self._buffer], self.stream, ensure_ascii=False, indent=2)
-            self.stream.write("\n")
-        elif self.fmt == "table":
-            console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
-            for plan in self._buffer:
-                console.print(plan_table(plan))
-                steps = plan_steps(plan)
-                if steps is not None:
-                    console.print(steps)
+            self.stream.write("\n]\n" if self._started else "[]\n")
         self.stream.flush()
 
 

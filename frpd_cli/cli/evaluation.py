@@ -13,6 +13,7 @@ from rich.table import Table
 from ..artifacts import read_artifact
 from ..evaluation import MANIFOLDS, applicants_from_records, evaluate_plans, plot_tradeoff, summarize_by_method, summary_metrics
 from ..exceptions import ArtifactError, InputError
+from ..outputs import check_not_inputs, output_path, resolve_output
 from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
@@ -117,10 +118,16 @@ def evaluate_command(
     Example: frpd evaluate sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv --plans plans.jsonl
     """
+    check_not_inputs({"--output": output, "--plot": plot},
+                     {"data": data, "model": model, "plans": plans, "applicants": applicants, "graph": graph,
+                      "schema": schema})
     if manifold not in MANIFOLDS:
         raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
     fmt = resolve_format(fmt, output)
+    if output is not None:
+        resolve_output(output)                 # a folder or a missing folder is refused before the work
     if plot is not None:
+        resolve_output(plot)
         try:
             import matplotlib  # noqa: F401
         except ImportError:
@@ -146,7 +153,8 @@ def evaluate_command(
     summary = summarize_by_method(per)
 
     if plot is not None:
-        plot_tradeoff(summary, plot)
+        with output_path(plot, suffix=".png") as path:
+            plot_tradeoff(summary, path)
     with open_output(output) as stream:
         if per_applicant:
             columns = [c for c in per.columns if c not in ("path cost", "path diversity", "path anti-diversity",

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ..artifacts import read_artifact, write_artifact
 from ..exceptions import InputError, StaleArtifactError
 from ..graph import build_graph, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
+from ..outputs import check_artifact_folder, check_not_inputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import open_output, resolve_format, stderr_console, write_records
@@ -90,16 +91,8 @@ def _write_graphml(graph, training, path: Path) -> None:
     for node in range(graph.n_nodes):
         G.nodes[node]["probability"] = float(training.probability[node])
         G.nodes[node]["favorable"] = bool(training.favorable[node])
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"Cannot write '{path}': the folder '{directory}' does not exist.")
-    tmp = directory / f".{path.name}.tmp"
-    try:
+    with output_path(path) as tmp:
         nx.write_graphml(G, tmp)
-        tmp.replace(path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 @app.command("build-graph")
@@ -153,6 +146,11 @@ def build_graph_command(
     if export is not None and export[0].lower() not in _EXPORT_FORMATS:
         raise InputError(f"The 'export' format must be one of {', '.join(_EXPORT_FORMATS)}. "
                          f"Got {export[0]!r} instead (use --export graphml FILE).")
+    check_not_inputs({"--out": out, "--export": None if export is None else export[1]},
+                     {"data": data, "model": model, "schema": schema})
+    check_artifact_folder(out)
+    if export is not None:
+        resolve_output(export[1])
     if kde_bandwidth is not None and weight != "density":
         raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
     fmt_ = resolve_format(fmt, None)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import csv
+import io
+import os
 import re
 import time
 from pathlib import Path
@@ -15,8 +18,9 @@ from ..applicants import ApplicantFile
 from ..artifacts import sha256_file
 from ..backends import BACKENDS
 from ..exceptions import InputError
+from ..outputs import check_not_inputs, is_stdio, resolve_output
 from ..planning import PlanSettings, plan_stream
-from ..streaming import ResumableOutput
+from ..streaming import ResumableOutput, partial_path, sidecar_path
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import PlanWriter, open_output, resolve_format, stderr_console
@@ -51,6 +55,23 @@ def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
     return f"{n} applicant(s): {'; '.join(parts)}; {seconds:.2f} s ({rate:.1f} applicants/s)."
 
 
+def _count_jsonl(prefix: bytes) -> int:
+    return prefix.count(b"\n")
+
+
+def _count_csv(prefix: bytes) -> int:
+    """Applicants in a csv prefix: rows of rank 1 (the first recourse) or without rank (no recourse)."""
+    rows = csv.reader(io.StringIO(prefix.decode("utf-8", errors="replace"), newline=""))
+    header = next(rows, None)
+    if header is None or "rank" not in header:
+        return 0
+    rank = header.index("rank")
+    return sum(1 for row in rows if len(row) > rank and row[rank] in ("", "1"))
+
+
+_RECORD_COUNTERS = {"csv": _count_csv, "jsonl": _count_jsonl}
+
+
 def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> dict:
     return {
         "frpd_version": __version__,
@@ -71,13 +92,17 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     called only when writing to a file, after the applicants are validated.
     """
     fmt = resolve_format(fmt, output)
+    if output is not None:
+        resolve_output(output)                                      # a folder, a missing folder: refused now
     scan = applicants.scan(chunk_size=max(chunk_size, 4096))       # refuses bad input before writing anything
     if scan.extra_columns:
         echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{applicants.path}' "
                  "(not features).")
     streamable = fmt in ("csv", "jsonl")
-    if resume and (output is None or not streamable):
-        raise InputError("--resume needs --output FILE and --format csv or jsonl (formats written chunk by chunk).")
+    to_file = output is not None and resolve_output(output).kind == "file"
+    if resume and not (to_file and streamable):
+        raise InputError("--resume needs --output FILE (a regular file, not stdout, a device or a FIFO) and "
+                         "--format csv or jsonl (formats written chunk by chunk).")
     projected = settings.immutable_policy == "project"
     start = time.perf_counter()
     counts: dict = {}
@@ -96,26 +121,34 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
 
     with progress:
         task = progress.add_task("plan", total=scan.n_rows)
-        if output is not None and streamable:
+        if to_file and streamable:
             stamp = fingerprint() if fingerprint is not None else {}
-            out = ResumableOutput(output, fingerprint={**stamp, "format": fmt,
-                                                       "chunk_size": chunk_size}, resume=resume)
+            out = ResumableOutput(output, fingerprint={**stamp, "format": fmt, "chunk_size": chunk_size},
+                                  resume=resume, count_records=_RECORD_COUNTERS[fmt])
             try:
-                if out.done:
-                    echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
-                writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
-                                    header_written=out.resumed_offset > 0)
-                done = out.done
-                for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
-                                         graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler):
-                    consume(plans, writer)
-                    done += len(plans)
-                    out.checkpoint(done)
-                    progress.update(task, completed=done)
-                writer.close()
-                out.finish()
-            finally:
-                out.close()
+                with out:
+                    if out.note:
+                        echo_err(out.note)
+                    if out.state == "complete":
+                        return
+                    if out.done:
+                        echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
+                    writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
+                                        header_written=out.resumed_offset > 0)
+                    done = out.done
+                    for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
+                                             graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler):
+                        consume(plans, writer)
+                        done += len(plans)
+                        out.checkpoint(done)
+                        progress.update(task, completed=done)
+                    writer.close()
+                    out.finish()
+            except BaseException:
+                if resume and out.partial.exists():
+                    echo_err(f"Kept '{out.partial}' and its progress file: run the same command (with --resume) "
+                             "to continue.")
+                raise
         else:
             with open_output(output) as stream:
                 writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected)
@@ -139,6 +172,16 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         else:
             echo_err("Hint: many applicants have too few candidates even with projection; declare fewer "
                      "immutable or monotone features (see each plan's reason).")
+
+
+def _check_outputs(output: Path | None, inputs: dict) -> None:
+    """Refuse an --output (or its partial/progress file) that is one of the inputs, before writing anything."""
+    outputs = {"--output": output}
+    if output is not None and not is_stdio(output):
+        real = Path(os.path.realpath(output))
+        outputs["the partial file of --output"] = partial_path(real)
+        outputs["the progress file of --output"] = sidecar_path(real)
+    check_not_inputs(outputs, inputs)
 
 
 @app.command("plan")
@@ -202,6 +245,8 @@ def plan_command(
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
     """
+    _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": schema,
+                            "graph": graph})
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
@@ -219,7 +264,7 @@ def plan_command(
         loaded_graph, _ = load_graph(graph, training, data=data, model=model)
     source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
                            drop_missing=drop_missing)
-    inputs = {"data": data, "model": model, "applicants": applicants, "schema": schema,
+    inputs = {"data": data, "model": model, "applicants": source.read_path, "schema": schema,
               "graph": None if graph is None else Path(graph) / "manifest.json"}
 
     def fingerprint() -> dict:

@@ -16,6 +16,7 @@ from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
 from ..exceptions import InputError
 from ..model import load_model
+from ..outputs import check_artifact_folder, check_not_inputs, resolve_output, spool_input
 from ..planning import (
     PlanSettings,
     SelectionOutcome,
@@ -98,6 +99,12 @@ def select_command(
     With --graph DIR the prototypes are chosen among the favourable rows each applicant reaches on the graph
     (interpolate the artifact with --scheme graph --graph DIR); --method face needs it.
     """
+    check_not_inputs({"--out": out}, {"data": data, "model": model, "applicants": applicants, "schema": schema,
+                                      "graph": graph, "--reuse-eigen": reuse_eigen})
+    check_artifact_folder(out)
+    spooled = spool_input(applicants)              # '-' or a pipe: read once, hashed and read from the copy
+    if spooled is not None:
+        applicants = spooled.path
     thetas = _parse_thetas(theta)
     settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
                             scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
@@ -212,6 +219,11 @@ def interpolate_command(
     Graph example: frpd interpolate --selection sel/ --model sample_data/model.pkl --scheme graph --graph graph/
     --out plans/
     """
+    check_not_inputs({"--out": out, "--output": output}, {"selection": selection, "model": model, "graph": graph,
+                                                          "data": data, "schema": schema})
+    check_artifact_folder(out)
+    if output is not None:
+        resolve_output(output)
     if scheme not in ("linear", "graph"):
         raise InputError(f"The 'scheme' option must be linear or graph. Got {scheme!r} instead.")
     if scheme == "graph" and graph is None:
