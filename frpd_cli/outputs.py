@@ -298,7 +298,8 @@ def check_not_inputs(outputs: Mapping[str, object], inputs: Mapping[str, object]
     ------
     InputError
         An output is an input (same inode or same real path), an output folder contains an input, an output
-        lies inside an input folder, or two outputs are the same path. Nothing has been opened for writing.
+        lies inside an input folder, or two outputs are the same path or one lies inside the other. Nothing
+        has been opened for writing.
     """
     checked = [(name, path) for name, path in outputs.items() if path is not None and not is_stdio(path)]
     seen: dict[str, str] = {}
@@ -310,6 +311,11 @@ def check_not_inputs(outputs: Mapping[str, object], inputs: Mapping[str, object]
         if out_real in seen:
             raise InputError(f"The outputs {seen[out_real]} and {out_name} are the same path '{out}'; give each "
                              "its own path.")
+        for other_real, other_name in seen.items():
+            if _inside(out_real, other_real) or _inside(other_real, out_real):
+                inner, outer = (out_name, other_name) if _inside(out_real, other_real) else (other_name, out_name)
+                raise InputError(f"The output {inner} is inside the output folder {outer}; put it outside "
+                                 "(frpd replaces that folder as a whole).")
         seen[out_real] = out_name
         for in_name, source in inputs.items():
             if source is None or is_stdio(source):

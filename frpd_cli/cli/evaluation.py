@@ -118,16 +118,16 @@ def evaluate_command(
     Example: frpd evaluate sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv --plans plans.jsonl
     """
+    for path in (output, plot):
+        if path is not None:
+            resolve_output(path)               # a folder or a missing folder is refused before the work
     check_not_inputs({"--output": output, "--plot": plot},
                      {"data": data, "model": model, "plans": plans, "applicants": applicants, "graph": graph,
                       "schema": schema})
     if manifold not in MANIFOLDS:
         raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
     fmt = resolve_format(fmt, output)
-    if output is not None:
-        resolve_output(output)                 # a folder or a missing folder is refused before the work
     if plot is not None:
-        resolve_output(plot)
         try:
             import matplotlib  # noqa: F401
         except ImportError:

@@ -146,11 +146,11 @@ def build_graph_command(
     if export is not None and export[0].lower() not in _EXPORT_FORMATS:
         raise InputError(f"The 'export' format must be one of {', '.join(_EXPORT_FORMATS)}. "
                          f"Got {export[0]!r} instead (use --export graphml FILE).")
+    if export is not None:
+        resolve_output(export[1])
     check_not_inputs({"--out": out, "--export": None if export is None else export[1]},
                      {"data": data, "model": model, "schema": schema})
     check_artifact_folder(out)
-    if export is not None:
-        resolve_output(export[1])
     if kde_bandwidth is not None and weight != "density":
         raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
     fmt_ = resolve_format(fmt, None)

@@ -177,6 +177,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
 def _check_outputs(output: Path | None, inputs: dict) -> None:
     """Refuse an --output (or its partial/progress file) that is one of the inputs, before writing anything."""
     outputs = {"--output": output}
+    if output is not None:
+        resolve_output(output)                          # a folder or a missing folder is refused first
     if output is not None and not is_stdio(output):
         real = Path(os.path.realpath(output))
         outputs["the partial file of --output"] = partial_path(real)
@@ -190,7 +192,8 @@ def plan_command(
     data: o.DataArg,
     model: o.ModelOpt,
     applicants: Annotated[Path, typer.Option("--applicants", help="CSV of applicants to plan for (feature "
-                                             "columns; an id column with --id-column).", show_default=False)],
+                                             "columns; an id column with --id-column); - reads stdin.",
+                                             show_default=False)],
     method: o.MethodOpt = "quad",
     k: o.KOpt = 3,
     theta: o.ThetaOpt = 0.9,
@@ -200,7 +203,9 @@ def plan_command(
     fmt: o.FormatOpt = None,
     output: o.OutputOpt = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run writing --output (csv or "
-                                         "jsonl); the result is byte-identical to an uninterrupted run.",
+                                         "jsonl); the result is byte-identical to an uninterrupted run. Safe to "
+                                         "pass every time: starts fresh when there is nothing to resume, does "
+                                         "nothing when the output is complete.",
                                          rich_help_panel="Output")] = False,
     jobs: o.JobsOpt = 1,
     backend: Annotated[str, typer.Option("--backend", help=f"Where chunks run: {', '.join(BACKENDS)} (loky: "

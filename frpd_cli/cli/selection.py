@@ -219,11 +219,11 @@ def interpolate_command(
     Graph example: frpd interpolate --selection sel/ --model sample_data/model.pkl --scheme graph --graph graph/
     --out plans/
     """
+    if output is not None:
+        resolve_output(output)
     check_not_inputs({"--out": out, "--output": output}, {"selection": selection, "model": model, "graph": graph,
                                                           "data": data, "schema": schema})
     check_artifact_folder(out)
-    if output is not None:
-        resolve_output(output)
     if scheme not in ("linear", "graph"):
         raise InputError(f"The 'scheme' option must be linear or graph. Got {scheme!r} instead.")
     if scheme == "graph" and graph is None:
