@@ -31,6 +31,7 @@ written.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 from contextlib import ExitStack
@@ -85,6 +86,22 @@ class _HashingText:
             raise output_error(self._shown, exc) from None
 
 
+class _Prefix(io.RawIOBase):
+    """The first ``size`` bytes of a binary file, as a readable raw stream."""
+
+    def __init__(self, raw, size: int):
+        self._raw = raw
+        self._left = size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        n = self._raw.readinto(memoryview(buffer)[: min(len(buffer), self._left)]) if self._left else 0
+        self._left -= n or 0
+        return n or 0
+
+
 class ResumableOutput:
     """A text output file written in checkpointed chunks into ``F.partial``, renamed to ``F`` on success.
 
@@ -98,8 +115,9 @@ class ResumableOutput:
     resume : bool, default=False
         Continue an interrupted run; keep the partial and progress files if this run fails too.
     count_records : callable, optional
-        ``count_records(prefix: bytes) -> int``: how many applicants the bytes of a partial file hold.
-        When given, a resume whose progress file claims another count is refused.
+        ``count_records(stream) -> int``: how many applicants a binary stream of the kept prefix of the
+        partial file holds (read it in blocks: memory stays bounded). When given, a resume whose progress
+        file claims another count is refused.
 
     Attributes
     ----------
@@ -215,7 +233,6 @@ class ResumableOutput:
         if done < 0 or offset < 0 or self.partial.stat().st_size < offset:
             raise InputError(f"Cannot resume '{self.path}': the partial file '{self.partial.name}' is shorter than "
                              f"its progress file says ({offset} bytes expected). {redo}")
-        prefix = bytearray() if self._count is not None else None
         with open(self.partial, "rb") as handle:
             left = offset
             while left:
@@ -223,14 +240,13 @@ class ResumableOutput:
                 if not block:
                     break
                 digest.update(block)
-                if prefix is not None:
-                    prefix += block
                 left -= len(block)
         if digest.hexdigest() != expected:
             raise InputError(f"Cannot resume '{self.path}': the first {offset} bytes of '{self.partial.name}' are "
                              f"not the ones the run wrote (their sha256 differs): the file was edited. {redo}")
-        if prefix is not None:
-            found = self._count(bytes(prefix))
+        if self._count is not None:
+            with open(self.partial, "rb", buffering=0) as raw:
+                found = self._count(io.BufferedReader(_Prefix(raw, offset), _CHUNK))
             if found != done:
                 raise InputError(f"Cannot resume '{self.path}': its progress file says {done} applicant(s) are "
                                  f"complete but '{self.partial.name}' holds {found}: the progress file was edited. "

@@ -16,9 +16,9 @@ FP = {"inputs": {"data": "abc"}, "format": "csv", "k": 3}
 CHUNKS = [["h\n"], ["a1\n", "a2\n"], ["b1\n"], ["c1\n", "c2\n", "c3\n"]]
 
 
-def _count(prefix: bytes) -> int:
+def _count(stream) -> int:
     """Records in a prefix of CHUNKS: one per chunk, i.e. chunks whose first line ends the prefix so far."""
-    lines = prefix.decode().splitlines()
+    lines = stream.read().decode().splitlines()
     ends = []
     total = 0
     for chunk in CHUNKS:

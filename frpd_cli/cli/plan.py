@@ -55,13 +55,14 @@ def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
     return f"{n} applicant(s): {'; '.join(parts)}; {seconds:.2f} s ({rate:.1f} applicants/s)."
 
 
-def _count_jsonl(prefix: bytes) -> int:
-    return prefix.count(b"\n")
+def _count_jsonl(stream) -> int:
+    """Applicants in a jsonl prefix: one line each."""
+    return sum(block.count(b"\n") for block in iter(lambda: stream.read(1 << 20), b""))
 
 
-def _count_csv(prefix: bytes) -> int:
+def _count_csv(stream) -> int:
     """Applicants in a csv prefix: rows of rank 1 (the first recourse) or without rank (no recourse)."""
-    rows = csv.reader(io.StringIO(prefix.decode("utf-8", errors="replace"), newline=""))
+    rows = csv.reader(io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline=""))
     header = next(rows, None)
     if header is None or "rank" not in header:
         return 0
