@@ -190,8 +190,7 @@ def resolve_output(path) -> OutputTarget:
     if is_stdio(path):
         return OutputTarget(Path(STDIO), "stdout")
     path = Path(path)
-    text = os.path.abspath(path) if not str(path).startswith("/") else str(path)
-    fd = _fd_alias(text)
+    fd = _fd_alias(os.path.abspath(path))
     if fd is not None:
         try:
             os.fstat(fd)
