@@ -575,3 +575,33 @@ def test_resume_after_sigterm_refuses_an_edited_prefix_and_is_idempotent(sample_
     again = runner.invoke(app, args)
     assert again.exit_code == 0 and "complete" in again.stderr and "planned" not in again.stderr
     assert out.read_bytes() == reference.read_bytes() and out.stat().st_mtime_ns == mtime
+
+
+def test_evaluate_and_export_into_fifos_keep_them_fifos(sample_paths, tmp_path):
+    """The commands that replaced /dev/null with a regular file: their outputs into FIFOs standing for devices."""
+    pytest.importorskip("matplotlib", reason="--plot needs the plot extra")
+    plans = tmp_path / "plans.jsonl"
+    made = runner.invoke(app, _plan(sample_paths, "--format", "jsonl", "--output", str(plans)))
+    assert made.exit_code == 0, made.stderr
+    evaluate = ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+                str(sample_paths["schema"]), "--plans", str(plans), "--format", "csv"]
+    plain = runner.invoke(app, evaluate)
+    assert plain.exit_code == 0, plain.stderr
+    fifos = {name: tmp_path / name for name in ("metrics", "plot", "graphml")}
+    for fifo in fifos.values():
+        os.mkfifo(fifo)
+    got: dict = {name: [] for name in fifos}
+    readers = [_read_fifo(fifos[name], got[name]) for name in fifos]
+    result = runner.invoke(app, [*evaluate, "--output", str(fifos["metrics"]), "--plot", str(fifos["plot"])])
+    assert result.exit_code == 0, result.stderr
+    built = runner.invoke(app, ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                "--schema", str(sample_paths["schema"]), "--out", str(tmp_path / "graph"),
+                                "--export", "graphml", str(fifos["graphml"])])
+    assert built.exit_code == 0, built.stderr
+    for reader in readers:
+        reader.join(30)
+    assert got["metrics"] == [plain.stdout.encode()]
+    assert got["plot"][0].startswith(b"\x89PNG")
+    assert got["graphml"][0].startswith(b"<?xml") and b"<graphml" in got["graphml"][0]
+    assert all(stat.S_ISFIFO(os.stat(f).st_mode) for f in fifos.values())
+    assert _others(tmp_path, "plans.jsonl", "graph", *fifos) == []
