@@ -134,6 +134,18 @@ def test_missing_folder_refused(tmp_path):
         resolve_output(tmp_path / "nowhere" / "out.csv")
 
 
+def test_read_only_folder_is_one_clear_error(tmp_path, monkeypatch):
+    # the tests may run as root, for whom every folder is writable: stand for a read-only one
+    real_access = os.access
+    monkeypatch.setattr(outputs.os, "access",
+                        lambda path, mode: False if Path(path) == tmp_path and mode & os.W_OK else real_access(path, mode))
+    with pytest.raises(InputError, match=r"the folder '.*' is not writable .* Choose another folder"):
+        resolve_output(tmp_path / "out.csv")
+    with pytest.raises(InputError, match="is not writable"):
+        outputs.check_artifact_folder(tmp_path / "graph")
+    assert _others(tmp_path) == []
+
+
 def test_symlink_to_a_regular_file_is_written_through(tmp_path):
     target = tmp_path / "real.csv"
     target.write_text("old\n")
