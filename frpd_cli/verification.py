@@ -312,23 +312,23 @@ def check_selection(encoder: Encoder, applicants: pd.DataFrame, prototypes: pd.D
             raise _artifact_error(artifact, "prototypes.csv", line, f"names the unknown applicant {a!r}", hint)
         rank, row = _number(rec["rank"]), _number(rec["row"])
         if rank is None or not rank.is_integer() or not 1 <= rank <= k:
-            raise _artifact_error(artifact, "prototypes.csv", line, f"has rank {rec['rank']!r}, not in 1..{k}", hint)
+            raise _artifact_error(artifact, "prototypes.csv", line, f"has rank {_shown(rec['rank'])}, not in 1..{k}", hint)
         key = (a, _number(rec["theta"]), rank)
         if key[1] not in known_thetas or key in ranks:
             raise _artifact_error(artifact, "prototypes.csv", line, f"repeats rank {int(rank)} of applicant {a!r} or "
-                                  f"has a theta ({rec['theta']!r}) the selection was not made with", hint)
+                                  f"has a theta ({_shown(rec['theta'])}) the selection was not made with", hint)
         ranks.add(key)
         if row is None or not row.is_integer() or row < 0 or (n_train is not None and row >= n_train):
             bound = f" [0, {n_train})" if n_train is not None else " >= 0"
-            raise _artifact_error(artifact, "prototypes.csv", line, f"names the training row {rec['row']!r}, not "
+            raise _artifact_error(artifact, "prototypes.csv", line, f"names the training row {_shown(rec['row'])}, not "
                                   f"a row number in{bound}", hint)
         if training is not None and not proj:
             stored = training.iloc[int(row)]
             for f in encoder.schema.features:
                 if not _same(f, rec[f.name], stored[f.name]):
                     raise _artifact_error(artifact, "prototypes.csv", line, f"claims training row {int(row)} but "
-                                          f"its '{f.name}' is {rec[f.name]!r} where the training data has "
-                                          f"{stored[f.name]!r}", hint)
+                                          f"its '{f.name}' is {_shown(rec[f.name])} where the training data "
+                                          f"has {_shown(stored[f.name])}", hint)
         rows.append({n: rec[n] for n in names})
         origins.append(origin_rows[position[a]])
         lines.append(line)
@@ -336,6 +336,14 @@ def check_selection(encoder: Encoder, applicants: pd.DataFrame, prototypes: pd.D
         line = lines[v.position]
         raise _artifact_error(artifact, "prototypes.csv", line, f"(applicant {str(ok.loc[line, 'applicant'])!r}) "
                               f"breaks the rule \"{v.rule}\": {v.detail}", hint)
+
+
+def _shown(value) -> str:
+    """A table cell as a message shows it: whole numbers without '.0', text quoted."""
+    number = _number(value)
+    if number is not None and math.isfinite(number):
+        return str(int(number)) if number.is_integer() else repr(number)
+    return repr(value)
 
 
 def _same(f: Feature, a, b) -> bool:
@@ -396,7 +404,7 @@ def check_eigen(arrays: dict, *, n_applicants: int, n_rows: int, artifact, hint:
                 raise fail(f"array '{part}_{i}' has dtype {a.dtype}, expected floats")
             bad = np.flatnonzero(~np.isfinite(a.reshape(-1)))
             if bad.size:
-                raise fail(f"array '{part}_{i}' holds {a.reshape(-1)[bad[0]]!r} at flat position {int(bad[0])} "
+                raise fail(f"array '{part}_{i}' holds {float(a.reshape(-1)[bad[0]])!r} at flat position {int(bad[0])} "
                            f"(applicant index {i}): eigenpairs must be finite")
         if values.ndim != 1 or vectors.ndim != 2 or vectors.shape[1] != values.shape[0]:
             raise fail(f"arrays 'values_{i}' {values.shape} and 'vectors_{i}' {vectors.shape} do not have the shapes "
