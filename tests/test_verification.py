@@ -453,3 +453,35 @@ def test_graph_probabilities_checked(sample_paths, graph_dir, value, words):
     result = _graph_plan(sample_paths, graph_dir)
     assert result.exit_code == 1 and result.stdout == ""
     assert words in result.stderr
+
+
+# ---------------------------------------------------------------------------- the numpy screen
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import frpd_cli.verification as verification  # noqa: E402
+
+_VALUES = st.one_of(st.integers(-3, 3), st.sampled_from([0.5, -1.5, 2.0, math.nan, math.inf, -math.inf]),
+                    st.sampled_from(["2", "x", None, True]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_VALUES, _VALUES, _VALUES, _VALUES), min_size=1, max_size=6))
+def test_numpy_screen_finds_exactly_what_the_row_rules_find(pairs):
+    """The screen narrows the rows the exact rules look at; it must never hide a violation."""
+    frame = pd.DataFrame({"n": [0, 1, 3], "i": [0, 2, 4], "c": ["a", "b", "a"], "y": [0, 1, 1]})
+    spec = SchemaSpec(target="y", favorable=1, integer=("i",), continuous=("n",), immutable=("n",),
+                      increasing=("i",))
+    encoder = fit_encoder(infer_schema(frame, spec), frame)
+    rows = [{"n": a, "i": b, "c": "a"} for a, b, _, _ in pairs]
+    origins = [{"n": c, "i": d, "c": "a"} for _, _, c, d in pairs]
+    screened = verification._rule_violations(encoder, rows, origins)
+    original = verification._suspects
+    try:
+        verification._suspects = lambda f, rows, origins: range(len(rows))
+        exact = verification._rule_violations(encoder, rows, origins)
+    finally:
+        verification._suspects = original
+    assert screened == exact
