@@ -330,20 +330,27 @@ def check_selection(encoder: Encoder, applicants: pd.DataFrame, prototypes: pd.D
         raise _artifact_error(artifact, "applicants.csv", v.position, f"breaks the rule \"{v.rule}\": {v.detail}",
                               hint)
     known_thetas = {float(t) for t in thetas}
-    seen = set()
+    seen, ok_keys, known_ids = set(), set(), set(ids)
     for r, rec in enumerate(status.to_dict("records")):
         a, theta = str(rec.get("applicant")), _number(rec.get("theta"))
-        if a not in set(ids) or theta not in known_thetas:
+        if a not in known_ids or theta not in known_thetas:
             raise _artifact_error(artifact, "status.csv", r, f"names applicant {a!r} at theta {rec.get('theta')!r}, "
                                   "not one of the selection's", hint)
         if rec.get("status") not in _SELECTION_STATUSES:
             raise _artifact_error(artifact, "status.csv", r, f"has the unknown status {rec.get('status')!r}", hint)
+        if (a, theta) in seen:
+            raise _artifact_error(artifact, "status.csv", r, f"repeats applicant {a!r} at theta {theta:g}", hint)
         seen.add((a, theta))
+        if rec.get("status") == "ok":
+            ok_keys.add((a, theta))
     missing = [(a, t) for a in ids for t in sorted(known_thetas) if (a, t) not in seen]
     if missing:
         raise _artifact_error(artifact, "status.csv", None, f"has no status for applicant {missing[0][0]!r} at theta "
                               f"{missing[0][1]:g}", hint)
-    ok = prototypes[prototypes["status"].astype(str) == "ok"]
+    # every row interpolate would use (those of an applicant and theta status.csv marks ok), and every row that
+    # claims to be a prototype
+    used = [(str(a), _number(t)) in ok_keys for a, t in zip(prototypes["applicant"], prototypes["theta"])]
+    ok = prototypes[np.asarray(used, dtype=bool) | (prototypes["status"].astype(str) == "ok").to_numpy()]
     position = {a: i for i, a in enumerate(ids)}
     rows, origins, lines, ranks = [], [], [], set()
     n_train = None if training is None else len(training)
@@ -354,6 +361,9 @@ def check_selection(encoder: Encoder, applicants: pd.DataFrame, prototypes: pd.D
         a = str(rec["applicant"])
         if a not in position:
             raise _artifact_error(artifact, "prototypes.csv", line, f"names the unknown applicant {a!r}", hint)
+        if str(rec["status"]) != "ok" or (a, _number(rec["theta"])) not in ok_keys:
+            raise _artifact_error(artifact, "prototypes.csv", line, f"has status {str(rec['status'])!r} for applicant "
+                                  f"{a!r} at theta {_shown(rec['theta'])}, where status.csv says otherwise", hint)
         rank, row = _number(rec["rank"]), _number(rec["row"])
         if rank is None or not rank.is_integer() or not 1 <= rank <= k:
             raise _artifact_error(artifact, "prototypes.csv", line, f"has rank {_shown(rec['rank'])}, not in 1..{k}", hint)

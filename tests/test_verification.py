@@ -485,3 +485,25 @@ def test_numpy_screen_finds_exactly_what_the_row_rules_find(pairs):
     finally:
         verification._suspects = original
     assert screened == exact
+
+
+def test_prototype_hidden_behind_another_status_still_checked(sel, sample_paths, tmp_path):
+    """interpolate takes an ok applicant's rows whatever their own status column says: so do the checks."""
+    frame = pd.read_csv(sel / "prototypes.csv", dtype=str, keep_default_na=False)
+    line = int(np.flatnonzero(frame["status"] == "ok")[0])
+    frame.loc[line, "status"] = "infeasible"
+    frame.to_csv(sel / "prototypes.csv", index=False, lineterminator="\n")
+    _rehash(sel, "prototypes.csv")
+    result = _interpolate(sel, sample_paths, tmp_path / "plans")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"prototypes.csv data row {line + 1} has status 'infeasible' for applicant" in result.stderr
+
+
+def test_duplicated_status_row_refused(sel, sample_paths, tmp_path):
+    text = (sel / "status.csv").read_text()
+    lines = text.splitlines(keepends=True)
+    (sel / "status.csv").write_text(text + lines[1])
+    _rehash(sel, "status.csv")
+    result = _interpolate(sel, sample_paths, tmp_path / "plans")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert f"status.csv data row {len(lines)} repeats applicant" in result.stderr
