@@ -15,7 +15,12 @@ An artifact is what one command leaves for the next (``build-graph`` -> graph,
 frpd never pickles its own objects. Reading checks the kind, the schema version, the
 sha256 of every payload (corruption) and of every input named by the caller (staleness).
 Payload names are plain file names: a manifest can never make frpd read or write outside
-the artifact folder.
+the artifact folder. (What an artifact's contents claim is re-checked against the inputs
+by its reader: :mod:`frpd_cli.verification`, ``frpd_cli.cli.graph.load_graph``.)
+
+Writing replaces only an empty folder or an artifact of the same kind that holds nothing
+but its manifest and payloads, never one of the command's inputs; the new folder is built
+beside the old one and swapped in atomically.
 
 Determinism: the same inputs and seed give byte-identical payload files. ``manifest.json``
 is byte-identical too when ``SOURCE_DATE_EPOCH`` is set (it is used as ``created``).
