@@ -507,3 +507,21 @@ def test_duplicated_status_row_refused(sel, sample_paths, tmp_path):
     result = _interpolate(sel, sample_paths, tmp_path / "plans")
     assert result.exit_code == 1 and result.stdout == ""
     assert f"status.csv data row {len(lines)} repeats applicant" in result.stderr
+
+
+def test_failed_select_keeps_the_previous_selection(selection, sel, sample_paths, tmp_path):
+    """A run that fails (here: a damaged --reuse-eigen) leaves the artifact it would replace byte for byte."""
+    previous = tmp_path / "previous"
+    previous.mkdir()
+    for name, data in _tree(selection).items():
+        (previous / name).write_bytes(data)
+    before = _tree(previous)
+    with np.load(sel / "eigen.npz") as archive:
+        arrays = {k: archive[k] for k in archive.files}
+    key = sorted(k for k in arrays if k.startswith("vectors_"))[0]
+    arrays[key] = np.full_like(arrays[key], np.inf)
+    _rewrite_npz(sel, "eigen.npz", arrays)
+    listing = sorted(p.name for p in tmp_path.iterdir())
+    result = _reuse(sel, sample_paths, previous)
+    assert result.exit_code == 1 and "eigenpairs must be finite" in result.stderr
+    assert _tree(previous) == before and sorted(p.name for p in tmp_path.iterdir()) == listing
