@@ -525,3 +525,12 @@ def test_failed_select_keeps_the_previous_selection(selection, sel, sample_paths
     result = _reuse(sel, sample_paths, previous)
     assert result.exit_code == 1 and "eigenpairs must be finite" in result.stderr
     assert _tree(previous) == before and sorted(p.name for p in tmp_path.iterdir()) == listing
+
+
+def test_linear_interpolate_with_other_data_is_stale(sel, sample_paths, tmp_path):
+    other = tmp_path / "other.csv"
+    text = sample_paths["data"].read_text().splitlines(keepends=True)
+    other.write_text("".join(text[:-1]))  # one training row fewer: row numbers may no longer match
+    result = _interpolate(sel, sample_paths, tmp_path / "plans", "--data", str(other))
+    assert result.exit_code == 1 and result.stdout == ""
+    assert "is stale: its 'data' input" in result.stderr and not (tmp_path / "plans").exists()
