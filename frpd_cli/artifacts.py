@@ -15,7 +15,12 @@ An artifact is what one command leaves for the next (``build-graph`` -> graph,
 frpd never pickles its own objects. Reading checks the kind, the schema version, the
 sha256 of every payload (corruption) and of every input named by the caller (staleness).
 Payload names are plain file names: a manifest can never make frpd read or write outside
-the artifact folder.
+the artifact folder. (What an artifact's contents claim is re-checked against the inputs
+by its reader: :mod:`frpd_cli.verification`, ``frpd_cli.cli.graph.load_graph``.)
+
+Writing replaces only an empty folder or an artifact of the same kind that holds nothing
+but its manifest and payloads, never one of the command's inputs; the new folder is built
+beside the old one and swapped in atomically.
 
 Determinism: the same inputs and seed give byte-identical payload files. ``manifest.json``
 is byte-identical too when ``SOURCE_DATE_EPOCH`` is set (it is used as ``created``).
@@ -24,6 +29,7 @@ is byte-identical too when ``SOURCE_DATE_EPOCH`` is set (it is used as ``created
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import hashlib
 import io
 import json
@@ -125,14 +131,16 @@ def atomic_write_text(path, text: str) -> None:
 # ---------------------------------------------------------------------------- writing
 
 
-def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: dict) -> Path:
+def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: dict,
+                   protect=()) -> Path:
     """Write an artifact folder (payloads + ``manifest.json``) atomically.
 
     Parameters
     ----------
     out_dir : str or Path
-        The artifact folder. Its parent is created if needed. An existing frpd artifact
-        (or empty folder) there is replaced; any other existing path is refused.
+        The artifact folder. Its parent is created if needed. An empty folder, or an frpd
+        artifact of the same ``kind`` holding only the files its manifest lists, is replaced;
+        anything else there is refused (see Raises).
     kind : str
         What the artifact holds (``"graph"``, ``"selection"``, ``"plan"``).
     params : dict
@@ -145,6 +153,10 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
         File name to content, by suffix: ``.npz`` a mapping of str to ndarray (saved
         compressed, no object arrays); ``.csv`` a DataFrame (index not written) or str;
         ``.json`` a JSON-able dict/list or str; ``.txt`` a str.
+    protect : iterable of path, optional
+        Other paths the command reads but does not record (e.g. ``select --reuse-eigen DIR``).
+        Like every path of ``inputs``, none may be ``out_dir``, lie inside it, or be an
+        artifact folder holding it: replacing ``out_dir`` would destroy the command's own input.
 
     Returns
     -------
@@ -154,15 +166,21 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
     Raises
     ------
     ArtifactError
-        A payload name or content is invalid, or ``out_dir`` exists and is not an artifact.
+        A payload name or content is invalid; ``out_dir`` is (or holds, or lies inside) an input;
+        ``out_dir`` exists and is a file, a non-empty folder that is not an frpd artifact, an
+        artifact of another kind, or an artifact folder holding files its manifest does not list
+        (the message names them). Nothing is written or deleted then.
     InputError
         An input file does not exist, or ``SOURCE_DATE_EPOCH`` is not an integer.
 
     Notes
     -----
-    Everything is written into a temporary sibling folder first; then an existing artifact
-    is renamed away, the new folder renamed in, and the old one deleted. A failure at any
-    point leaves no partial folder behind (the old artifact stays in place).
+    Everything is written into a temporary sibling folder first, which is then swapped with
+    an existing artifact in one atomic exchange (``renameat2(RENAME_EXCHANGE)`` on Linux; where
+    the platform or file system lacks it, the old folder is renamed away, the new one renamed
+    in, and the old one put back if that fails); the old artifact is deleted last. A failure
+    or ``KeyboardInterrupt`` at any point leaves no temporary folder behind and the old
+    artifact in place.
     """
     out_dir = Path(out_dir)
     if not isinstance(kind, str) or not kind:
@@ -172,7 +190,8 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
     recorded_inputs = {name: _describe_input(name, p) for name, p in sorted(inputs.items())}
     created = _created()
     params_json = _to_json_value(params, where="params")
-    _check_destination(out_dir)
+    _check_not_an_input(out_dir, [*inputs.values(), *protect])
+    _check_destination(out_dir, kind)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
@@ -201,7 +220,32 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
     return out_dir
 
 
-def _check_destination(out_dir: Path) -> None:
+def _check_not_an_input(out_dir: Path, paths) -> None:
+    """Refuse an ``out_dir`` that is, holds, or sits inside an input of the command."""
+    target = Path(os.path.realpath(out_dir))
+    for given in paths:
+        real = Path(os.path.realpath(given))
+        if real == target or target in real.parents:
+            raise ArtifactError(
+                f"The output folder '{out_dir}' is (or holds) an input of this command ('{given}'); writing "
+                "the artifact there would delete it. Choose another --out."
+            )
+        folder = real if real.is_dir() else (real.parent if real.name == MANIFEST_NAME else None)
+        if folder is not None and folder in target.parents:
+            raise ArtifactError(
+                f"The output folder '{out_dir}' lies inside the input artifact '{folder}'; writing there would "
+                "alter that artifact. Choose an --out outside it."
+            )
+
+
+def _listing(folder: Path, names) -> str:
+    names = sorted(names)
+    shown = ", ".join(repr(n + ("/" if (folder / n).is_dir() else "")) for n in names[:5])
+    return shown + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+
+
+def _check_destination(out_dir: Path, kind: str) -> None:
+    """Refuse to replace anything but an empty folder or a clean artifact of the same kind."""
     if not out_dir.exists() and not out_dir.is_symlink():
         return
     if not out_dir.is_dir() or out_dir.is_symlink():
@@ -209,25 +253,66 @@ def _check_destination(out_dir: Path) -> None:
             f"The output path '{out_dir}' exists and is not an artifact folder; "
             "choose another --out or remove it."
         )
-    if not any(out_dir.iterdir()):
+    entries = os.listdir(out_dir)
+    if not entries:
         return
-    manifest = out_dir / MANIFEST_NAME
     try:
-        existing = json.loads(manifest.read_text(encoding="utf-8"))
-        is_ours = isinstance(existing, dict) and "frpd_version" in existing and "kind" in existing
+        existing = json.loads((out_dir / MANIFEST_NAME).read_text(encoding="utf-8"))
+        is_ours = (isinstance(existing, dict) and "frpd_version" in existing and "kind" in existing
+                   and isinstance(existing.get("payloads"), dict))
     except (OSError, ValueError):
         is_ours = False
     if not is_ours:
         raise ArtifactError(
-            f"The output folder '{out_dir}' exists and is not an frpd artifact; refusing to replace it. "
-            "Choose another --out or remove the folder."
+            f"The output folder '{out_dir}' exists and is not an frpd artifact (it holds "
+            f"{_listing(out_dir, entries)}); refusing to replace it. Choose another --out or remove the folder."
         )
+    if existing["kind"] != kind:
+        raise ArtifactError(
+            f"The output folder '{out_dir}' holds a {existing['kind']!r} artifact; this command writes a {kind!r} "
+            f"artifact and replaces only one of the same kind. Choose another --out, or remove '{out_dir}' "
+            "if you no longer need it."
+        )
+    foreign = set(entries) - {MANIFEST_NAME} - set(existing["payloads"])
+    if foreign:
+        raise ArtifactError(
+            f"The artifact folder '{out_dir}' holds {len(foreign)} file(s) frpd did not write: "
+            f"{_listing(out_dir, foreign)}; replacing the artifact would delete them. Move them out of the folder "
+            "or choose another --out."
+        )
+
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two existing paths (Linux ``renameat2``); False where that is unsupported."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    renameat2.restype = ctypes.c_int
+    if renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.EPERM):
+        return False
+    raise OSError(err, os.strerror(err), str(b))
 
 
 def _swap_in(new_dir: Path, out_dir: Path) -> None:
     if not out_dir.exists():
         os.rename(new_dir, out_dir)
         fsync_dir(out_dir.parent)
+        return
+    if _exchange(new_dir, out_dir):  # new_dir now holds the old artifact
+        fsync_dir(out_dir.parent)
+        shutil.rmtree(new_dir, ignore_errors=True)
         return
     old_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.old-"))
     os.rmdir(old_dir)  # only reserve a unique name
@@ -237,8 +322,10 @@ def _swap_in(new_dir: Path, out_dir: Path) -> None:
     except BaseException:
         os.rename(old_dir, out_dir)
         raise
-    fsync_dir(out_dir.parent)
-    shutil.rmtree(old_dir, ignore_errors=True)
+    try:
+        fsync_dir(out_dir.parent)
+    finally:
+        shutil.rmtree(old_dir, ignore_errors=True)
 
 
 def _payload_bytes(name: str, content) -> bytes:

@@ -747,11 +747,17 @@ def graph_from_arrays(arrays) -> Graph:
             f"Graph arrays are inconsistent: indptr must start at 0, not decrease and end at "
             f"len(indices) == len(data); got indptr[-1]={int(indptr[-1])}, {E} indices, {data.shape[0]} weights."
         )
-    if E and (indices.min() < 0 or indices.max() >= N):
-        raise ArtifactError(f"Graph array 'indices' holds node ids outside [0, {N}).")
-    if not np.all(np.isfinite(data)) or np.any(data <= 0):
-        raise ArtifactError("Graph array 'data' must hold finite positive edge weights.")
     rows = np.repeat(np.arange(N), np.diff(indptr))
+    outside = np.flatnonzero((indices < 0) | (indices >= N))
+    if outside.size:
+        e = int(outside[0])
+        raise ArtifactError(f"Graph array 'indices' holds node id {int(indices[e])} at position {e} (an edge of node "
+                            f"{int(rows[e])}), outside [0, {N}).")
+    bad = np.flatnonzero(~np.isfinite(data) | ~(data > 0))
+    if bad.size:
+        e = int(bad[0])
+        raise ArtifactError(f"Graph array 'data' must hold finite positive edge weights; it holds {float(data[e])!r} "
+                            f"at position {e} (edge {int(rows[e])} -> {int(indices[e])}).")
     if np.any((rows[1:] == rows[:-1]) & (indices[1:] <= indices[:-1])):
         raise ArtifactError("Graph array 'indices' must be strictly increasing within each row.")
     weight = str(scalar("weight", "U"))

@@ -41,6 +41,7 @@ from .interpolation import GraphReach, interpolate_linear
 from .plans import Plan, Recourse
 from .projection import candidate_mask
 from .sequential import graph_candidates, graph_infeasibility_reason, graph_plans, select_on_graph
+from .verification import verify_plans
 
 __all__ = [
     "PLAN_METHODS",
@@ -186,15 +187,17 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
 def _run_chunk(training, model, applicants, ids, settings, graph, invalid=None):
     """Plan one chunk; rows listed in ``invalid`` (local row -> reason) get status ``invalid-input``."""
     if not invalid:
-        return plan_chunk(training, model, normalise_types(training.encoder, applicants), ids, settings, graph)
+        return verify_plans(training.encoder, model, plan_chunk(training, model, normalise_types(
+            training.encoder, applicants), ids, settings, graph))
     keep = [i for i in range(len(applicants)) if i not in invalid]
     planned = iter(plan_chunk(training, model,
                               normalise_types(training.encoder, applicants.iloc[keep].reset_index(drop=True)),
                               [ids[i] for i in keep], settings, graph) if keep else [])
     names = list(training.schema.feature_names)
     rows = applicants.loc[:, names].to_dict("records")
-    return [Plan(ids[i], "invalid-input", invalid[i], settings.method, (), rows[i]) if i in invalid
-            else next(planned) for i in range(len(applicants))]
+    return verify_plans(training.encoder, model, [
+        Plan(ids[i], "invalid-input", invalid[i], settings.method, (), rows[i]) if i in invalid
+        else next(planned) for i in range(len(applicants))])
 
 
 def _check_graph(training: TrainingSet, settings: PlanSettings, graph) -> None:

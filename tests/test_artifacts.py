@@ -292,6 +292,7 @@ def test_failure_during_swap_restores_old_artifact(tmp_path, inputs, monkeypatch
             raise OSError("rename failed (simulated)")
         real_rename(src, dst)
 
+    monkeypatch.setattr(artifacts, "_exchange", lambda a, b: False)  # a platform without renameat2
     monkeypatch.setattr(artifacts.os, "rename", rename)
     with pytest.raises(OSError, match="simulated"):
         write_artifact(out, kind="graph", params={}, inputs={}, payloads={"new.txt": "new"})
@@ -300,19 +301,105 @@ def test_failure_during_swap_restores_old_artifact(tmp_path, inputs, monkeypatch
     assert (out / MANIFEST_NAME).read_bytes() == old_manifest
 
 
-def test_replacing_an_artifact(tmp_path, inputs):
+@pytest.mark.parametrize("exchange", [True, False], ids=["renameat2", "two-renames"])
+def test_replacing_an_artifact_of_the_same_kind(tmp_path, inputs, monkeypatch, exchange):
     out = _write(tmp_path / "g", inputs)
-    write_artifact(out, kind="plan", params={}, inputs={}, payloads={"only.txt": "x"})
+    if not exchange:
+        monkeypatch.setattr(artifacts, "_exchange", lambda a, b: False)
+    write_artifact(out, kind="graph", params={}, inputs={}, payloads={"only.txt": "x"})
     assert sorted(p.name for p in out.iterdir()) == [MANIFEST_NAME, "only.txt"]
-    assert read_artifact(out, kind="plan", command_hint=HINT).payload_names == ("only.txt",)
+    assert read_artifact(out, kind="graph", command_hint=HINT).payload_names == ("only.txt",)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["g", "model.pkl", "train.csv"]
+
+
+def _tree(folder):
+    """Every file under ``folder`` with its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("other_kind", ["selection", "plan"])
+def test_artifact_of_another_kind_refused_and_kept(tmp_path, inputs, other_kind):
+    out = _write(tmp_path / "g", inputs)
+    before, listing = _tree(out), set(tmp_path.iterdir())
+    with pytest.raises(ArtifactError) as info:
+        write_artifact(out, kind=other_kind, params={}, inputs={}, payloads={"only.txt": "x"})
+    message = str(info.value)
+    assert f"holds a 'graph' artifact; this command writes a {other_kind!r} artifact" in message
+    assert "Choose another --out" in message
+    assert _tree(out) == before and set(tmp_path.iterdir()) == listing  # byte-identical, no temp folder
+
+
+def test_user_file_inside_an_artifact_refused_and_kept(tmp_path, inputs):
+    out = _write(tmp_path / "g", inputs)
+    (out / "my_notes.txt").write_text("mine")
+    (out / "figures").mkdir()
+    (out / "figures" / "f.png").write_bytes(b"png")
+    before, listing = _tree(out), set(tmp_path.iterdir())
+    with pytest.raises(ArtifactError) as info:
+        _write(out, inputs)
+    message = str(info.value)
+    assert "holds 2 file(s) frpd did not write: 'figures/', 'my_notes.txt'" in message
+    assert "Move them out" in message
+    assert _tree(out) == before and set(tmp_path.iterdir()) == listing
+
+
+def test_payload_missing_from_old_artifact_is_still_replaced(tmp_path, inputs):
+    out = _write(tmp_path / "g", inputs)
+    (out / "notes.txt").unlink()  # an incomplete artifact of the same kind: nothing of the user's in it
+    _write(out, inputs)
+    assert (out / "notes.txt").read_text() == "built for tests\n"
+
+
+def test_output_that_is_an_input_refused(tmp_path, inputs):
+    sel = write_artifact(tmp_path / "sel", kind="selection", params={}, inputs=inputs, payloads={"p.csv": "a\n1\n"})
+    before = _tree(sel)
+    for recorded, protect in [({"selection": sel / MANIFEST_NAME}, ()), ({"selection": sel}, ()),
+                              ({}, [sel])]:
+        with pytest.raises(ArtifactError, match="is \\(or holds\\) an input of this command"):
+            write_artifact(sel, kind="selection", params={}, inputs=recorded, payloads={}, protect=protect)
+    with pytest.raises(ArtifactError, match="lies inside the input artifact"):
+        write_artifact(sel / "plans", kind="plan", params={}, inputs={"selection": sel / MANIFEST_NAME},
+                       payloads={})
+    with pytest.raises(ArtifactError, match="is \\(or holds\\) an input"):  # the data file's own folder
+        write_artifact(tmp_path, kind="graph", params={}, inputs=inputs, payloads={})
+    assert _tree(sel) == before and sorted(p.name for p in tmp_path.iterdir()) == ["model.pkl", "sel", "train.csv"]
+
+
+def test_failed_build_keeps_the_old_artifact(tmp_path, inputs, monkeypatch):
+    out = _write(tmp_path / "g", inputs)
+    before, listing = _tree(out), set(tmp_path.iterdir())
+
+    def failing(name, arrays):
+        raise ArtifactError("a payload cannot be written (simulated)")
+
+    monkeypatch.setattr(artifacts, "_npz_bytes", failing)
+    with pytest.raises(ArtifactError, match="simulated"):
+        _write(out, inputs)
+    assert _tree(out) == before and set(tmp_path.iterdir()) == listing
+
+
+@pytest.mark.parametrize("where", ["_write_file", "_exchange", "fsync_dir"])
+def test_keyboard_interrupt_leaves_no_temp_folder(tmp_path, inputs, monkeypatch, where):
+    out = _write(tmp_path / "g", inputs)
+    before, listing = _tree(out), set(tmp_path.iterdir())
+    real = getattr(artifacts, where)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(artifacts, where, interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_artifact(out, kind="graph", params={}, inputs={}, payloads={"new.txt": "new"})
+    monkeypatch.setattr(artifacts, where, real)
+    assert set(tmp_path.iterdir()) == listing
+    assert _tree(out) == before
 
 
 def test_refuses_to_replace_a_non_artifact_folder(tmp_path):
     precious = tmp_path / "home"
     precious.mkdir()
     (precious / "thesis.tex").write_text("years of work")
-    with pytest.raises(ArtifactError, match="not an frpd artifact; refusing to replace it"):
+    with pytest.raises(ArtifactError, match="not an frpd artifact \\(it holds 'thesis.tex'\\); refusing to replace"):
         write_artifact(precious, kind="graph", params={}, inputs={}, payloads={})
     assert (precious / "thesis.tex").read_text() == "years of work"
     file = tmp_path / "file"

@@ -12,7 +12,8 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..artifacts import read_artifact, write_artifact
-from ..exceptions import InputError, StaleArtifactError
+from ..constraints import actionable_pairs
+from ..exceptions import ArtifactError, InputError, StaleArtifactError
 from ..graph import build_graph, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
 from ..outputs import check_artifact_folder, check_not_inputs, output_path, resolve_output
 from . import _options as o
@@ -20,7 +21,7 @@ from ._errors import echo_err, handle_errors
 from ._output import open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
 
-__all__ = ["build_graph_command", "load_graph", "GRAPH_KIND", "GRAPH_HINT"]
+__all__ = ["build_graph_command", "load_graph", "check_graph_payload", "GRAPH_KIND", "GRAPH_HINT"]
 
 GRAPH_KIND = "graph"
 GRAPH_HINT = "frpd build-graph DATA --model MODEL --out DIR"
@@ -66,6 +67,8 @@ def load_graph(graph_dir: Path, training, *, data: Path, model: Path):
     StaleArtifactError
         The graph was built from another data file, another model, or another schema (the message
         names which).
+    ArtifactError
+        ``graph.npz`` fails its load checks (see :func:`check_graph_payload`).
     """
     artifact = read_artifact(graph_dir, kind=GRAPH_KIND, inputs={"data": data, "model": model},
                              command_hint=GRAPH_HINT)
@@ -75,13 +78,69 @@ def load_graph(graph_dir: Path, training, *, data: Path, model: Path):
             f"The graph artifact '{graph_dir}' was built with another schema: {difference}. Rebuild it with the "
             f"same schema flags: {GRAPH_HINT}"
         )
-    graph = graph_from_arrays(artifact.load_npz("graph.npz"))
+    arrays = artifact.load_npz("graph.npz")
+    try:
+        graph = graph_from_arrays(arrays)
+    except ArtifactError as exc:
+        raise ArtifactError(f"The graph artifact '{graph_dir}' fails its load checks: graph.npz: {exc} "
+                            f"Re-run: {GRAPH_HINT}") from None
     if graph.n_nodes != training.n_rows:
         raise StaleArtifactError(
             f"The graph artifact '{graph_dir}' has {graph.n_nodes} nodes but '{data}' has {training.n_rows} rows. "
             f"Re-run: {GRAPH_HINT}"
         )
+    check_graph_payload(graph, arrays, training, graph_dir=graph_dir, threshold=artifact.params.get("threshold"))
     return graph, artifact
+
+
+def check_graph_payload(graph, arrays: dict, training, *, graph_dir, threshold=None) -> None:
+    """Re-check a loaded graph against the training data it claims to be built from.
+
+    Every edge must be actionable between the rows it joins (immutable features equal, monotone
+    features moving their allowed way), and the stored probabilities (when present) must be finite,
+    in [0, 1] and the model's own for each row; the favourable flags must agree with them at the
+    ``threshold`` the graph was built with.
+
+    Raises
+    ------
+    ArtifactError
+        Naming the artifact, ``graph.npz``, the edge or node and the broken rule.
+    """
+    def fail(problem: str) -> ArtifactError:
+        return ArtifactError(f"The graph artifact '{graph_dir}' fails its load checks: graph.npz {problem}. It was "
+                             f"edited or damaged after it was built. Re-run: {GRAPH_HINT}")
+
+    A = graph.adjacency
+    src = np.repeat(np.arange(graph.n_nodes), np.diff(A.indptr))
+    broken = np.flatnonzero(~actionable_pairs(training.codes, src, A.indices))
+    if broken.size:
+        e = int(broken[0])
+        raise fail(f"holds the edge {int(src[e])} -> {int(A.indices[e])}, which changes an immutable feature or moves "
+                   "a monotone feature the wrong way")
+    n = training.n_rows
+    if "probability" in arrays:
+        stored = np.asarray(arrays["probability"])
+        if stored.shape != (n,) or stored.dtype.kind != "f":
+            raise fail(f"array 'probability' is {stored.dtype} {stored.shape}; expected {n} floats")
+        bad = np.flatnonzero(~np.isfinite(stored) | (stored < 0) | (stored > 1))
+        if bad.size:
+            raise fail(f"array 'probability' holds {float(stored[bad[0]])!r} for node {int(bad[0])}; probabilities "
+                       "must be finite and in [0, 1]")
+        off = np.flatnonzero(np.abs(stored - training.probability) > 1e-9)
+        if off.size:
+            r = int(off[0])
+            raise fail(f"array 'probability' gives node {r} probability {float(stored[r]):.6g}, but the model gives "
+                       f"{float(training.probability[r]):.6g} for that training row")
+    if "favorable" in arrays:
+        flags = np.asarray(arrays["favorable"])
+        if flags.shape != (n,) or flags.dtype.kind != "b":
+            raise fail(f"array 'favorable' is {flags.dtype} {flags.shape}; expected {n} booleans")
+        if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
+            off = np.flatnonzero(flags != (training.probability >= threshold))
+            if off.size:
+                r = int(off[0])
+                raise fail(f"array 'favorable' marks node {r} {'favourable' if flags[r] else 'unfavourable'}, unlike "
+                           f"its probability {float(training.probability[r]):.6g} at the graph's threshold {threshold:g}")
 
 
 def _write_graphml(graph, training, path: Path) -> None:

@@ -25,6 +25,7 @@ from ..planning import (
     select_applicants,
 )
 from ..plans import plan_record
+from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
@@ -124,6 +125,8 @@ def select_command(
         if "eigen.npz" not in previous.payload_names:
             raise InputError(f"The selection '{reuse_eigen}' has no eigendecompositions; make it with --save-eigen.")
         stored = previous.load_npz("eigen.npz")
+        check_eigen(stored, n_applicants=len(raw), n_rows=training.n_rows, artifact=reuse_eigen,
+                    hint="frpd select DATA --model MODEL --applicants CSV --out DIR --save-eigen")
 
     start = time.perf_counter()
     console = stderr_console()
@@ -153,7 +156,8 @@ def select_command(
     inputs = {"data": data, "model": model, "applicants": applicants}
     if graph is not None:
         inputs["graph"] = graph
-    write_artifact(out, kind=SELECTION_KIND, params=params, inputs=inputs, payloads=payloads)
+    write_artifact(out, kind=SELECTION_KIND, params=params, inputs=inputs, payloads=payloads,
+                   protect=[] if reuse_eigen is None else [reuse_eigen])
     if stored is not None:
         echo_err(f"Reused {table.n_reused} stored eigendecomposition(s) of '{reuse_eigen}'.")
     counts = pd.Series([r["status"] for r in status_rows]).value_counts().to_dict()
@@ -193,9 +197,10 @@ def interpolate_command(
     endpoint: Annotated[Optional[str], typer.Option("--endpoint", help="Graph scheme: prototype or first-favorable "
                                                     "[default: the selection's].",
                                                     rich_help_panel="Graph (sequential recourse)")] = None,
-    data: Annotated[Optional[Path], typer.Option("--data", help="Graph scheme: the training CSV [default: the "
-                                                 "path recorded in the selection; its contents are checked].",
-                                                 rich_help_panel="Graph (sequential recourse)")] = None,
+    data: Annotated[Optional[Path], typer.Option("--data", help="The training CSV the selection was made from "
+                                                 "(its contents are checked): every prototype must be the training "
+                                                 "row it names. Graph scheme [default: the path recorded in the "
+                                                 "selection]; linear scheme: optional.")] = None,
     tol: Annotated[float, typer.Option("--tol",
                                        help="Interpolation tolerance, as a fraction of each segment.")] = 1e-3,
     threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
@@ -228,8 +233,8 @@ def interpolate_command(
         raise InputError(f"The 'scheme' option must be linear or graph. Got {scheme!r} instead.")
     if scheme == "graph" and graph is None:
         raise InputError("The graph scheme needs --graph DIR: the graph the selection was made on (select --graph).")
-    if scheme == "linear" and (graph is not None or endpoint is not None or data is not None):
-        raise InputError("The --graph, --endpoint and --data options need --scheme graph.")
+    if scheme == "linear" and (graph is not None or endpoint is not None):
+        raise InputError("The --graph and --endpoint options need --scheme graph.")
     hint = "frpd select DATA --model MODEL --applicants CSV --out DIR"
     artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model}, command_hint=hint)
     params = artifact.params
@@ -248,7 +253,11 @@ def interpolate_command(
     loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
                         threshold=params["threshold"] if threshold is None else threshold,
                         trusted_types=trust_type or None)
-    training = loaded_graph = settings = None
+    training = loaded_graph = settings = train_frame = None
+    if scheme == "linear" and data is not None:
+        artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "data": data},
+                                 command_hint=hint)
+        train_frame = read_training_frame(data).loc[:, names]
     if scheme == "graph":
         if data is None:
             data = Path(artifact.manifest["inputs"]["data"]["path"])
@@ -260,9 +269,12 @@ def interpolate_command(
         if endpoint is not None:
             fields["endpoint"] = endpoint
         settings = PlanSettings(**fields).validate()
+        train_frame = training.frame
     applicants = artifact.load_csv("applicants.csv", dtype={"applicant": str}, keep_default_na=False)
     prototypes = artifact.load_csv("prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
     status = artifact.load_csv("status.csv", dtype={"applicant": str}, keep_default_na=False)
+    check_selection(encoder, applicants, prototypes, status, thetas=params["thetas"], k=int(params["k"]),
+                    artifact=selection, hint=hint, training=train_frame)
     ids = applicants["applicant"].tolist()
     raw = _restore_types(applicants.loc[:, names], encoder)
     X0 = encoder.encode(raw, source="the selection's applicants")
@@ -302,6 +314,7 @@ def interpolate_command(
             continue
         all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
                                            k=int(params["k"]), tol=tol))
+    verify_plans(encoder, loaded, all_plans)
     seconds = time.perf_counter() - start
     jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
     plan_inputs = {"selection": Path(selection) / "manifest.json", "model": model}
