@@ -11,7 +11,7 @@ import pandas as pd
 from .constraints import ConstraintCodes
 from .data import read_csv
 from .encoding import Encoder, fit_encoder
-from .exceptions import InputError
+from .exceptions import InputError, ModelOutputError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
 __all__ = ["TrainingSet", "build_training_set", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
@@ -92,7 +92,11 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
     features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
     X = encoder.encode(features, source=source)
     codes = encoder.constraint_codes(features, source=source)
-    probability = np.asarray(model.favorable_probability(features), dtype=np.float64)
+    try:
+        probability = np.asarray(model.favorable_probability(features), dtype=np.float64)
+    except ModelOutputError as exc:
+        # the rows passed are the data rows in file order: name the row as the user sees it
+        raise exc.located(f"data row {exc.row + 1} (line {exc.row + 2}) of {source}") from None
     favorable = probability >= model.threshold
     target = frame[schema.target]
     labeled = (target == schema.favorable).to_numpy() | (target.astype(str) == str(schema.favorable)).to_numpy()
