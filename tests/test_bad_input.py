@@ -127,8 +127,59 @@ def test_out_of_range_options_are_usage_errors(sample_paths, tmp_path, option, v
     assert result.exit_code == 2 and result.stdout == "" and not output.exists()
 
 
-def test_bandwidth_must_be_positive(sample_paths, tmp_path):
-    _assert_error(*_run(sample_paths, tmp_path, "--bandwidth", "0"), "bandwidth", "> 0")
+@pytest.mark.parametrize("option,value,needle", [
+    ("--bandwidth", "0", "> 0"), ("--bandwidth", "-1", "> 0"), ("--bandwidth", "inf", "> 0"),
+    ("--bandwidth", "nan", "> 0"), ("--method", "foo", "quad-dp"), ("--format", "xml", "jsonl"),
+    ("--backend", "spark", "loky"), ("--theta", "2", "--theta"), ("--endpoint", "x", "first-favorable"),
+    ("--immutable-policy", "x", "project"), ("--candidates", "x", "labeled"), ("--tol", "0", "(0, 1)"),
+    ("--threshold", "1", "(0, 1)"), ("--threshold", "0", "(0, 1)"), ("--max-cost", "-2", "> 0"),
+    ("--encoding", "no-such-codec", "no-such-codec"), ("--chunk-size", "0", "--chunk-size"),
+])
+def test_invalid_option_values_are_usage_errors(sample_paths, tmp_path, option, value, needle):
+    result, output = _run(sample_paths, tmp_path, option, value)
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stdout == "" and not output.exists()
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+    assert f"Invalid value for '{option}" in result.stderr or f"Invalid value for '-k' / '{option}" in result.stderr
+    assert needle in " ".join(result.stderr.replace("│", " ").split()), result.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["build-graph", "--weight", "x"], ["build-graph", "--radius", "-1"], ["build-graph", "--max-step", "0"],
+    ["build-graph", "--kde-bandwidth", "nan"], ["build-graph", "--export", "xml", "g.xml"],
+    ["select", "--theta", "0.1,3"], ["select", "--theta", "a,b"], ["evaluate", "--manifold", "q"],
+    ["interpolate", "--scheme", "x"], ["interpolate", "--endpoint", "x"], ["interpolate", "--threshold", "2"],
+])
+def test_invalid_option_values_of_every_command_are_usage_errors(sample_paths, tmp_path, command):
+    name, *extra = command
+    common = ["--model", str(sample_paths["model"])]
+    if name == "interpolate":
+        args = [name, "--selection", str(tmp_path / "sel"), "--out", str(tmp_path / "o"), *common]
+    elif name == "evaluate":
+        args = [name, str(sample_paths["data"]), "--plans", str(tmp_path / "p.csv"), *common]
+    elif name == "select":
+        args = [name, str(sample_paths["data"]), "--applicants", str(sample_paths["applicants"]), "--out",
+                str(tmp_path / "o"), *common]
+    else:
+        args = [name, str(sample_paths["data"]), "--out", str(tmp_path / "o"), *common]
+    result = runner.invoke(app, [*args, *[str(tmp_path / e) if e.endswith(".xml") else e for e in extra]])
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert f"Invalid value for '{extra[0]}'" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o").exists() and result.stdout == ""
+
+
+def test_help_lists_the_choices():
+    result = runner.invoke(app, ["plan", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.stdout.replace("│", " ").split())
+    for choices in ("quad|quad-dp", "table|csv|json|jsonl", "loky|dask", "filter|project", "prototype|first-favorable"):
+        assert choices in text, choices
+
+
+def test_build_graph_weights_match_the_library():
+    from frpd_cli.cli._options import WEIGHTS
+    from frpd_cli.graph import _WEIGHTS
+
+    assert WEIGHTS == _WEIGHTS
 
 
 def test_model_file_that_is_not_a_model(sample_paths, tmp_path):
