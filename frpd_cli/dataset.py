@@ -10,7 +10,7 @@ import pandas as pd
 
 from .constraints import ConstraintCodes
 from .data import read_csv
-from .encoding import Encoder, fit_encoder
+from .encoding import Encoder, check_magnitude, fit_encoder
 from .exceptions import InputError, ModelOutputError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
@@ -105,5 +105,17 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
 
 
 def read_training_frame(path, *, encoding: str = "utf-8") -> pd.DataFrame:
-    """Read the training CSV."""
-    return read_csv(path, encoding=encoding, what="data file")
+    """Read the training CSV; refuse infinite or overflowing numbers, naming their row and column.
+
+    Raises
+    ------
+    InputError
+        As :func:`frpd_cli.data.read_csv`, or a numeric column holds ``inf``/``-inf`` or a
+        value beyond :data:`frpd_cli.encoding.MAX_MAGNITUDE`.
+    """
+    frame = read_csv(path, encoding=encoding, what="data file")
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+            check_magnitude(column.to_numpy(dtype=np.float64), column, str(name), f"the data file '{path}'")
+    return frame

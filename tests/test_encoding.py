@@ -60,7 +60,7 @@ def test_unseen_category_named():
     enc, frame = _encoder()
     bad = frame.copy()
     bad.loc[2, "job"] = "pilot"
-    with pytest.raises(InputError, match="'pilot' in data row 3, a category never seen"):
+    with pytest.raises(InputError, match=r"'pilot' in data row 3 \(line 4\), a category never seen"):
         enc.encode(bad)
 
 
@@ -68,7 +68,7 @@ def test_text_in_numeric_column_named():
     enc, frame = _encoder()
     bad = frame.astype({"amount": object})
     bad.loc[1, "amount"] = "lots"
-    with pytest.raises(InputError, match="must be numeric, but data row 2 holds 'lots'"):
+    with pytest.raises(InputError, match=r"must be numeric, but data row 2 \(line 3\) holds 'lots'"):
         enc.encode(bad)
 
 

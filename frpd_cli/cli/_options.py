@@ -252,8 +252,9 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8"):
     """Read and validate a whole applicants file; return the raw feature rows and the applicant ids.
 
-    Ids are the id column's values, or 0-based row numbers without one. Columns that are neither
-    features nor the id column are ignored with a warning.
+    Ids are the id column's values (verbatim strings; unique, see ``ApplicantFile.scan``), or 0-based
+    row numbers without one. Columns that are neither features nor the id column are ignored with a
+    warning.
     """
     source = ApplicantFile(path, training.encoder, id_column=id_column, encoding=encoding)
     scan = source.scan()
@@ -262,13 +263,4 @@ def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *,
     chunks = list(source.chunks(max(scan.n_rows, 1)))
     frame = pd.concat([c.frame for c in chunks], ignore_index=True)
     ids = [a for c in chunks for a in c.ids]
-    if len(set(ids)) != len(ids):
-        seen: dict = {}
-        for row, a in enumerate(ids):
-            seen.setdefault(a, []).append(row + 1)
-        a, rows = next((a, rows) for a, rows in seen.items() if len(rows) > 1)
-        raise InputError(
-            f"Applicant id {a!r} appears {len(rows)} times in '{path}' (data rows {', '.join(map(str, rows[:5]))}); "
-            f"ids must be unique here. Pass --id-column with a column of unique values."
-        )
     return normalise_types(training.encoder, frame), ids
