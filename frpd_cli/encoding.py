@@ -29,8 +29,8 @@ _MAX_DECIMALS = 10
 MAX_MAGNITUDE = 1e150
 #: Encoded values up to this size cannot make a squared distance overflow (checked exactly above it).
 _SAFE_ENCODED = 1e100
-#: Integers beyond 2**53 are not exact in float64 (and 1e308 does not fit in int64).
-_MAX_EXACT_INTEGER = float(2**53)
+#: Integer features are decoded to int64: their magnitude must stay below 2**63.
+_MAX_INTEGER = float(2**63)
 
 
 @dataclass(frozen=True)
@@ -366,12 +366,12 @@ def _shown(value) -> str:
 
 
 def _check_whole(array: np.ndarray, values: pd.Series, name: str, source: str) -> None:
-    """An integer feature holds whole numbers within float64's exact range."""
-    bad = np.flatnonzero((array != np.round(array)) | (np.abs(array) > _MAX_EXACT_INTEGER))
+    """An integer feature holds whole numbers that fit in int64."""
+    bad = np.flatnonzero((array != np.round(array)) | (np.abs(array) >= _MAX_INTEGER))
     if bad.size:
         r = int(bad[0])
         what = "a whole number" if array[r] == np.round(array[r]) else None
-        problem = (f"a whole number of at most {_MAX_EXACT_INTEGER:.0f} in magnitude" if what
+        problem = (f"a whole number below 2**63 in magnitude (it becomes a 64-bit integer)" if what
                    else "a whole number (the column is an integer feature)")
         raise InputError(
             f"Column '{name}' of {source} holds {_shown(values.iloc[r])} in {_where(values.index, r)}; expected {problem}. "
