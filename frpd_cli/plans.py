@@ -36,7 +36,7 @@ STATUSES = ("ok", "already-favorable", "infeasible", "invalid-input")
 _DIGITS = 6
 #: First characters that make a spreadsheet read a cell as a formula (or that it strips).
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def escape_csv_text(value):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 
 import pytest
 from hypothesis import given
@@ -25,10 +26,11 @@ def test_escape(value, expected):
 def test_unescape_inverts_escape(text):
     escaped = escape_csv_text(text)
     assert unescape_csv_text(escaped) == text
-    if text[:1] in ("=", "+", "@", "\t", "\r", "'"):
+    number = re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text) is not None
+    if text[:1] == "'" or (text[:1] in ("=", "+", "-", "@", "\t", "\r") and not number):
         assert escaped == "'" + text
-    if escaped[:1] in ("=", "+", "-", "@", "\t", "\r"):      # only plain numbers keep a sign in front
-        float(escaped)
+    else:
+        assert escaped == text
 
 
 def _plan(applicant, housing):
