@@ -637,3 +637,82 @@ def test_unforeseen_os_errors_are_not_unexpected(sample_paths, tmp_path, monkeyp
     result, output = _run(sample_paths, tmp_path)
     _assert_error(result, output, "'somewhere.tmp'", "No space left on device")
     assert "unexpected" not in result.stderr
+
+
+# ------------------------------------------------------------------ random bad files: refused cleanly or planned fully
+
+
+_BAD_CELLS = st.sampled_from(["abc", "inf", "-inf", "nan", "", "1e308", "-1e308", "35.7", "1e-300", "castle",
+                              "=1+2", "NA", "null", " ", '"', "0x10", "1,5", "1e200", "-0", "9" * 30, "\u00e9t\u00e9"])
+_MUTATIONS = st.one_of(
+    st.tuples(st.just("cell"), st.integers(0, 7), st.integers(0, 8), _BAD_CELLS),
+    st.tuples(st.just("drop-column"), st.integers(0, 8)),
+    st.tuples(st.just("duplicate-row"), st.integers(0, 7)),
+    st.tuples(st.just("extra-field"), st.integers(0, 7)),
+    st.tuples(st.just("truncate"), st.floats(0.0, 1.0)),
+    st.tuples(st.just("binary"), st.binary(min_size=1, max_size=64)),
+    st.tuples(st.just("empty")),
+    st.tuples(st.just("header-only")),
+)
+
+
+def _mutate(text: str, mutations) -> bytes:
+    lines = text.splitlines()
+    for mutation in mutations:
+        kind = mutation[0]
+        if not lines and kind not in ("binary",):
+            continue
+        if kind == "cell":
+            _, row, column, value = mutation
+            row = 1 + row % max(len(lines) - 1, 1)
+            if row < len(lines):
+                cells = lines[row].split(",")
+                cells[column % len(cells)] = value
+                lines[row] = ",".join(cells)
+        elif kind == "drop-column":
+            column = mutation[1] % len(lines[0].split(","))
+            lines = [",".join(c for j, c in enumerate(line.split(",")) if j != column) for line in lines]
+        elif kind == "duplicate-row" and len(lines) > 1:
+            lines.append(lines[1 + mutation[1] % (len(lines) - 1)])
+        elif kind == "extra-field" and len(lines) > 1:
+            row = 1 + mutation[1] % (len(lines) - 1)
+            lines[row] += ",surplus"
+        elif kind == "truncate":
+            joined = "\n".join(lines)
+            lines = joined[: int(len(joined) * mutation[1])].split("\n")
+        elif kind == "binary":
+            return mutation[1] + b"\x00" + "\n".join(lines).encode()
+        elif kind == "empty":
+            lines = []
+        elif kind == "header-only":
+            lines = lines[:1]
+    return ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.sampled_from(["data", "applicants"]), mutations=st.lists(_MUTATIONS, min_size=1, max_size=3))
+def test_random_bad_files_refused_cleanly_or_planned_fully(sample_paths, tmp_path, which, mutations):
+    from frpd_cli.plans import unescape_csv_text
+
+    base = {"data": "\n".join(sample_paths["data"].read_text().splitlines()[:401]),
+            "applicants": "\n".join(sample_paths["applicants"].read_text().splitlines()[:7])}
+    paths = {}
+    for name, text in base.items():
+        paths[name] = tmp_path / f"random-{name}.csv"
+        paths[name].write_bytes(_mutate(text, mutations) if name == which else (text + "\n").encode())
+    result = runner.invoke(app, ["plan", str(paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+                                 str(sample_paths["schema"]), "--applicants", str(paths["applicants"]),
+                                 "--format", "csv"])
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr, result.stderr
+    if result.exit_code == 0:
+        # the input was in fact valid: every applicant is in the output, in order, each with its rows
+        expected = pd.read_csv(paths["applicants"], dtype=str, keep_default_na=False)["applicant_id"].tolist()
+        rows = list(csv.DictReader(result.stdout.splitlines()))
+        assert rows and all(None not in row and row["status"] for row in rows)
+        assert list(dict.fromkeys(unescape_csv_text(row["applicant"]) for row in rows)) == expected
+    else:
+        assert result.exit_code == 1, (result.exit_code, result.stderr)
+        assert result.stdout == ""                       # refused before anything was written
+        errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+        others = [line for line in result.stderr.splitlines() if not line.startswith(("Error:", "Warning:"))]
+        assert len(errors) == 1 and others == [], result.stderr
