@@ -19,7 +19,6 @@ from ..evaluation import MANIFOLDS
 from ..interpolation import ENDPOINTS
 from ..projection import IMMUTABLE_POLICIES
 from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
-from ..exceptions import InputError
 from ..model import load_model
 from ..schema import SchemaSpec, infer_schema
 from ._errors import echo_err
