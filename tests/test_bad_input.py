@@ -716,3 +716,15 @@ def test_random_bad_files_refused_cleanly_or_planned_fully(sample_paths, tmp_pat
         errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
         others = [line for line in result.stderr.splitlines() if not line.startswith(("Error:", "Warning:"))]
         assert len(errors) == 1 and others == [], result.stderr
+
+
+def test_os_errors_without_a_file_name_the_failure(sample_paths, tmp_path, monkeypatch):
+    import frpd_cli.cli._options as options
+
+    def refused(*args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(options, "load_training", refused)
+    result, output = _run(sample_paths, tmp_path)
+    _assert_error(result, output, "ConnectionRefusedError", "Connection refused", "--scheduler")
+    assert "unexpected" not in result.stderr

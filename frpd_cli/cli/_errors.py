@@ -73,10 +73,13 @@ def handle_errors(func):
 
 
 def _os_error_message(exc: OSError) -> str:
-    """One sentence for an OSError: the path, what the system said, what to do."""
-    reason = exc.strerror or type(exc).__name__
-    name = f"'{exc.filename}'" if exc.filename is not None else "a file"
+    """One sentence for an OSError: the path (or connection), what the system said, what to do."""
+    if exc.filename is None:
+        # no file named: a connection (e.g. a Dask scheduler) or a stream
+        return (f"{type(exc).__name__}: {exc.strerror or exc}. Check the addresses given (--scheduler) and that "
+                "the inputs and outputs are reachable.")
+    name = f"'{exc.filename}'"
     if exc.filename2 is not None:
         name += f" (and '{exc.filename2}')"
-    return (f"Cannot use {name}: {reason}. Check that the path exists and is a regular file or folder you may read "
-            "(or write, for outputs), and that the disk has space.")
+    return (f"Cannot use {name}: {exc.strerror or type(exc).__name__}. Check that the path exists and is a regular "
+            "file or folder you may read (or write, for outputs), and that the disk has space.")
