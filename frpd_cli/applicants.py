@@ -10,6 +10,7 @@ by the chunk size whatever the file's length.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
@@ -22,7 +23,11 @@ from .encoding import Encoder
 from .exceptions import InputError
 from .outputs import spool_input
 
-__all__ = ["ApplicantChunk", "ApplicantScan", "ApplicantFile", "normalise_types"]
+__all__ = ["ApplicantChunk", "ApplicantScan", "ApplicantFile", "OutOfRangeWarning", "normalise_types"]
+
+
+class OutOfRangeWarning(UserWarning):
+    """Applicants hold numeric values outside the training range (the model is asked about them anyway)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -50,11 +55,23 @@ class ApplicantChunk:
 
 @dataclass(frozen=True)
 class ApplicantScan:
-    """What a validation pass learned about the file."""
+    """What a validation pass learned about the file.
+
+    Attributes
+    ----------
+    n_rows, n_invalid : int
+        Data rows, and rows to be reported as ``invalid-input``.
+    extra_columns : tuple of str
+        Columns that are neither features nor the id column.
+    out_of_range : dict
+        ``{feature: (count, first_data_row, value)}`` for numeric features with values
+        outside the training range (1-based data row of the first such value).
+    """
 
     n_rows: int
     n_invalid: int
     extra_columns: tuple
+    out_of_range: dict = field(default_factory=dict)
 
 
 class ApplicantFile:
@@ -94,9 +111,9 @@ class ApplicantFile:
         self._source = f"the applicants file '{self.path}'"
 
     def _frames(self, chunk_size: int) -> Iterator[pd.DataFrame]:
-        dtype = {self.id_column: str} if self.id_column is not None else None
+        text = (self.id_column,) if self.id_column is not None else ()
         frames = iter_csv(self.read_path, chunk_size=chunk_size, encoding=self.encoding, what="applicants file",
-                          dtype=dtype)
+                          text_columns=text)
         return frames if self._spool is None else self._named_as_given(frames)
 
     def _named_as_given(self, frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -107,17 +124,86 @@ class ApplicantFile:
             raise InputError(str(exc).replace(str(self.read_path), str(self.path))) from None
 
     def scan(self, chunk_size: int = 4096) -> ApplicantScan:
-        """Validate every row; raise :class:`InputError` naming the row and column of the first problem."""
+        """Validate every row; raise :class:`InputError` naming the row and column of the first problem.
+
+        Checks the columns, every value the way planning encodes it (numbers finite and
+        numeric, integers whole, categories known, distances finite) and that the ids
+        are unique. Memory: one chunk, plus 8 bytes per applicant for the id check.
+
+        Warns
+        -----
+        OutOfRangeWarning
+            Once per numeric feature holding values outside the training range, with
+            their count (the model still decides about those applicants).
+        """
         n_rows, n_invalid, extra = 0, 0, ()
+        id_hashes = []
+        out_of_range: dict = {}
         for frame in self._frames(chunk_size):
             if n_rows == 0:
                 extra = self._check_columns(frame)
             chunk = self._prepare(frame, n_rows)
-            valid = [i for i in range(len(chunk.frame)) if i not in chunk.invalid]
-            self.encoder.encode(chunk.frame.iloc[valid], source=self._source) if valid else None
+            valid = np.array([i for i in range(len(chunk.frame)) if i not in chunk.invalid], dtype=np.int64)
+            if valid.size:
+                rows = chunk.frame.iloc[valid].set_axis(n_rows + valid)     # index = 0-based data row in the file
+                self.encoder.encode(rows, source=self._source)
+                self._count_out_of_range(rows, out_of_range)
+            if self.id_column is not None:
+                id_hashes.append(pd.util.hash_pandas_object(pd.Series(chunk.ids, dtype=object),
+                                                            index=False).to_numpy())
             n_invalid += len(chunk.invalid)
             n_rows += len(frame)
-        return ApplicantScan(n_rows=n_rows, n_invalid=n_invalid, extra_columns=extra)
+        if id_hashes:
+            self._check_unique_ids(np.concatenate(id_hashes), chunk_size)
+        for name, (count, row, value) in out_of_range.items():
+            j = self.feature_names.index(name)
+            warnings.warn(
+                f"{count} applicant(s) of {self._source} have '{name}' outside the training range "
+                f"[{self.encoder.minimum[j]:g}, {self.encoder.maximum[j]:g}] (first: {value!r} in data row {row}, "
+                f"line {row + 1}); they are planned anyway, the model decides.",
+                OutOfRangeWarning, stacklevel=2,
+            )
+        return ApplicantScan(n_rows=n_rows, n_invalid=n_invalid, extra_columns=extra, out_of_range=out_of_range)
+
+    def _count_out_of_range(self, rows: pd.DataFrame, counts: dict) -> None:
+        for j, f in enumerate(self.encoder.schema.features):
+            if not f.is_numeric:
+                continue
+            values = pd.to_numeric(rows[f.name]).to_numpy(dtype=np.float64)
+            outside = np.flatnonzero((values < self.encoder.minimum[j]) | (values > self.encoder.maximum[j]))
+            if outside.size:
+                count, row, value = counts.get(f.name, (0, None, None))
+                if row is None:
+                    row, value = int(rows.index[outside[0]]) + 1, rows[f.name].iloc[outside[0]]
+                    value = value.item() if isinstance(value, np.generic) else value
+                counts[f.name] = (count + int(outside.size), row, value)
+
+    def _check_unique_ids(self, hashes: np.ndarray, chunk_size: int) -> None:
+        """Refuse repeated ids. Ids are compared by 64-bit hash; a repeated hash is confirmed on the ids."""
+        ordered = np.sort(hashes)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if repeated.size == 0:
+            return
+        suspects = set(repeated.tolist())
+        rows_of: dict = {}
+        offset = 0
+        for frame in self._frames(chunk_size):
+            ids = ["" if pd.isna(v) else str(v) for v in frame[self.id_column].tolist()]
+            h = pd.util.hash_pandas_object(pd.Series(ids, dtype=object), index=False).to_numpy()
+            for i in np.flatnonzero(np.isin(h, list(suspects))):
+                rows_of.setdefault(ids[i], []).append(offset + int(i) + 1)
+            offset += len(frame)
+        duplicates = [(a, rows) for a, rows in rows_of.items() if len(rows) > 1]
+        if not duplicates:
+            return       # a hash collision between different ids
+        a, rows = min(duplicates, key=lambda item: item[1][1])
+        raise InputError(
+            f"Applicant id {a!r} appears {len(rows)} times in {self._source} (data rows "
+            f"{', '.join(map(str, rows[:5]))}{' ...' if len(rows) > 5 else ''}; "
+            f"{len(duplicates)} repeated id(s) in all); ids must be unique so that each plan names one applicant. "
+            f"Fix the '{self.id_column}' column, or leave out --id-column (and id_column in the schema) to "
+            "identify applicants by row number."
+        )
 
     def chunks(self, chunk_size: int, *, start: int = 0) -> Iterator[ApplicantChunk]:
         """Stream the applicants in chunks of ``chunk_size`` rows, from row ``start`` (a multiple of it)."""

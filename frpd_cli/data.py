@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import pandas as pd
@@ -12,6 +13,9 @@ from .exceptions import InputError
 __all__ = ["read_csv", "iter_csv", "check_header"]
 
 _DELIMITERS = (";", "\t", "|")
+#: pandas' default missing-value markers (``keep_default_na=True``), used for every column but the text ones.
+_DEFAULT_NA = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+                         "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
 
 
 def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.DataFrame:
@@ -33,11 +37,17 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
     Raises
     ------
     InputError
-        The file is missing, empty, has only a header, repeats a column name, is
-        not in ``encoding``, or seems to use another delimiter than a comma.
+        The file is missing, unreadable, binary (holds NUL bytes), empty, has
+        only a header, repeats a column name, is not in ``encoding``, or seems to
+        use another delimiter than a comma.
+
+    Notes
+    -----
+    The file is read once, block by block (a pipe or FIFO works; an endless binary
+    stream such as ``/dev/zero`` is refused at its first block), and parsed from memory.
     """
     path = _check_path(path, what)
-    raw = path.read_bytes()
+    raw = _read_all(path, what)
     try:
         text = raw.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -49,8 +59,9 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
     if not text.strip():
         raise InputError(f"The {what} '{path}' is empty; expected a header row and at least one data row.")
     check_header(path, text.splitlines()[0], what)
+    del raw
     try:
-        frame = pd.read_csv(path, encoding=encoding, skipinitialspace=False, keep_default_na=True)
+        frame = pd.read_csv(io.StringIO(text), skipinitialspace=False, keep_default_na=True)
     except (pd.errors.ParserError, ValueError) as exc:
         message = str(exc).strip().splitlines()[0]
         raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
@@ -59,13 +70,59 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
     return frame
 
 
+_BLOCK = 1 << 20
+
+
 def _check_path(path, what: str) -> Path:
     path = Path(path)
-    if not path.exists():
-        raise InputError(f"The {what} '{path}' does not exist.")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise InputError(f"The {what} '{path}' does not exist.") from None
+    except OSError as exc:
+        raise _unreadable(path, what, exc) from None
     if path.is_dir():
         raise InputError(f"The {what} '{path}' is a folder; expected a CSV file.")
     return path
+
+
+def _unreadable(path: Path, what: str, exc: OSError) -> InputError:
+    return InputError(f"The {what} '{path}' cannot be read: {exc.strerror or exc}. "
+                      "Check the path and its permissions.")
+
+
+def _open_binary(path: Path, what: str):
+    try:
+        return open(path, "rb")
+    except OSError as exc:
+        raise _unreadable(path, what, exc) from None
+
+
+def _read_block(stream, path: Path, what: str, offset: int) -> bytes:
+    """Read the next block; refuse binary data (a NUL byte never occurs in CSV text)."""
+    try:
+        block = stream.read(_BLOCK)
+    except OSError as exc:
+        raise _unreadable(path, what, exc) from None
+    nul = block.find(b"\0")
+    if nul >= 0:
+        raise InputError(
+            f"The {what} '{path}' is not a CSV text file: it holds binary data (a NUL byte at byte {offset + nul}). "
+            "Pass the CSV file itself (not a model, archive or compressed file; decompress it first)."
+        )
+    return block
+
+
+def _read_all(path: Path, what: str) -> bytes:
+    blocks, size = [], 0
+    with _open_binary(path, what) as stream:
+        while True:
+            block = _read_block(stream, path, what, size)
+            if not block:
+                break
+            blocks.append(block)
+            size += len(block)
+    return b"".join(blocks)
 
 
 def _decode_error(path: Path, what: str, encoding: str, byte: int, line: int) -> InputError:
@@ -114,10 +171,11 @@ def _check_text(path: Path, encoding: str, what: str) -> str:
         decoder = codecs.getincrementaldecoder(encoding)()
     except LookupError:
         raise InputError(f"Unknown text encoding '{encoding}' given for the {what} '{path}'.") from None
-    first_line, lines, has_text = None, 0, False
-    with open(path, "rb") as stream:
+    first_line, lines, has_text, offset = None, 0, False, 0
+    with _open_binary(path, what) as stream:
         while True:
-            block = stream.read(1 << 20)
+            block = _read_block(stream, path, what, offset)
+            offset += len(block)
             try:
                 text = decoder.decode(block, final=not block)
             except UnicodeDecodeError as exc:
@@ -137,8 +195,14 @@ def _check_text(path: Path, encoding: str, what: str) -> str:
 
 
 def iter_csv(path, *, chunk_size: int, encoding: str = "utf-8", what: str = "applicants file",
-             dtype: dict | None = None):
+             dtype: dict | None = None, text_columns=()):
     """Read a CSV file chunk by chunk, after checking its text and header (memory bounded by the chunk).
+
+    Parameters
+    ----------
+    text_columns : sequence of str
+        Columns read verbatim as strings: ``NA``, ``NaN``, ``null`` and empty cells stay
+        as written (identifiers). Other columns use pandas' missing-value markers.
 
     Yields
     ------
@@ -150,9 +214,18 @@ def iter_csv(path, *, chunk_size: int, encoding: str = "utf-8", what: str = "app
         As :func:`read_csv`, before the first chunk is yielded.
     """
     path = _check_path(path, what)
-    check_header(path, _check_text(path, encoding, what), what)
+    header = check_header(path, _check_text(path, encoding, what), what)
+    text_columns = [c for c in text_columns if c in header]
+    na = {}
+    if text_columns:
+        # per-column missing-value markers: the text columns get none, the others pandas' defaults
+        na = {"keep_default_na": False,
+              "na_values": {c: sorted(_DEFAULT_NA) for c in header if c not in text_columns}}
+        dtype = {**(dtype or {}), **{c: str for c in text_columns}}
+    else:
+        na = {"keep_default_na": True}
     try:
-        reader = pd.read_csv(path, encoding=encoding, chunksize=chunk_size, dtype=dtype, keep_default_na=True)
+        reader = pd.read_csv(path, encoding=encoding, chunksize=chunk_size, dtype=dtype, **na)
         n = 0
         with reader:
             for frame in reader:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -10,8 +11,8 @@ import pandas as pd
 
 from .constraints import ConstraintCodes
 from .data import read_csv
-from .encoding import Encoder, fit_encoder
-from .exceptions import InputError
+from .encoding import Encoder, check_magnitude, fit_encoder
+from .exceptions import InputError, ModelOutputError, SchemaError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
 __all__ = ["TrainingSet", "build_training_set", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
@@ -70,8 +71,38 @@ class TrainingSet:
 
 def resolve_spec(schema_file: str | Path | None, flags: SchemaSpec) -> SchemaSpec:
     """Merge a schema file (optional) with the command-line flags (which win)."""
+    if schema_file:
+        _check_schema_path(Path(schema_file))
     base = load_schema_file(schema_file) if schema_file else SchemaSpec()
     return merge_specs(base, flags)
+
+
+_MAX_SCHEMA_BYTES = 1 << 20
+
+
+def _check_schema_path(path: Path) -> None:
+    """A schema path must be a readable TOML file (or a pipe), not a folder or a device."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        return          # load_schema_file says it does not exist
+    except OSError as exc:
+        raise SchemaError(f"The schema file '{path}' cannot be read: {exc.strerror or exc}. "
+                          "Check the path and its permissions.") from None
+    if stat.S_ISDIR(mode):
+        raise SchemaError(f"The schema path '{path}' is a folder; expected a TOML file (for example "
+                          f"'{path / 'schema.toml'}').")
+    if not (stat.S_ISREG(mode) or stat.S_ISFIFO(mode)):
+        raise SchemaError(f"The schema path '{path}' is a device, not a file; expected a TOML file.")
+    if stat.S_ISREG(mode) and path.stat().st_size > _MAX_SCHEMA_BYTES:
+        raise SchemaError(f"The schema file '{path}' is {path.stat().st_size} bytes; a schema is a small TOML file "
+                          f"(at most {_MAX_SCHEMA_BYTES} bytes). Check the --schema path.")
+    try:
+        with open(path, "rb"):
+            pass
+    except OSError as exc:
+        raise SchemaError(f"The schema file '{path}' cannot be read: {exc.strerror or exc}. "
+                          "Check the path and its permissions.") from None
 
 
 def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: str = "the data file") -> TrainingSet:
@@ -92,7 +123,11 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
     features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
     X = encoder.encode(features, source=source)
     codes = encoder.constraint_codes(features, source=source)
-    probability = np.asarray(model.favorable_probability(features), dtype=np.float64)
+    try:
+        probability = np.asarray(model.favorable_probability(features), dtype=np.float64)
+    except ModelOutputError as exc:
+        # the rows passed are the data rows in file order: name the row as the user sees it
+        raise exc.located(f"data row {exc.row + 1} (line {exc.row + 2}) of {source}") from None
     favorable = probability >= model.threshold
     target = frame[schema.target]
     labeled = (target == schema.favorable).to_numpy() | (target.astype(str) == str(schema.favorable)).to_numpy()
@@ -101,5 +136,17 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
 
 
 def read_training_frame(path, *, encoding: str = "utf-8") -> pd.DataFrame:
-    """Read the training CSV."""
-    return read_csv(path, encoding=encoding, what="data file")
+    """Read the training CSV; refuse infinite or overflowing numbers, naming their row and column.
+
+    Raises
+    ------
+    InputError
+        As :func:`frpd_cli.data.read_csv`, or a numeric column holds ``inf``/``-inf`` or a
+        value beyond :data:`frpd_cli.encoding.MAX_MAGNITUDE`.
+    """
+    frame = read_csv(path, encoding=encoding, what="data file")
+    for name in frame.columns:
+        column = frame[name]
+        if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+            check_magnitude(column.to_numpy(dtype=np.float64), column, str(name), f"the data file '{path}'")
+    return frame

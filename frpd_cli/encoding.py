@@ -22,9 +22,15 @@ from .constraints import ConstraintCodes
 from .exceptions import InputError, SchemaError
 from .schema import Feature, Schema
 
-__all__ = ["Encoder", "fit_encoder", "category_key"]
+__all__ = ["Encoder", "fit_encoder", "category_key", "check_magnitude", "MAX_MAGNITUDE"]
 
 _MAX_DECIMALS = 10
+#: Largest magnitude of a numeric feature value: its square (distances, model scalers) stays finite.
+MAX_MAGNITUDE = 1e150
+#: Encoded values up to this size cannot make a squared distance overflow (checked exactly above it).
+_SAFE_ENCODED = 1e100
+#: Integer features are decoded to int64: their magnitude must stay below 2**63.
+_MAX_INTEGER = float(2**63)
 
 
 @dataclass(frozen=True)
@@ -85,8 +91,12 @@ class Encoder:
         Raises
         ------
         InputError
-            A feature column is missing, a numeric column holds text or missing
-            values, or a categorical value was never seen in training.
+            A feature column is missing, a numeric column holds text, missing or
+            non-finite values, an integer column a fractional value, a value is so
+            far from the training range that its distances overflow, or a
+            categorical value was never seen in training. Rows are named by the
+            frame's integer index (0-based data rows: row 1 is line 2 of a file
+            with a header) when it has one, by their position otherwise.
         """
         missing = [n for n in self.schema.feature_names if n not in frame.columns]
         if missing:
@@ -104,9 +114,35 @@ class Encoder:
                 Z[np.arange(n), start + codes] = 1.0
             else:
                 array = _numeric(values, f.name, source)
+                if f.kind == "integer":
+                    _check_whole(array, values, f.name, source)
                 span = self.maximum[j] - self.minimum[j]
-                Z[:, start] = (array - self.minimum[j]) / span if span > 0 else array - self.minimum[j]
+                with np.errstate(over="ignore", invalid="ignore"):
+                    Z[:, start] = (array - self.minimum[j]) / span if span > 0 else array - self.minimum[j]
+        self._check_distances(Z, frame, source)
         return Z
+
+    def _check_distances(self, Z: np.ndarray, frame: pd.DataFrame, source: str) -> None:
+        """Refuse rows whose distance to a training row (encoded in [0, 1]) would not be a finite number."""
+        if Z.size == 0:
+            return
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.abs(Z).max() <= _SAFE_ENCODED:       # the usual case: one vectorised pass
+                return
+            bound = np.einsum("ij,ij->i", np.abs(Z) + 1.0, np.abs(Z) + 1.0)   # >= squared distance to any training row
+        bad = np.flatnonzero(~np.isfinite(bound))
+        if bad.size == 0:
+            return
+        r = int(bad[0])
+        j = int(np.argmax(np.where(np.isfinite(Z[r]), np.abs(Z[r]), np.inf)))
+        feature = next(f for k, f in enumerate(self.schema.features) if self.offsets[k] <= j < self.offsets[k + 1])
+        k = self.schema.feature_names.index(feature.name)
+        value = frame[feature.name].iloc[r]
+        raise InputError(
+            f"Column '{feature.name}' of {source} holds {_shown(value)} in {_where(frame.index, r)}, so far outside the "
+            f"training range [{self.minimum[k]:g}, {self.maximum[k]:g}] that distances overflow. "
+            "Check the value (a unit or typing error?) or remove the row."
+        )
 
     def _level_codes(self, f: Feature, values: pd.Series, source: str) -> np.ndarray:
         index = {level: i for i, level in enumerate(f.levels)}
@@ -121,11 +157,11 @@ class Encoder:
             r = int(np.flatnonzero(unmatched)[0])
             value = values.iloc[r]
             if _missing(value):
-                raise InputError(f"Column '{f.name}' of {source} has a missing value in data row {r + 1}.")
+                raise InputError(f"Column '{f.name}' of {source} has a missing value in {_where(values.index, r)}.")
             shown = ", ".join(str(level) for level in f.levels)
             raise InputError(
-                f"Column '{f.name}' of {source} holds {value!r} in data row {r + 1}, a category never seen in "
-                f"training. Known categories: {shown}."
+                f"Column '{f.name}' of {source} holds {_shown(value)} in {_where(values.index, r)}, a category never seen "
+                f"in training. Known categories: {shown}."
             )
         return codes.to_numpy(dtype=np.int64)
 
@@ -247,7 +283,16 @@ def fit_encoder(schema: Schema, frame: pd.DataFrame, *, source: str = "the train
             raise SchemaError(f"Column '{f.name}' is missing from {source}.")
         if f.is_numeric:
             values = _numeric(frame[f.name], f.name, source)
+            if f.kind == "integer":
+                _check_whole(values, frame[f.name], f.name, source)
             minimum[j], maximum[j] = float(values.min()), float(values.max())
+            if not np.isfinite(maximum[j] - minimum[j]):
+                lo, hi = int(np.argmin(values)), int(np.argmax(values))
+                raise InputError(
+                    f"Column '{f.name}' of {source} spans [{minimum[j]:g}, {maximum[j]:g}] ({_where(frame.index, lo)} "
+                    f"and {_where(frame.index, hi)}): the range is too wide for floating point, so every scaled value "
+                    "and distance would overflow. Check those values (a unit or typing error?)."
+                )
             decimals.append(_decimals(values) if f.kind == "continuous" else 0)
         else:
             decimals.append(None)
@@ -267,23 +312,91 @@ def _numeric(values: pd.Series, name: str, source: str) -> np.ndarray:
         if bad.size:
             r = int(bad[0])
             raise InputError(
-                f"Column '{name}' of {source} must be numeric, but data row {r + 1} holds {values.iloc[r]!r}."
+                f"Column '{name}' of {source} must be numeric, but {_where(values.index, r)} holds "
+                f"{values.iloc[r]!r}."
             )
         values = converted
     array = values.to_numpy(dtype=np.float64)
     nan = np.flatnonzero(np.isnan(array))
     if nan.size:
-        rows = ", ".join(str(r + 1) for r in nan[:5])
+        rows = ", ".join(str(_data_row(values.index, r)) for r in nan[:5])
         more = f" and {nan.size - 5} more" if nan.size > 5 else ""
         raise InputError(f"Column '{name}' of {source} has missing values (data row{'s' if nan.size > 1 else ''} "
-                         f"{rows}{more}).")
+                         f"{rows}{more}; line = data row + 1).")
+    check_magnitude(array, values, name, source)
     return array
 
 
+def check_magnitude(array: np.ndarray, values: pd.Series, name: str, source: str) -> None:
+    """Refuse infinite values and values too large to square (NaN, a missing value, is checked elsewhere).
+
+    Parameters
+    ----------
+    array : ndarray of shape (n_rows,), float64
+        The column's values.
+    values : Series
+        The same values as read (shown in the message; its integer index names the data rows).
+    name, source : str
+        The column and where it comes from, for the message.
+
+    Raises
+    ------
+    InputError
+        Naming the first bad value's data row and line.
+    """
+    with np.errstate(invalid="ignore"):
+        bad = np.flatnonzero(np.abs(array) > MAX_MAGNITUDE)
+    if bad.size:
+        r = int(bad[0])
+        more = f" ({bad.size} such values in the column)" if bad.size > 1 else ""
+        expected = ("a finite number" if np.isinf(array[r])
+                    else f"a number of magnitude at most {MAX_MAGNITUDE:g} (larger values overflow when squared, "
+                         "in distances and in most models)")
+        raise InputError(
+            f"Column '{name}' of {source} holds {_shown(values.iloc[r])} in {_where(values.index, r)}{more}; "
+            f"expected {expected}. Replace it with the actual value (a unit or typing error?), or remove the row."
+        )
+
+
+def _shown(value) -> str:
+    """A value as the user wrote it (plain Python, not numpy's repr)."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    return repr(value)
+
+
+def _check_whole(array: np.ndarray, values: pd.Series, name: str, source: str) -> None:
+    """An integer feature holds whole numbers that fit in int64."""
+    bad = np.flatnonzero((array != np.round(array)) | (np.abs(array) >= _MAX_INTEGER))
+    if bad.size:
+        r = int(bad[0])
+        what = "a whole number" if array[r] == np.round(array[r]) else None
+        problem = (f"a whole number below 2**63 in magnitude (it becomes a 64-bit integer)" if what
+                   else "a whole number (the column is an integer feature)")
+        raise InputError(
+            f"Column '{name}' of {source} holds {_shown(values.iloc[r])} in {_where(values.index, r)}; expected {problem}. "
+            "Fix the value, or declare the column continuous (--continuous or the schema's continuous list)."
+        )
+
+
+def _data_row(index: pd.Index, position: int) -> int:
+    """The 1-based data row of a frame position: its integer label + 1, else its position + 1."""
+    if pd.api.types.is_integer_dtype(index.dtype):
+        return int(index[position]) + 1
+    return position + 1
+
+
+def _where(index: pd.Index, position: int) -> str:
+    """``data row N (line N + 1)``: how a row is named in messages (line counts the header row)."""
+    row = _data_row(index, position)
+    return f"data row {row} (line {row + 1})"
+
+
 def _decimals(values: np.ndarray) -> int | None:
-    for d in range(_MAX_DECIMALS + 1):
-        if np.all(np.round(values, d) == values):
-            return d
+    with np.errstate(over="ignore", invalid="ignore"):   # huge values overflow when scaled by 10**d: not equal
+        for d in range(_MAX_DECIMALS + 1):
+            if np.all(np.round(values, d) == values):
+                return d
     return None
 
 

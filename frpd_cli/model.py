@@ -18,15 +18,19 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
 import pickle
+import sys
+import threading
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .exceptions import InputError, ModelError
+from .exceptions import InputError, ModelError, ModelOutputError
 
 __all__ = [
     "DEFAULT_TRUSTED_TYPES",
@@ -35,6 +39,7 @@ __all__ = [
     "PICKLE_SUFFIXES",
     "SKOPS_SUFFIXES",
     "load_model",
+    "model_output_to_stderr",
 ]
 
 PICKLE_SUFFIXES = (".pkl", ".pickle", ".joblib")
@@ -192,10 +197,11 @@ class Model:
             return np.zeros(0, dtype=np.float64)
         X = frame.to_numpy() if _fitted_without_names(self.estimator) else frame
         try:
-            if self.uses_proba:
-                out = np.asarray(self.estimator.predict_proba(X))
-            else:
-                out = np.asarray(self.estimator.predict(X))
+            with model_output_to_stderr():
+                if self.uses_proba:
+                    out = np.asarray(self.estimator.predict_proba(X))
+                else:
+                    out = np.asarray(self.estimator.predict(X))
         except Exception as exc:  # a foreign estimator may raise anything: re-raise with context
             method = "predict_proba" if self.uses_proba else "predict"
             raise ModelError(
@@ -203,13 +209,7 @@ class Model:
                 f"{type(exc).__name__}: {exc}"
             ) from exc
         if self.uses_proba:
-            classes = getattr(self.estimator, "classes_", None)
-            n_classes = len(classes) if classes is not None else None
-            if out.ndim != 2 or out.shape[0] != n_rows or (n_classes and out.shape[1] != n_classes):
-                raise ModelError(
-                    f"The model '{self.path}' returned predict_proba output of shape {out.shape}; "
-                    f"expected ({n_rows}, {n_classes})."
-                )
+            out = self._check_proba(out, n_rows)
             return np.ascontiguousarray(out[:, self._favorable_index()], dtype=np.float64)
         out = out.reshape(-1) if out.ndim == 2 and out.shape[1] == 1 else out
         if out.shape != (n_rows,):
@@ -217,6 +217,53 @@ class Model:
                 f"The model '{self.path}' returned predict output of shape {out.shape}; expected ({n_rows},)."
             )
         return self._predicted_favorable(out).astype(np.float64)
+
+    def _check_proba(self, out: np.ndarray, n_rows: int) -> np.ndarray:
+        """Check one ``predict_proba`` result; return it as float64 of shape (n_rows, n_classes).
+
+        Every row must hold one finite value per class, each in [0, 1] (within 1e-9) and
+        summing to 1 within 1e-6. Raises :class:`ModelOutputError` naming the first bad
+        row of the call (its 1-based position among the ``n_rows`` rows passed).
+        """
+        n_classes = len(self.estimator.classes_)
+        if out.ndim != 2 or out.shape != (n_rows, n_classes):
+            raise ModelError(
+                f"The model '{self.path}' returned predict_proba output of shape {out.shape} for {n_rows} row(s); "
+                f"expected ({n_rows}, {n_classes}): one column per class of classes_ "
+                f"({', '.join(repr(_plain(c)) for c in self.estimator.classes_)}). Check that the file holds a "
+                "fitted scikit-learn classifier."
+            )
+        if out.dtype.kind not in "fiub":
+            try:
+                out = out.astype(np.float64)
+            except (TypeError, ValueError):
+                raise ModelError(
+                    f"The model '{self.path}' returned predict_proba values of type {out.dtype} that are not "
+                    "numbers; expected probabilities. Check that the file holds a fitted classifier."
+                ) from None
+        out = np.asarray(out, dtype=np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            # fast path (three reductions): every row sums to 1 (so it is finite) and every value is in range
+            if (out.size and np.all(np.abs(out.sum(axis=1) - 1.0) <= _PROBA_SUM_TOL)
+                    and out.min() >= -_PROBA_RANGE_TOL and out.max() <= 1.0 + _PROBA_RANGE_TOL):
+                return out
+            finite = np.isfinite(out).all(axis=1)
+            in_range = ((out >= -_PROBA_RANGE_TOL) & (out <= 1.0 + _PROBA_RANGE_TOL)).all(axis=1)
+            sums_to_one = np.abs(out.sum(axis=1) - 1.0) <= _PROBA_SUM_TOL
+        bad = np.flatnonzero(~(finite & in_range & sums_to_one))
+        if bad.size == 0:
+            return out
+        r = int(bad[0])
+        if not finite[r]:
+            problem = "non-finite probabilities (NaN or infinity)"
+        elif not in_range[r]:
+            problem = "probabilities outside [0, 1]"
+        else:
+            problem = f"probabilities that sum to {out[r].sum():.9g}, not 1"
+        raise ModelOutputError(
+            model=self.path, row=r, n_rows=n_rows, n_bad=int(bad.size),
+            problem=f"returned {problem}: {_shown_row(out[r])}",
+        )
 
     def is_favorable(self, rows) -> np.ndarray:
         """Whether each row gets the favourable decision: ``favorable_probability(rows) >= threshold``.
@@ -264,6 +311,102 @@ class Model:
         if not all(isinstance(c, str) for c in rows.columns):
             rows = rows.rename(columns=str)
         return rows.loc[:, list(columns)]
+
+
+_PROBA_RANGE_TOL = 1e-9
+_PROBA_SUM_TOL = 1e-6
+
+
+def _shown_row(values: np.ndarray) -> str:
+    shown = ", ".join(f"{v:.6g}" for v in values[:6])
+    return f"[{shown}{', ...' if values.size > 6 else ''}]"
+
+
+_redirect_lock = threading.Lock()
+_redirect_depth = 0
+_redirect_saved: tuple = (None, None)
+_libc = None
+
+
+@contextmanager
+def model_output_to_stderr():
+    """Send everything written to stdout while the block runs to stderr, so data on stdout stays clean.
+
+    Covers Python-level writes (``print``: ``sys.stdout`` is swapped for ``sys.stderr``)
+    and writes to file descriptor 1 from C code or subprocesses (fd 1 is duplicated from
+    fd 2 and restored afterwards; C stdio buffers are flushed before the restore). Wrap
+    every call into foreign code (loading a model, ``predict_proba``) in it.
+
+    Notes
+    -----
+    The redirection is process-wide. Nested and concurrent uses (threads) share one
+    redirection, set up by the first block to enter and undone by the last to leave, so
+    a thread must not write data to stdout while another thread's model call runs; frpd
+    writes its data between model calls. Cost: a few system calls per block. When fd 1 or
+    fd 2 is closed, only the Python-level swap is done.
+    """
+    global _redirect_depth, _redirect_saved
+    with _redirect_lock:
+        if _redirect_depth == 0:
+            _flush(sys.stdout)
+            _flush(sys.__stdout__)
+            _redirect_saved = (sys.stdout, _swap_fd1())
+            sys.stdout = sys.stderr
+        _redirect_depth += 1
+    try:
+        yield
+    finally:
+        with _redirect_lock:
+            _redirect_depth -= 1
+            if _redirect_depth == 0:
+                saved_stdout, saved_fd = _redirect_saved
+                _redirect_saved = (None, None)
+                _flush(sys.stdout)
+                _flush(sys.__stdout__)
+                _flush_c_stdio()
+                sys.stdout = saved_stdout
+                if saved_fd is not None:
+                    try:
+                        os.dup2(saved_fd, 1)
+                    finally:
+                        os.close(saved_fd)
+
+
+def _swap_fd1():
+    """Point fd 1 at fd 2; return a duplicate of the old fd 1 (None when that cannot be done)."""
+    try:
+        saved = os.dup(1)
+    except OSError:
+        return None
+    try:
+        os.dup2(2, 1)
+    except OSError:
+        os.close(saved)
+        return None
+    return saved
+
+
+def _flush(stream) -> None:
+    try:
+        if stream is not None:
+            stream.flush()
+    except (OSError, ValueError):  # a closed or broken stream: nothing to flush
+        pass
+
+
+def _flush_c_stdio() -> None:
+    """fflush(NULL): push out what C code buffered in its stdout while fd 1 was redirected."""
+    global _libc
+    if _libc is False:
+        return
+    try:
+        if _libc is None:
+            import ctypes
+
+            _libc = ctypes.CDLL(None)
+        _libc.fflush(None)
+    except (OSError, AttributeError):  # no C library reachable: Python-level redirection only
+        _libc = False
 
 
 def load_model(path, *, favorable, feature_names, threshold: float = 0.5, trusted_types=None) -> Model:
@@ -331,9 +474,11 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
         raise ModelError(f"The model path '{path}' is a folder; expected a model file ({_suffix_list()}).")
     suffix = path.suffix.lower()
     if suffix in PICKLE_SUFFIXES:
-        estimator = _with_version_warnings(path, _load_pickle)
+        with model_output_to_stderr():
+            estimator = _with_version_warnings(path, _load_pickle)
     elif suffix in SKOPS_SUFFIXES:
-        estimator = _with_version_warnings(path, lambda p: _load_skops(p, trusted_types))
+        with model_output_to_stderr():
+            estimator = _with_version_warnings(path, lambda p: _load_skops(p, trusted_types))
     else:
         raise ModelError(
             f"The model file '{path}' has the extension '{path.suffix}'; expected one of {_suffix_list()}. "
@@ -347,6 +492,7 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
             "which is not a classifier: it has neither predict_proba nor predict. "
             "Save the fitted classifier (or the Pipeline ending in it) instead."
         )
+    _check_classifier(estimator, path)
     _check_features(estimator, path, feature_names)
     favorable = _check_favorable(estimator, path, favorable, uses_proba)
     return Model(
@@ -465,6 +611,40 @@ def _check_trusted_types(trusted_types) -> frozenset[str]:
     if bad:
         raise InputError(f"Trusted types must be non-empty type names (strings). Got {bad!r}.")
     return frozenset(trusted_types)
+
+
+def _check_classifier(estimator, path: Path) -> None:
+    """Refuse estimators without ``classes_`` (regressors, unfitted or hand-made objects)."""
+    kind = f"{type(estimator).__module__}.{type(estimator).__qualname__}"
+    try:
+        classes = getattr(estimator, "classes_", None)
+    except Exception:  # a Pipeline ending in a regressor raises from its classes_ property
+        classes = None
+    if classes is None:
+        role = _estimator_type(estimator)
+        what = "a regressor" if role == "regressor" else "not a fitted classifier"
+        raise ModelError(
+            f"The file '{path}' holds a {kind}, which is {what}: it has no classes_, so frpd cannot tell "
+            "which output is the favourable decision. Save a fitted classifier (or the Pipeline ending in "
+            "one) with classes_ and predict_proba or predict."
+        )
+    try:
+        n_classes = len(classes)
+    except TypeError:
+        n_classes = 0
+    if n_classes < 2:
+        raise ModelError(
+            f"The model '{path}' ({kind}) knows {n_classes} class(es) ({classes!r}); a classifier that decides "
+            "between outcomes needs at least 2. Re-train it on data holding both decisions."
+        )
+
+
+def _estimator_type(estimator) -> str | None:
+    try:
+        tags = estimator.__sklearn_tags__()
+        return getattr(tags, "estimator_type", None)
+    except Exception:  # not a scikit-learn estimator, or an older one
+        return getattr(estimator, "_estimator_type", None)
 
 
 def _check_features(estimator, path: Path, feature_names: tuple[str, ...]) -> None:

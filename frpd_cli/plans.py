@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,10 +28,43 @@ __all__ = [
     "csv_columns",
     "read_plans",
     "python_value",
+    "escape_csv_text",
+    "unescape_csv_text",
 ]
 
 STATUSES = ("ok", "already-favorable", "infeasible", "invalid-input")
 _DIGITS = 6
+#: First characters that make a spreadsheet read a cell as a formula (or that it strips).
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def escape_csv_text(value):
+    """A text cell made safe for spreadsheets: prefix a single quote to formula-like text.
+
+    Strings that start with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (a
+    spreadsheet would evaluate them as a formula) get a leading ``'``, as
+    spreadsheet-safe CSV writers do; so do strings that already start with ``'``, so
+    that :func:`unescape_csv_text` restores every value exactly. Numbers, and strings
+    that are plain numbers (``-3.5``, ``+1e3``), are returned unchanged.
+
+    Examples
+    --------
+    >>> [escape_csv_text(v) for v in ["=1+2", "@SUM(A1)", "-3.5", -3.5, "own", "'quoted"]]
+    ["'=1+2", "'@SUM(A1)", '-3.5', -3.5, 'own', "''quoted"]
+    """
+    if not isinstance(value, str) or not value:
+        return value
+    if value[0] == "'" or (value.startswith(_FORMULA_STARTS) and not _NUMBER.fullmatch(value)):
+        return "'" + value
+    return value
+
+
+def unescape_csv_text(value):
+    """Undo :func:`escape_csv_text` on a cell read back from a csv plan file."""
+    if isinstance(value, str) and value.startswith("'"):
+        return value[1:]
+    return value
 
 
 @dataclass(frozen=True)
@@ -137,19 +171,21 @@ def plan_rows(plan: Plan, feature_names) -> list[dict]:
     """The ``csv`` rows of a plan: one per recourse, or one row with empty features when there is none.
 
     Rows carry a ``projected`` entry (true/false, empty without recourse); the
-    writer keeps it only when the column is asked for.
+    writer keeps it only when the column is asked for. Text cells (the applicant id,
+    categories) are escaped with :func:`escape_csv_text`; numbers never are.
     """
+    applicant = escape_csv_text(plan.applicant)
     if not plan.recourses:
-        row = {"applicant": plan.applicant, "status": plan.status, "reason": plan.reason or "", "rank": "",
+        row = {"applicant": applicant, "status": plan.status, "reason": plan.reason or "", "rank": "",
                "method": plan.method}
         row.update({name: "" for name in feature_names})
         row.update({"cost": "", "probability": "", "projected": ""})
         return [row]
     rows = []
     for r in plan.recourses:
-        row = {"applicant": plan.applicant, "status": plan.status, "reason": plan.reason or "", "rank": r.rank,
+        row = {"applicant": applicant, "status": plan.status, "reason": plan.reason or "", "rank": r.rank,
                "method": plan.method}
-        row.update({name: python_value(r.features[name]) for name in feature_names})
+        row.update({name: escape_csv_text(python_value(r.features[name])) for name in feature_names})
         row.update({"cost": _rounded(r.cost), "probability": _rounded(r.probability),
                     "projected": "true" if r.projected else "false"})
         rows.append(row)
@@ -181,6 +217,9 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
         raise InputError(f"The plans file '{path}' lacks the column(s) {', '.join(missing)}; expected output of frpd plan.")
     features = ([c for c in frame.columns if c not in required and c != "projected"] if feature_names is None
                 else list(feature_names))
+    for column in ["applicant", *features]:        # text cells were escaped for spreadsheets when written
+        if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
+            frame[column] = frame[column].map(unescape_csv_text)
     records: dict = {}
     for _, row in frame.iterrows():
         key = (row["method"], row["applicant"])

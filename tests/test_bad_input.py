@@ -2,8 +2,17 @@
 
 from __future__ import annotations
 
+import csv
+import json
+import os
 import pickle
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
+import joblib
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -127,8 +136,59 @@ def test_out_of_range_options_are_usage_errors(sample_paths, tmp_path, option, v
     assert result.exit_code == 2 and result.stdout == "" and not output.exists()
 
 
-def test_bandwidth_must_be_positive(sample_paths, tmp_path):
-    _assert_error(*_run(sample_paths, tmp_path, "--bandwidth", "0"), "bandwidth", "> 0")
+@pytest.mark.parametrize("option,value,needle", [
+    ("--bandwidth", "0", "> 0"), ("--bandwidth", "-1", "> 0"), ("--bandwidth", "inf", "> 0"),
+    ("--bandwidth", "nan", "> 0"), ("--method", "foo", "quad-dp"), ("--format", "xml", "jsonl"),
+    ("--backend", "spark", "loky"), ("--theta", "2", "--theta"), ("--endpoint", "x", "first-favorable"),
+    ("--immutable-policy", "x", "project"), ("--candidates", "x", "labeled"), ("--tol", "0", "(0, 1)"),
+    ("--threshold", "1", "(0, 1)"), ("--threshold", "0", "(0, 1)"), ("--max-cost", "-2", "> 0"),
+    ("--encoding", "no-such-codec", "no-such-codec"), ("--chunk-size", "0", "--chunk-size"),
+])
+def test_invalid_option_values_are_usage_errors(sample_paths, tmp_path, option, value, needle):
+    result, output = _run(sample_paths, tmp_path, option, value)
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stdout == "" and not output.exists()
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr
+    assert f"Invalid value for '{option}" in result.stderr or f"Invalid value for '-k' / '{option}" in result.stderr
+    assert needle in " ".join(result.stderr.replace("│", " ").split()), result.stderr
+
+
+@pytest.mark.parametrize("command", [
+    ["build-graph", "--weight", "x"], ["build-graph", "--radius", "-1"], ["build-graph", "--max-step", "0"],
+    ["build-graph", "--kde-bandwidth", "nan"], ["build-graph", "--export", "xml", "g.xml"],
+    ["select", "--theta", "0.1,3"], ["select", "--theta", "a,b"], ["evaluate", "--manifold", "q"],
+    ["interpolate", "--scheme", "x"], ["interpolate", "--endpoint", "x"], ["interpolate", "--threshold", "2"],
+])
+def test_invalid_option_values_of_every_command_are_usage_errors(sample_paths, tmp_path, command):
+    name, *extra = command
+    common = ["--model", str(sample_paths["model"])]
+    if name == "interpolate":
+        args = [name, "--selection", str(tmp_path / "sel"), "--out", str(tmp_path / "o"), *common]
+    elif name == "evaluate":
+        args = [name, str(sample_paths["data"]), "--plans", str(tmp_path / "p.csv"), *common]
+    elif name == "select":
+        args = [name, str(sample_paths["data"]), "--applicants", str(sample_paths["applicants"]), "--out",
+                str(tmp_path / "o"), *common]
+    else:
+        args = [name, str(sample_paths["data"]), "--out", str(tmp_path / "o"), *common]
+    result = runner.invoke(app, [*args, *[str(tmp_path / e) if e.endswith(".xml") else e for e in extra]])
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert f"Invalid value for '{extra[0]}'" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "o").exists() and result.stdout == ""
+
+
+def test_help_lists_the_choices():
+    result = runner.invoke(app, ["plan", "--help"], env={"COLUMNS": "200"})
+    text = " ".join(result.stdout.replace("│", " ").split())
+    for choices in ("quad|quad-dp", "table|csv|json|jsonl", "loky|dask", "filter|project", "prototype|first-favorable"):
+        assert choices in text, choices
+
+
+def test_build_graph_weights_match_the_library():
+    from frpd_cli.cli._options import WEIGHTS
+    from frpd_cli.graph import _WEIGHTS
+
+    assert WEIGHTS == _WEIGHTS
 
 
 def test_model_file_that_is_not_a_model(sample_paths, tmp_path):
@@ -257,3 +317,414 @@ def test_missing_schema_file(sample_paths, tmp_path):
                                  "--schema", str(tmp_path / "nope.toml"), "--applicants",
                                  str(sample_paths["applicants"])])
     assert result.exit_code == 1 and "nope.toml" in result.stderr and "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------ model outputs (checked, never written)
+
+
+class Tampered:
+    """The sample model with its predict_proba output altered (a double for broken or hostile models)."""
+
+    def __init__(self, inner, mode):
+        self.inner, self.mode = inner, mode
+        self.classes_ = inner.classes_
+        self.feature_names_in_ = inner.feature_names_in_
+        self.calls = 0
+
+    def predict_proba(self, X):
+        p = np.array(self.inner.predict_proba(X), dtype=float)
+        self.calls += 1
+        if self.mode == "nan":
+            p[:] = np.nan
+        elif self.mode == "nan-row-5" and len(p) > 4:
+            p[4] = np.nan
+        elif self.mode == "scaled":
+            p *= 1.89
+        elif self.mode == "nan-after-training" and self.calls > 1:
+            p[-1] = np.nan
+        return p
+
+
+def _tampered(paths, tmp_path, mode):
+    path = tmp_path / f"tampered-{mode}.pkl"
+    joblib.dump(Tampered(joblib.load(paths["model"]), mode), path)
+    return path
+
+
+@pytest.mark.parametrize("mode, needles", [
+    ("nan", ["non-finite", "data row 1 (line 2)", "credit.csv"]),
+    ("nan-row-5", ["non-finite", "data row 5 (line 6)", "credit.csv"]),
+    ("scaled", ["outside [0, 1]", "data row 1 (line 2)"]),
+    ("nan-after-training", ["non-finite", "row(s) passed in this call"]),
+])
+def test_bad_model_outputs_refused(sample_paths, tmp_path, mode, needles):
+    model = _tampered(sample_paths, tmp_path, mode)
+    # json: written only when the whole run succeeded (csv/jsonl files are checkpointed chunk by chunk for --resume)
+    result, output = _run(sample_paths, tmp_path, "--format", "json", model=model)
+    _assert_error(result, output, model.name, *needles)
+
+
+def test_regressor_refused_by_the_cli(sample_paths, tmp_path):
+    from sklearn.linear_model import LinearRegression
+
+    frame = pd.read_csv(sample_paths["data"])
+    numeric = ["age", "duration", "credit_amount"]
+    path = tmp_path / "regressor.pkl"
+    joblib.dump(LinearRegression().fit(frame[numeric], frame["label"]), path)
+    _assert_error(*_run(sample_paths, tmp_path, model=path), "regressor.pkl", "regressor", "classes_")
+
+
+_NOISY_MODULE = '''
+import os
+
+
+class Noisy:
+    """Wraps a classifier and writes to stdout (Python and file-descriptor level) when loaded and called."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.classes_ = inner.classes_
+        self.feature_names_in_ = inner.feature_names_in_
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        print("noise: loading")
+        os.write(1, b"noise: fd 1 while loading\\n")
+
+    def predict_proba(self, X):
+        print("noise: predicting", len(X))
+        os.write(1, b"noise: fd 1 while predicting\\n")
+        return self.inner.predict_proba(X)
+'''
+
+
+def test_model_output_on_stdout_goes_to_stderr(sample_paths, tmp_path, monkeypatch):
+    (tmp_path / "frpd_noisy_double.py").write_text(_NOISY_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import frpd_noisy_double
+
+    noisy = tmp_path / "noisy.pkl"
+    joblib.dump(frpd_noisy_double.Noisy(joblib.load(sample_paths["model"])), noisy)
+    args = ["plan", str(sample_paths["data"]), "--model", "MODEL", "--schema", str(sample_paths["schema"]),
+            "--applicants", str(sample_paths["applicants"]), "--format", "csv"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-m", "frpd_cli", *[str(noisy) if a == "MODEL" else a for a in args]],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    for noise in ("noise: loading", "noise: fd 1 while loading", "noise: predicting",
+                  "noise: fd 1 while predicting"):
+        assert noise in proc.stderr and noise not in proc.stdout
+    clean = runner.invoke(app, [str(sample_paths["model"]) if a == "MODEL" else a for a in args])
+    assert clean.exit_code == 0 and proc.stdout == clean.stdout     # the data is exactly the quiet model's
+
+
+# ------------------------------------------------------------------ extreme and malformed values
+
+
+def _applicants_with(paths, tmp_path, row, column, value, name="a.csv"):
+    frame = pd.read_csv(paths["applicants"], dtype=str, keep_default_na=False)
+    frame.loc[row, column] = value
+    path = tmp_path / name
+    frame.to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("column, value, needles", [
+    ("credit_amount", "inf", ["holds inf", "expected a finite number"]),
+    ("credit_amount", "-inf", ["holds -inf", "expected a finite number"]),
+    ("credit_amount", "1e308", ["holds 1e+308", "magnitude at most"]),
+    ("age", "35.7", ["holds 35.7", "whole number"]),
+])
+def test_extreme_applicant_values_named(sample_paths, tmp_path, column, value, needles):
+    path = _applicants_with(sample_paths, tmp_path, 2, column, value)
+    _assert_error(*_run(sample_paths, tmp_path, applicants=path), "a.csv", f"'{column}'", "data row 3 (line 4)",
+                  *needles)
+
+
+@pytest.mark.parametrize("value, needle", [("1e308", "magnitude at most"), ("inf", "finite number"),
+                                           ("-1e200", "magnitude at most")])
+def test_extreme_training_values_named(sample_paths, tmp_path, value, needle):
+    frame = pd.read_csv(sample_paths["data"], dtype=str, keep_default_na=False)
+    frame.loc[4, "credit_amount"] = value
+    path = tmp_path / "train.csv"
+    frame.to_csv(path, index=False)
+    _assert_error(*_run(sample_paths, tmp_path, data=path), "train.csv", "'credit_amount'", "data row 5 (line 6)",
+                  needle)
+
+
+def test_out_of_range_applicants_warned_and_planned(sample_paths, tmp_path):
+    frame = pd.read_csv(sample_paths["applicants"], dtype=str, keep_default_na=False)
+    frame.loc[1, "credit_amount"] = "1000000"
+    frame.loc[6, "credit_amount"] = "2000000"
+    frame.loc[3, "duration"] = "1"
+    path = tmp_path / "far.csv"
+    frame.to_csv(path, index=False)
+    result, output = _run(sample_paths, tmp_path, "--format", "jsonl", applicants=path)
+    assert result.exit_code == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if line.startswith("Warning:")]
+    assert len(warned) == 2, result.stderr
+    amount = next(w for w in warned if "'credit_amount'" in w)
+    assert "2 applicant(s)" in amount and "1000000" in amount and "data row 2" in amount
+    assert "1 applicant(s)" in next(w for w in warned if "'duration'" in w)
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert [r["applicant"] for r in records] == frame["applicant_id"].tolist()
+
+
+def test_ids_kept_verbatim_and_escaped_in_csv(sample_paths, tmp_path):
+    ids = ["NaN", "NA", "null", "=1+2", "+SUM(A1)", "@x", "-3.5", "-cmd", "007", "'q"]
+    frame = pd.read_csv(sample_paths["applicants"], dtype=str, keep_default_na=False)
+    frame.loc[: len(ids) - 1, "applicant_id"] = ids
+    path = tmp_path / "ids.csv"
+    frame.to_csv(path, index=False)
+    result, output = _run(sample_paths, tmp_path, "--format", "csv", applicants=path)
+    assert result.exit_code == 0, result.stderr
+    with open(output, newline="") as stream:
+        written = list(dict.fromkeys(row["applicant"] for row in csv.DictReader(stream)))
+    expected = ["NaN", "NA", "null", "'=1+2", "'+SUM(A1)", "'@x", "-3.5", "'-cmd", "007", "''q"]
+    assert written[: len(ids)] == expected
+    jsonl = tmp_path / "out.jsonl"
+    result = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--applicants", str(path), "--format",
+                                 "jsonl", "--output", str(jsonl)])
+    assert result.exit_code == 0
+    assert [json.loads(line)["applicant"] for line in jsonl.read_text().splitlines()][: len(ids)] == ids
+    evaluated = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                    "--schema", str(sample_paths["schema"]), "--plans", str(output), "--applicants",
+                                    str(path), "--per-applicant", "--format", "jsonl"])
+    assert evaluated.exit_code == 0, evaluated.stderr
+    assert [json.loads(line)["applicant"] for line in evaluated.stdout.splitlines()][: len(ids)] == ids
+
+
+def test_categories_escaped_in_csv_numbers_not(sample_paths, tmp_path):
+    data = pd.read_csv(sample_paths["data"])
+    data["housing"] = data["housing"].map({"own": "=own", "rent": "@rent"}).fillna(data["housing"])
+    train = tmp_path / "train.csv"
+    data.to_csv(train, index=False)
+    applicants = pd.read_csv(sample_paths["applicants"])
+    applicants["housing"] = applicants["housing"].map({"own": "=own", "rent": "@rent"}).fillna(applicants["housing"])
+    path = tmp_path / "apps.csv"
+    applicants.to_csv(path, index=False)
+    model = _renamed_housing_model(sample_paths, tmp_path)
+    result, output = _run(sample_paths, tmp_path, "--format", "csv", data=train, applicants=path, model=model)
+    assert result.exit_code == 0, result.stderr
+    with open(output, newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    housing = {row["housing"] for row in rows if row["housing"]}
+    assert housing and housing <= {"'=own", "'@rent", "free"}
+    assert all(not row["cost"].startswith("'") and not row["probability"].startswith("'") for row in rows)
+
+
+class RenamedHousing:
+    """The sample model, reading housing values written with a formula-like prefix."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.classes_ = inner.classes_
+        self.feature_names_in_ = inner.feature_names_in_
+
+    def predict_proba(self, X):
+        X = X.copy()
+        X["housing"] = X["housing"].map({"=own": "own", "@rent": "rent"}).fillna(X["housing"])
+        return self.inner.predict_proba(X)
+
+
+def _renamed_housing_model(paths, tmp_path):
+    path = tmp_path / "renamed.pkl"
+    joblib.dump(RenamedHousing(joblib.load(paths["model"])), path)
+    return path
+
+
+def test_plan_refuses_duplicate_applicant_ids(sample_paths, tmp_path):
+    path = _applicants_with(sample_paths, tmp_path, 4, "applicant_id", "A002")
+    _assert_error(*_run(sample_paths, tmp_path, applicants=path), "'A002' appears 2 times", "data rows 2, 5",
+                  "--id-column")
+
+
+# ------------------------------------------------------------------ files that are not what they seem
+
+
+def test_schema_path_is_a_folder(sample_paths, tmp_path):
+    folder = tmp_path / "schema"
+    folder.mkdir()
+    result = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(folder), "--applicants", str(sample_paths["applicants"]),
+                                 "--output", str(tmp_path / "out.csv")])
+    _assert_error(result, tmp_path / "out.csv", "is a folder", "schema")
+
+
+def test_binary_data_file_refused(sample_paths, tmp_path):
+    path = tmp_path / "data.csv"
+    path.write_bytes(b"age,label\n" + bytes(range(256)) * 8)
+    _assert_error(*_run(sample_paths, tmp_path, data=path), "data.csv", "binary data", "NUL byte at byte")
+    _assert_error(*_run(sample_paths, tmp_path, applicants=sample_paths["model"]), "model.pkl", "binary data")
+
+
+def _feed_fifo(path: Path, payload: bytes | None):
+    """A thread writing ``payload`` (or NUL bytes forever) into a FIFO until the reader goes away."""
+
+    def write():
+        try:
+            with open(path, "wb") as stream:
+                if payload is not None:
+                    stream.write(payload)
+                    return
+                block = bytes(1 << 16)
+                while True:
+                    stream.write(block)
+        except (BrokenPipeError, OSError):
+            pass
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
+
+
+def _release_fifo(path: Path, thread: threading.Thread) -> None:
+    if thread.is_alive():       # the command never opened the FIFO: open it once so the writer's open returns
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        os.close(fd)
+    thread.join(timeout=30)
+    assert not thread.is_alive()
+
+
+@pytest.mark.parametrize("which", ["data", "applicants"])
+def test_endless_binary_stream_refused(sample_paths, tmp_path, which):
+    fifo = tmp_path / "endless.csv"
+    os.mkfifo(fifo)
+    thread = _feed_fifo(fifo, None)
+    try:
+        result, output = _run(sample_paths, tmp_path, **{which: fifo})
+    finally:
+        _release_fifo(fifo, thread)
+    _assert_error(result, output, "endless.csv", "binary data", "NUL byte at byte 0")
+
+
+def test_training_data_from_a_pipe(sample_paths, tmp_path):
+    fifo = tmp_path / "train-pipe.csv"
+    os.mkfifo(fifo)
+    thread = _feed_fifo(fifo, sample_paths["data"].read_bytes())
+    try:
+        piped, _ = _run(sample_paths, tmp_path, "--format", "csv", data=fifo, out=False)
+    finally:
+        _release_fifo(fifo, thread)
+    regular, _ = _run(sample_paths, tmp_path, "--format", "csv", out=False)
+    assert piped.exit_code == 0, piped.stderr
+    assert piped.stdout == regular.stdout and piped.stdout.startswith("applicant,status")
+
+
+def test_unreadable_files_named(sample_paths, tmp_path, monkeypatch):
+    loop = tmp_path / "loop.csv"
+    loop.symlink_to(loop)
+    _assert_error(*_run(sample_paths, tmp_path, data=loop), "loop.csv", "cannot be read")
+    _assert_error(*_run(sample_paths, tmp_path, applicants=loop), "loop.csv", "cannot be read")
+
+    import frpd_cli.data as data_module
+
+    def denied(path, mode="r", *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(data_module, "open", denied, raising=False)
+    _assert_error(*_run(sample_paths, tmp_path), "credit.csv", "cannot be read: Permission denied")
+
+
+def test_unforeseen_os_errors_are_not_unexpected(sample_paths, tmp_path, monkeypatch):
+    import frpd_cli.cli._options as options
+
+    def disk_full(*args, **kwargs):
+        raise OSError(28, "No space left on device", "somewhere.tmp")
+
+    monkeypatch.setattr(options, "load_training", disk_full)
+    result, output = _run(sample_paths, tmp_path)
+    _assert_error(result, output, "'somewhere.tmp'", "No space left on device")
+    assert "unexpected" not in result.stderr
+
+
+# ------------------------------------------------------------------ random bad files: refused cleanly or planned fully
+
+
+_BAD_CELLS = st.sampled_from(["abc", "inf", "-inf", "nan", "", "1e308", "-1e308", "35.7", "1e-300", "castle",
+                              "=1+2", "NA", "null", " ", '"', "0x10", "1,5", "1e200", "-0", "9" * 30, "\u00e9t\u00e9"])
+_MUTATIONS = st.one_of(
+    st.tuples(st.just("cell"), st.integers(0, 7), st.integers(0, 8), _BAD_CELLS),
+    st.tuples(st.just("drop-column"), st.integers(0, 8)),
+    st.tuples(st.just("duplicate-row"), st.integers(0, 7)),
+    st.tuples(st.just("extra-field"), st.integers(0, 7)),
+    st.tuples(st.just("truncate"), st.floats(0.0, 1.0)),
+    st.tuples(st.just("binary"), st.binary(min_size=1, max_size=64)),
+    st.tuples(st.just("empty")),
+    st.tuples(st.just("header-only")),
+)
+
+
+def _mutate(text: str, mutations) -> bytes:
+    lines = text.splitlines()
+    for mutation in mutations:
+        kind = mutation[0]
+        if not lines and kind not in ("binary",):
+            continue
+        if kind == "cell":
+            _, row, column, value = mutation
+            row = 1 + row % max(len(lines) - 1, 1)
+            if row < len(lines):
+                cells = lines[row].split(",")
+                cells[column % len(cells)] = value
+                lines[row] = ",".join(cells)
+        elif kind == "drop-column":
+            column = mutation[1] % len(lines[0].split(","))
+            lines = [",".join(c for j, c in enumerate(line.split(",")) if j != column) for line in lines]
+        elif kind == "duplicate-row" and len(lines) > 1:
+            lines.append(lines[1 + mutation[1] % (len(lines) - 1)])
+        elif kind == "extra-field" and len(lines) > 1:
+            row = 1 + mutation[1] % (len(lines) - 1)
+            lines[row] += ",surplus"
+        elif kind == "truncate":
+            joined = "\n".join(lines)
+            lines = joined[: int(len(joined) * mutation[1])].split("\n")
+        elif kind == "binary":
+            return mutation[1] + b"\x00" + "\n".join(lines).encode()
+        elif kind == "empty":
+            lines = []
+        elif kind == "header-only":
+            lines = lines[:1]
+    return ("\n".join(lines) + ("\n" if lines else "")).encode("utf-8")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(which=st.sampled_from(["data", "applicants"]), mutations=st.lists(_MUTATIONS, min_size=1, max_size=3))
+def test_random_bad_files_refused_cleanly_or_planned_fully(sample_paths, tmp_path, which, mutations):
+    from frpd_cli.plans import unescape_csv_text
+
+    base = {"data": "\n".join(sample_paths["data"].read_text().splitlines()[:401]),
+            "applicants": "\n".join(sample_paths["applicants"].read_text().splitlines()[:7])}
+    paths = {}
+    for name, text in base.items():
+        paths[name] = tmp_path / f"random-{name}.csv"
+        paths[name].write_bytes(_mutate(text, mutations) if name == which else (text + "\n").encode())
+    result = runner.invoke(app, ["plan", str(paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+                                 str(sample_paths["schema"]), "--applicants", str(paths["applicants"]),
+                                 "--format", "csv"])
+    assert "Traceback" not in result.stderr and "unexpected" not in result.stderr, result.stderr
+    if result.exit_code == 0:
+        # the input was in fact valid: every applicant is in the output, in order, each with its rows
+        expected = pd.read_csv(paths["applicants"], dtype=str, keep_default_na=False)["applicant_id"].tolist()
+        rows = list(csv.DictReader(result.stdout.splitlines()))
+        assert rows and all(None not in row and row["status"] for row in rows)
+        assert list(dict.fromkeys(unescape_csv_text(row["applicant"]) for row in rows)) == expected
+    else:
+        assert result.exit_code == 1, (result.exit_code, result.stderr)
+        assert result.stdout == ""                       # refused before anything was written
+        errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+        others = [line for line in result.stderr.splitlines() if not line.startswith(("Error:", "Warning:"))]
+        assert len(errors) == 1 and others == [], result.stderr
+
+
+def test_os_errors_without_a_file_name_the_failure(sample_paths, tmp_path, monkeypatch):
+    import frpd_cli.cli._options as options
+
+    def refused(*args, **kwargs):
+        raise ConnectionRefusedError(111, "Connection refused")
+
+    monkeypatch.setattr(options, "load_training", refused)
+    result, output = _run(sample_paths, tmp_path)
+    _assert_error(result, output, "ConnectionRefusedError", "Connection refused", "--scheduler")
+    assert "unexpected" not in result.stderr

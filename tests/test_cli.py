@@ -146,7 +146,7 @@ def test_missing_applicant_column_named(sample_paths, tmp_path):
 def test_failed_run_leaves_no_output_file(sample_paths, tmp_path):
     out = tmp_path / "plans.csv"
     result = runner.invoke(app, _plan_args(sample_paths, "--method", "nope", "--output", str(out)))
-    assert result.exit_code == 1 and "method" in result.stderr
+    assert result.exit_code == 2 and "--method" in result.stderr and "quad-dp" in result.stderr
     assert list(tmp_path.iterdir()) == []
 
 

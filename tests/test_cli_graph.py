@@ -74,7 +74,7 @@ def test_build_graph_payloads_are_byte_identical(sample_paths, tmp_path):
 
 def test_build_graph_export_format_checked(sample_paths, tmp_path):
     result = _build(sample_paths, tmp_path / "g", "--export", "gexf", str(tmp_path / "x"))
-    assert result.exit_code == 1 and "graphml" in result.stderr and not (tmp_path / "g").exists()
+    assert result.exit_code == 2 and "graphml" in result.stderr and not (tmp_path / "g").exists()
 
 
 def test_plan_graph_jsonl_has_paths_and_steps(sample_paths, graph_dir):

@@ -60,7 +60,7 @@ def test_unseen_category_named():
     enc, frame = _encoder()
     bad = frame.copy()
     bad.loc[2, "job"] = "pilot"
-    with pytest.raises(InputError, match="'pilot' in data row 3, a category never seen"):
+    with pytest.raises(InputError, match=r"'pilot' in data row 3 \(line 4\), a category never seen"):
         enc.encode(bad)
 
 
@@ -68,7 +68,7 @@ def test_text_in_numeric_column_named():
     enc, frame = _encoder()
     bad = frame.astype({"amount": object})
     bad.loc[1, "amount"] = "lots"
-    with pytest.raises(InputError, match="must be numeric, but data row 2 holds 'lots'"):
+    with pytest.raises(InputError, match=r"must be numeric, but data row 2 \(line 3\) holds 'lots'"):
         enc.encode(bad)
 
 
@@ -115,3 +115,69 @@ def test_round_trip_property(ints, data):
     assert back["i"].tolist() == frame["i"].tolist()
     assert back["f"].tolist() == frame["f"].tolist()
     assert back["c"].tolist() == frame["c"].tolist()
+
+
+# ------------------------------------------------------------------ values that cannot be encoded
+
+
+@pytest.mark.parametrize("value, words", [
+    (np.inf, "holds inf in data row 3 (line 4); expected a finite number"),
+    (-np.inf, "holds -inf in data row 3 (line 4); expected a finite number"),
+    (1e308, "holds 1e+308 in data row 3 (line 4); expected a number of magnitude at most 1e+150"),
+])
+def test_non_finite_and_huge_values_named(value, words):
+    enc, frame = _encoder()
+    bad = frame.astype({"amount": float})
+    bad.loc[2, "amount"] = value
+    with pytest.raises(InputError) as info:
+        enc.encode(bad, source="the applicants file 'a.csv'")
+    assert "Column 'amount' of the applicants file 'a.csv' " + words in str(info.value)
+    with pytest.raises(InputError, match="'amount'.*line 4"):
+        fit_encoder(enc.schema, bad)                # the same value in the training data
+
+
+def test_fractional_value_in_integer_column():
+    enc, frame = _encoder()
+    bad = frame.astype({"age": float})
+    bad.loc[1, "age"] = 35.7
+    with pytest.raises(InputError, match=r"'age' of .* holds 35.7 in data row 2 \(line 3\); expected a whole number"):
+        enc.encode(bad)
+    ok = frame.astype({"age": float})               # whole numbers read as floats are fine
+    np.testing.assert_array_equal(enc.encode(ok), enc.encode(frame))
+
+
+def test_integer_beyond_exact_float_range_refused():
+    enc, frame = _encoder()
+    bad = frame.astype({"age": float})
+    bad.loc[0, "age"] = 2.0**63
+    with pytest.raises(InputError, match=r"'age'.*data row 1 .*whole number below 2\*\*63"):
+        enc.encode(bad)
+
+
+def test_rows_named_by_the_frame_index():
+    enc, frame = _encoder()
+    bad = frame.astype({"amount": float}).set_axis([10, 11, 12, 13])
+    bad.loc[12, "amount"] = np.inf
+    with pytest.raises(InputError, match=r"data row 13 \(line 14\)"):
+        enc.encode(bad)
+
+
+def test_value_whose_distance_overflows_refused():
+    # a training range of 1e-200 puts a (finite, small) applicant value 1e120 at 1e320 encoded: distances overflow
+    frame = pd.DataFrame({"x": [0.0, 1e-200, 5e-201], "label": [0, 1, 1]})
+    enc = fit_encoder(infer_schema(frame), frame)
+    far = pd.DataFrame({"x": [1e-201, 1e120]})
+    with pytest.raises(InputError, match=r"'x' .* 1e\+120 in data row 2 \(line 3\), so far outside the training "
+                                         r"range .* that distances overflow"):
+        enc.encode(far)
+    near = pd.DataFrame({"x": [1e-201, 1e-150]})     # far outside too, but distances stay finite
+    assert np.isfinite(enc.encode(near)).all()
+
+
+def test_training_values_up_to_the_magnitude_limit_accepted():
+    frame = pd.DataFrame({"x": [-1e150, 1e150, 0.0], "label": [0, 1, 1]})
+    schema = infer_schema(frame, SchemaSpec(continuous=("x",)))
+    assert np.isfinite(fit_encoder(schema, frame).encode(frame)).all()
+    frame.loc[1, "x"] = 1.5e150
+    with pytest.raises(InputError, match=r"holds 1.5e\+150 in data row 2 \(line 3\); expected a number of magnitude"):
+        fit_encoder(schema, frame)

@@ -289,7 +289,7 @@ def test_max_step_beyond_every_neighbour_is_explained():
     rows = [(0.0, "a", 0), (5.0, "a", 1), (6.0, "a", 1)]
     training, model = _tiny(rows)
     graph = build_graph(training.X, training.codes, n_neighbors=2, max_step=0.1)
-    applicant = pd.DataFrame({"x": [2.5], "group": ["a"]})
+    applicant = pd.DataFrame({"x": [2], "group": ["a"]})     # x is an integer feature: a whole value
     plan = _plans(training, model, applicant, PlanSettings(k=1, scheme="graph"), graph)[0]
     assert plan.status == "infeasible" and "beyond the graph's max step 0.1" in plan.reason
 

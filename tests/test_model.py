@@ -1,5 +1,6 @@
 """Tests of frpd_cli.model: loading trusted models and the favourable probability."""
 
+import os
 import pickle
 import sys
 import warnings
@@ -16,8 +17,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
 from sklearn.tree import DecisionTreeClassifier
 
-from frpd_cli.exceptions import InputError, ModelError
-from frpd_cli.model import Model, ModelVersionWarning, load_model
+from frpd_cli.exceptions import InputError, ModelError, ModelOutputError
+from frpd_cli.model import Model, ModelVersionWarning, load_model, model_output_to_stderr
 
 FEATURES = ["income", "age", "housing"]
 
@@ -58,10 +59,41 @@ def model_file(tmp_path, fitted):
 
 
 class PredictOnly:
-    """A model with predict but no predict_proba and no classes_ (like a rule)."""
+    """A model with predict and classes_ but no predict_proba (like a rule)."""
+
+    classes_ = np.array(["no", "yes"])
 
     def predict(self, X):
         return np.where(np.asarray(X["income"], dtype=float) > 55, "yes", "no")
+
+
+class PredictOnlyNoClasses:
+    """A rule without classes_: frpd cannot know what its outputs mean."""
+
+    def predict(self, X):
+        return np.where(np.asarray(X["income"], dtype=float) > 55, "yes", "no")
+
+
+class FixedProba:
+    """A classifier double whose predict_proba returns a fixed table (rows cycled to the call's length)."""
+
+    classes_ = np.array([0, 1])
+
+    def __init__(self, table, noise=None):
+        self.table = np.asarray(table, dtype=float)
+        self.noise = noise
+
+    def predict_proba(self, X):
+        if self.noise == "print":
+            print("model says hello")
+        elif self.noise == "fd":
+            os.write(1, b"model writes to fd 1\n")
+        elif self.noise == "cstdio":       # buffered by the C library, written when it is flushed
+            import ctypes
+
+            ctypes.CDLL(None).printf(b"model printf\n")
+        rows = np.arange(len(X)) % len(self.table)
+        return self.table[rows]
 
 
 class NotAModel:
@@ -199,6 +231,27 @@ def test_predict_only_model(tmp_path, data):
     p = model.favorable_probability(frame)
     np.testing.assert_array_equal(p, (frame["income"] > 55).astype(float).to_numpy())
     assert set(np.unique(p)) <= {0.0, 1.0}
+
+
+def test_predict_only_model_without_classes_refused(tmp_path):
+    path = tmp_path / "rule.pkl"
+    joblib.dump(PredictOnlyNoClasses(), path)
+    with pytest.raises(ModelError, match="no classes_"):
+        load_model(path, favorable="yes", feature_names=FEATURES)
+
+
+def test_regressor_refused(tmp_path, data):
+    from sklearn.linear_model import LinearRegression
+
+    frame, y = data
+    for name, estimator in [("lr.pkl", LinearRegression()), ("pipe.pkl", _pipeline(LinearRegression()))]:
+        path = tmp_path / name
+        joblib.dump(estimator.fit(frame[["income", "age"]] if name == "lr.pkl" else frame, y), path)
+        names = ["income", "age"] if name == "lr.pkl" else FEATURES
+        with pytest.raises(ModelError, match="regressor") as info:
+            load_model(path, favorable=1, feature_names=names)
+        message = str(info.value)
+        assert name in message and ("LinearRegression" in message or "Pipeline" in message)
 
 
 def test_predict_only_sklearn_model_with_classes(tmp_path, data):
@@ -344,3 +397,73 @@ def test_skops_missing_gives_install_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "skops.io", None)
     with pytest.raises(ModelError, match=r"pip install 'frpd-cli\[safe\]'"):
         load_model(path, favorable=1, feature_names=FEATURES)
+
+
+# ------------------------------------------------------------------ checked outputs
+
+
+def _fixed(tmp_path, table, noise=None):
+    path = tmp_path / "fixed.pkl"
+    joblib.dump(FixedProba(table, noise), path)
+    return load_model(path, favorable=1, feature_names=FEATURES)
+
+
+@pytest.mark.parametrize("table, bad_row, words", [
+    ([[0.5, 0.5], [np.nan, np.nan]], 2, "non-finite"),
+    ([[0.2, 0.8], [0.3, 0.7], [np.inf, 0.0]], 3, "non-finite"),
+    ([[0.2, 0.8], [-0.89, 1.89]], 2, "outside [0, 1]"),
+    ([[0.6, 0.6]], 1, "sum to 1.2"),
+    ([[0.3, 0.7], [0.3, 0.7 + 2e-6]], 2, "sum to"),
+])
+def test_bad_probabilities_name_the_first_bad_row(tmp_path, data, table, bad_row, words):
+    frame, _ = data
+    model = _fixed(tmp_path, table)
+    with pytest.raises(ModelOutputError) as info:
+        model.favorable_probability(frame.iloc[:7])
+    message = str(info.value)
+    assert info.value.row == bad_row - 1 and info.value.n_rows == 7
+    assert f"row {bad_row} of the 7 row(s)" in message and words in message and "fixed.pkl" in message
+
+
+def test_probabilities_within_tolerance_accepted(tmp_path, data):
+    frame, _ = data
+    model = _fixed(tmp_path, [[0.0, 1.0], [1.0, 0.0], [0.3, 0.7 + 5e-7], [1e-300, 1.0]])
+    np.testing.assert_array_equal(model.favorable_probability(frame.iloc[:4]), [1.0, 0.0, 0.7 + 5e-7, 1.0])
+
+
+def test_wrong_number_of_columns_refused(tmp_path, data):
+    frame, _ = data
+    model = _fixed(tmp_path, [[0.2, 0.3, 0.5]])
+    with pytest.raises(ModelError, match=r"shape \(3, 3\).*expected \(3, 2\)"):
+        model.favorable_probability(frame.iloc[:3])
+
+
+def test_located_error_names_the_file_row():
+    error = ModelOutputError(model="m.pkl", row=4, n_rows=10, n_bad=1, problem="returned nonsense: [nan]")
+    moved = error.located("data row 5 (line 6) of 'train.csv'")
+    assert "data row 5 (line 6) of 'train.csv'" in str(moved) and moved.row == 4 and "m.pkl" in str(moved)
+
+
+def test_model_prints_go_to_stderr(tmp_path, data, capfd):
+    frame, _ = data
+    for noise in ("print", "fd", "cstdio"):
+        model = _fixed(tmp_path, [[0.4, 0.6]], noise=noise)
+        model.favorable_probability(frame.iloc[:2])
+    sys.stdout.write("data line\n")
+    sys.stdout.flush()
+    out, err = capfd.readouterr()
+    assert out == "data line\n"
+    assert "model says hello" in err and "model writes to fd 1" in err and "model printf" in err
+
+
+def test_stdout_restored_after_a_failing_model_call(capfd):
+    before = sys.stdout
+    with pytest.raises(RuntimeError):
+        with model_output_to_stderr():
+            with model_output_to_stderr():     # nested: one redirection
+                os.write(1, b"inner\n")
+            raise RuntimeError("boom")
+    assert sys.stdout is before
+    os.write(1, b"after\n")
+    out, err = capfd.readouterr()
+    assert out == "after\n" and err == "inner\n"

@@ -9,7 +9,7 @@ import warnings
 
 import typer
 
-from ..exceptions import FrpdError
+from ..exceptions import FrpdError, OptionError
 from ..outputs import Terminated, terminate_on_signals
 
 __all__ = ["handle_errors", "echo_err"]
@@ -40,6 +40,9 @@ def handle_errors(func):
                 return func(*args, **kwargs)
         except typer.Exit:
             raise
+        except OptionError as exc:
+            # an invalid option value found after parsing: a usage error (exit 2), shown the way typer shows its own
+            raise typer.BadParameter(str(exc), param_hint=f"'{exc.option}'") from None
         except FrpdError as exc:
             if debug:
                 raise
@@ -58,6 +61,12 @@ def handle_errors(func):
             except OSError:
                 pass
             raise typer.Exit(0) from None
+        except OSError as exc:
+            # the system refused a file operation frpd did not foresee (permissions, disk full, a special file)
+            if debug:
+                raise
+            echo_err(f"Error: {_os_error_message(exc)}")
+            raise typer.Exit(1) from None
         except Exception as exc:  # a bug or an unforeseen failure: still no traceback by default
             if debug:
                 raise
@@ -65,3 +74,16 @@ def handle_errors(func):
             raise typer.Exit(1) from None
 
     return wrapper
+
+
+def _os_error_message(exc: OSError) -> str:
+    """One sentence for an OSError: the path (or connection), what the system said, what to do."""
+    if exc.filename is None:
+        # no file named: a connection (e.g. a Dask scheduler) or a stream
+        return (f"{type(exc).__name__}: {exc.strerror or exc}. Check the addresses given (--scheduler) and that "
+                "the inputs and outputs are reachable.")
+    name = f"'{exc.filename}'"
+    if exc.filename2 is not None:
+        name += f" (and '{exc.filename2}')"
+    return (f"Cannot use {name}: {exc.strerror or type(exc).__name__}. Check that the path exists and is a regular "
+            "file or folder you may read (or write, for outputs), and that the disk has space.")

@@ -2,27 +2,90 @@
 
 from __future__ import annotations
 
+import codecs
+import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Literal, Optional
 
 import pandas as pd
 import typer
 
 from ..applicants import ApplicantFile, normalise_types
+from ..backends import BACKENDS
+from ..choice import PLAN_METHODS, SCHEMES
+from ..dataset import CANDIDATE_POOLS
+from ..evaluation import MANIFOLDS
+from ..interpolation import ENDPOINTS
+from ..projection import IMMUTABLE_POLICIES
 from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
-from ..exceptions import InputError
 from ..model import load_model
 from ..schema import SchemaSpec, infer_schema
 from ._errors import echo_err
+from ._output import FORMATS
 
 __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
     "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
-    "SchemaFlags", "load_training", "read_applicants",
+    "SchemaFlags", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
+    "ManifoldOpt", "WeightOpt", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
+    "OptionalEndpointOpt", "WEIGHTS",
 ]
+
+#: Edge weights of build-graph.
+WEIGHTS = ("euclidean", "density")
+
+
+def _choices(values) -> object:
+    """A Literal type of the allowed values: typer checks it (exit 2) and lists the values in --help."""
+    return Literal[tuple(values)]
+
+
+def _positive(name: str):
+    """A callback: the value (when given) must be a finite number > 0."""
+
+    def check(value):
+        if value is not None and not (math.isfinite(value) and value > 0):
+            raise typer.BadParameter(f"The '{name}' option must be a finite number > 0. Got {value!r} instead.")
+        return value
+
+    return check
+
+
+def _open_unit(name: str):
+    """A callback: the value (when given) must be in the open interval (0, 1)."""
+
+    def check(value):
+        if value is not None and not (0.0 < value < 1.0):
+            raise typer.BadParameter(f"The '{name}' option must be a number in the open interval (0, 1). "
+                                     f"Got {value!r} instead.")
+        return value
+
+    return check
+
+
+def _check_encoding(value: str) -> str:
+    try:
+        codecs.lookup(value)
+    except LookupError:
+        raise typer.BadParameter(f"Unknown text encoding {value!r}; pass a Python codec name such as utf-8, "
+                                 "latin-1 or cp1252.") from None
+    return value
+
+
+def _check_theta_list(value: str) -> str:
+    parts = [p.strip() for p in str(value).split(",")]
+    try:
+        thetas = [float(p) for p in parts]
+    except ValueError:
+        thetas = []
+    if not thetas or not all(0.0 <= t <= 1.0 for t in thetas):
+        raise typer.BadParameter(f"The 'theta' option must be a number or a comma list of numbers in [0, 1] "
+                                 f"(e.g. 0.1,0.5,0.9). Got {value!r} instead.")
+    return value
+
 
 _DATA = "Data and schema"
 _SEL = "Selection"
@@ -55,22 +118,27 @@ IdColumnOpt = Annotated[Optional[str], typer.Option("--id-column", help="Applica
                                                     "the output) [default: row number].", rich_help_panel=_DATA)]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random choice; same inputs and seed give "
                                       "byte-identical outputs.", rich_help_panel=_DATA)]
-ThresholdOpt = Annotated[float, typer.Option("--threshold", min=0.0, max=1.0,
-                                             help="Favourable when the model's probability is >= this.",
-                                             rich_help_panel=_DATA)]
-EncodingOpt = Annotated[str, typer.Option("--encoding", help="Text encoding of the CSV files.",
-                                          rich_help_panel=_DATA)]
-MethodOpt = Annotated[str, typer.Option("--method", help="quad, quad-dp, quad-greedy, dpp-greedy, dpp-ls, "
-                                        "nearest, exact (face with --graph).", rich_help_panel=_SEL)]
+ThresholdOpt = Annotated[float, typer.Option("--threshold", callback=_open_unit("threshold"),
+                                             help="Favourable when the model's probability is >= this "
+                                             "(in (0, 1)).", rich_help_panel=_DATA)]
+OptionalThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", callback=_open_unit("threshold"),
+                                                               help="Favourable threshold in (0, 1) [default: "
+                                                               "the selection's].")]
+EncodingOpt = Annotated[str, typer.Option("--encoding", callback=_check_encoding,
+                                          help="Text encoding of the CSV files.", rich_help_panel=_DATA)]
+MethodOpt = Annotated[_choices(PLAN_METHODS), typer.Option("--method", case_sensitive=False,
+                                                          help="quad, quad-dp, quad-greedy, dpp-greedy, dpp-ls, "
+                                                          "nearest, exact (face with --graph).",
+                                                          rich_help_panel=_SEL)]
 KOpt = Annotated[int, typer.Option("-k", "--k", min=1, help="Recourses per plan.", rich_help_panel=_SEL)]
 ThetaOpt = Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Diversity weight (0: nearest, "
                                          "1: most diverse).", rich_help_panel=_SEL)]
-BandwidthOpt = Annotated[float, typer.Option("--bandwidth",
-                                             help="DPP proximity bandwidth h.", rich_help_panel=_SEL)]
-CandidatesOpt = Annotated[str, typer.Option("--candidates", help="Prototype pool: rows the model predicts "
+BandwidthOpt = Annotated[float, typer.Option("--bandwidth", callback=_positive("bandwidth"),
+                                             help="DPP proximity bandwidth h (> 0).", rich_help_panel=_SEL)]
+CandidatesOpt = Annotated[_choices(CANDIDATE_POOLS), typer.Option("--candidates", case_sensitive=False, help="Prototype pool: rows the model predicts "
                                             "favourable (predicted) or labelled favourable and predicted so "
                                             "(labeled).", rich_help_panel=_SEL)]
-FormatOpt = Annotated[Optional[str], typer.Option("--format", help="table, csv, json or jsonl [default: table on "
+FormatOpt = Annotated[Optional[_choices(FORMATS)], typer.Option("--format", case_sensitive=False, help="table, csv, json or jsonl [default: table on "
                                                   "a terminal, csv otherwise].", rich_help_panel=_OUT)]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the data to this file "
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
@@ -80,7 +148,8 @@ TrustTypeOpt = Annotated[Optional[list[str]], typer.Option("--trust-type", help=
                                                            "trust besides the built-in scikit-learn list "
                                                            "(repeatable; e.g. mypackage.MyTransformer).",
                                                            rich_help_panel=_DATA)]
-PolicyOpt = Annotated[str, typer.Option("--immutable-policy", help="filter: prototypes are favourable rows that "
+PolicyOpt = Annotated[_choices(IMMUTABLE_POLICIES), typer.Option("--immutable-policy", case_sensitive=False,
+                                                                 help="filter: prototypes are favourable rows that "
                                          "already share the applicant's immutable values; project: also favourable "
                                          "rows moved onto them and re-predicted (marked projected). Graph plans "
                                          "always keep the strict edge rules.", rich_help_panel=_SEL)]
@@ -91,15 +160,49 @@ GraphOpt = Annotated[Optional[Path], typer.Option("--graph", help="Actionability
                                                  "recourses become shortest paths on it (sequential recourse), "
                                                  "prototypes are chosen among the favourable rows it reaches.",
                                                  rich_help_panel=_GRAPH)]
-EndpointOpt = Annotated[str, typer.Option("--endpoint", help="Where a graph recourse ends: prototype (the chosen "
+EndpointOpt = Annotated[_choices(ENDPOINTS), typer.Option("--endpoint", case_sensitive=False, help="Where a graph recourse ends: prototype (the chosen "
                                           "row; keeps the plan's diversity) or first-favorable (the first node of "
                                           "the path the model accepts; cheaper, but paths that share it collapse).",
                                           rich_help_panel=_GRAPH)]
 MaxHopsOpt = Annotated[Optional[int], typer.Option("--max-hops", min=1, help="Only prototypes at most this many "
                                                    "moves away (along the shortest path).", rich_help_panel=_GRAPH)]
-MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", help="Only prototypes "
+MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", callback=_positive("max-cost"),
+                                                     help="Only prototypes "
                                                      "whose shortest path costs at most this (Dijkstra stops "
                                                      "there).", rich_help_panel=_GRAPH)]
+
+OptionalEndpointOpt = Annotated[Optional[_choices(ENDPOINTS)],
+                                typer.Option("--endpoint", case_sensitive=False,
+                                             help="Graph scheme: prototype or first-favorable [default: the "
+                                             "selection's].", rich_help_panel=_GRAPH)]
+BackendOpt = Annotated[_choices(BACKENDS), typer.Option("--backend", case_sensitive=False,
+                                                        help=f"Where chunks run: {', '.join(BACKENDS)} (loky: "
+                                                        "local processes; dask: a Dask cluster, extra 'dask').",
+                                                        rich_help_panel=_OUT)]
+TolOpt = Annotated[float, typer.Option("--tol", callback=_open_unit("tol"),
+                                       help="Interpolation tolerance, as a fraction of each segment (in (0, 1)).",
+                                       rich_help_panel=_SEL)]
+SchemeOpt = Annotated[_choices(SCHEMES), typer.Option("--scheme", case_sensitive=False,
+                                                      help="linear, or graph (shortest paths on the graph the "
+                                                      "selection was made on; needs --graph).")]
+ThetaListOpt = Annotated[str, typer.Option("--theta", callback=_check_theta_list,
+                                           help="Diversity weight in [0, 1], or a comma list (e.g. 0.1,0.5,0.9): "
+                                           "the geometry is computed once per applicant.", rich_help_panel=_SEL)]
+ManifoldOpt = Annotated[_choices(MANIFOLDS), typer.Option("--manifold", case_sensitive=False,
+                                                          help="Training rows that stand for the data manifold: "
+                                                          "favorable (predicted), labeled or all.")]
+WeightOpt = Annotated[_choices(WEIGHTS), typer.Option("--weight", case_sensitive=False,
+                                                      help="Edge weight: euclidean (length in the encoded space) "
+                                                      "or density (FACE: length / kernel density at the "
+                                                      "midpoint).", rich_help_panel="Graph")]
+RadiusOpt = Annotated[Optional[float], typer.Option("--radius", callback=_positive("radius"),
+                                                    help="Instead of --neighbors: edges to every actionable row "
+                                                    "within this Euclidean distance.", rich_help_panel="Graph")]
+MaxStepOpt = Annotated[Optional[float], typer.Option("--max-step", callback=_positive("max-step"),
+                                                     help="Drop edges longer than this.", rich_help_panel="Graph")]
+KdeBandwidthOpt = Annotated[Optional[float], typer.Option("--kde-bandwidth", callback=_positive("kde-bandwidth"),
+                                                          help="Kernel bandwidth of --weight density [default: "
+                                                          "median edge length].", rich_help_panel="Graph")]
 
 
 @dataclass(frozen=True)
@@ -148,8 +251,9 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8"):
     """Read and validate a whole applicants file; return the raw feature rows and the applicant ids.
 
-    Ids are the id column's values, or 0-based row numbers without one. Columns that are neither
-    features nor the id column are ignored with a warning.
+    Ids are the id column's values (verbatim strings; unique, see ``ApplicantFile.scan``), or 0-based
+    row numbers without one. Columns that are neither features nor the id column are ignored with a
+    warning.
     """
     source = ApplicantFile(path, training.encoder, id_column=id_column, encoding=encoding)
     scan = source.scan()
@@ -158,13 +262,4 @@ def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *,
     chunks = list(source.chunks(max(scan.n_rows, 1)))
     frame = pd.concat([c.frame for c in chunks], ignore_index=True)
     ids = [a for c in chunks for a in c.ids]
-    if len(set(ids)) != len(ids):
-        seen: dict = {}
-        for row, a in enumerate(ids):
-            seen.setdefault(a, []).append(row + 1)
-        a, rows = next((a, rows) for a, rows in seen.items() if len(rows) > 1)
-        raise InputError(
-            f"Applicant id {a!r} appears {len(rows)} times in '{path}' (data rows {', '.join(map(str, rows[:5]))}); "
-            f"ids must be unique here. Pass --id-column with a column of unique values."
-        )
     return normalise_types(training.encoder, frame), ids

@@ -20,7 +20,7 @@ from rich.text import Text
 
 from .. import outputs
 from ..exceptions import InputError
-from ..plans import Plan, csv_columns, plan_record, plan_rows, python_value
+from ..plans import Plan, csv_columns, escape_csv_text, plan_record, plan_rows, python_value
 
 __all__ = ["FORMATS", "resolve_format", "open_output", "PlanWriter", "stderr_console", "render_rows_table",
            "write_records"]
@@ -198,7 +198,7 @@ def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, tit
     if fmt == "csv":
         writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
         writer.writeheader()
-        writer.writerows([{c: python_value(r.get(c, "")) for c in columns} for r in rows])
+        writer.writerows([{c: escape_csv_text(python_value(r.get(c, ""))) for c in columns} for r in rows])
     elif fmt == "jsonl":
         for r in rows:
             stream.write(json.dumps({c: python_value(r.get(c)) for c in columns}, ensure_ascii=False) + "\n")

@@ -87,8 +87,7 @@ def evaluate_command(
     k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan [default: per "
                                              "method, the largest rank in the file].",
                                              rich_help_panel="Selection")] = None,
-    manifold: Annotated[str, typer.Option("--manifold", help="Training rows that stand for the data manifold: "
-                                          "favorable (predicted), labeled or all.")] = "favorable",
+    manifold: o.ManifoldOpt = "favorable",
     per_applicant: Annotated[bool, typer.Option("--per-applicant", help="Write one row per plan instead of the "
                                                 "per-method summary.", rich_help_panel="Output")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw cost vs anti-diversity and cost vs DPP, "

@@ -13,7 +13,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from ..artifacts import read_artifact, write_artifact
 from ..constraints import actionable_pairs
-from ..exceptions import ArtifactError, InputError, StaleArtifactError
+from ..exceptions import ArtifactError, InputError, OptionError, StaleArtifactError
 from ..graph import build_graph, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
 from ..outputs import check_artifact_folder, check_not_inputs, output_path, resolve_output
 from . import _options as o
@@ -163,17 +163,10 @@ def build_graph_command(
     neighbors: Annotated[int, typer.Option("--neighbors", min=1, help="Edges to the k nearest actionable rows "
                                            "of each row (duplicates extra). Larger k reaches more rows.",
                                            rich_help_panel="Graph")] = 10,
-    radius: Annotated[Optional[float], typer.Option("--radius", help="Instead of --neighbors: edges to every "
-                                                    "actionable row within this Euclidean distance.",
-                                                    rich_help_panel="Graph")] = None,
-    max_step: Annotated[Optional[float], typer.Option("--max-step", help="Drop edges longer than this.",
-                                                      rich_help_panel="Graph")] = None,
-    weight: Annotated[str, typer.Option("--weight", help="Edge weight: euclidean (length in the encoded space) "
-                                        "or density (FACE: length / kernel density at the midpoint).",
-                                        rich_help_panel="Graph")] = "euclidean",
-    kde_bandwidth: Annotated[Optional[float], typer.Option("--kde-bandwidth", help="Kernel bandwidth of "
-                                                           "--weight density [default: median edge length].",
-                                                           rich_help_panel="Graph")] = None,
+    radius: o.RadiusOpt = None,
+    max_step: o.MaxStepOpt = None,
+    weight: o.WeightOpt = "euclidean",
+    kde_bandwidth: o.KdeBandwidthOpt = None,
     export: Annotated[Optional[tuple[str, Path]], typer.Option("--export", help="Also write the graph for "
                                                                "inspection tools: --export graphml FILE.",
                                                                show_default=False, rich_help_panel="Graph")]
@@ -203,8 +196,8 @@ def build_graph_command(
     --out graph/
     """
     if export is not None and export[0].lower() not in _EXPORT_FORMATS:
-        raise InputError(f"The 'export' format must be one of {', '.join(_EXPORT_FORMATS)}. "
-                         f"Got {export[0]!r} instead (use --export graphml FILE).")
+        raise OptionError("--export", f"The 'export' format must be one of {', '.join(_EXPORT_FORMATS)}. "
+                          f"Got {export[0]!r} instead (use --export graphml FILE).")
     if export is not None:
         resolve_output(export[1])
     check_not_inputs({"--out": out, "--export": None if export is None else export[1]},

@@ -209,9 +209,7 @@ def plan_command(
                                          "nothing when the output is complete.",
                                          rich_help_panel="Output")] = False,
     jobs: o.JobsOpt = 1,
-    backend: Annotated[str, typer.Option("--backend", help=f"Where chunks run: {', '.join(BACKENDS)} (loky: "
-                                         "local processes; dask: a Dask cluster, extra 'dask').",
-                                         rich_help_panel="Output")] = "loky",
+    backend: o.BackendOpt = "loky",
     scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address "
                                                      "(tcp://HOST:PORT); without it --backend dask starts a "
                                                      "loopback cluster of --jobs workers.",
@@ -219,9 +217,7 @@ def plan_command(
     chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Applicants per batch (memory and "
                                             "model-call size; part of what makes outputs identical).",
                                             rich_help_panel="Output")] = 256,
-    tol: Annotated[float, typer.Option("--tol",
-                                       help="Interpolation tolerance, as a fraction of each segment.",
-                                       rich_help_panel="Selection")] = 1e-3,
+    tol: o.TolOpt = 1e-3,
     graph: o.GraphOpt = None,
     endpoint: o.EndpointOpt = "prototype",
     max_hops: o.MaxHopsOpt = None,

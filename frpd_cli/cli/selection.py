@@ -60,9 +60,7 @@ def select_command(
                                       show_default=False)],
     method: o.MethodOpt = "quad",
     k: o.KOpt = 3,
-    theta: Annotated[str, typer.Option("--theta", help="Diversity weight in [0, 1], or a comma list "
-                                       "(e.g. 0.1,0.5,0.9): the geometry is computed once per applicant.",
-                                       rich_help_panel="Selection")] = "0.9",
+    theta: o.ThetaListOpt = "0.9",
     bandwidth: o.BandwidthOpt = 1.0,
     candidates: o.CandidatesOpt = "predicted",
     save_eigen: Annotated[bool, typer.Option("--save-eigen", help="Also store each applicant's "
@@ -191,21 +189,15 @@ def interpolate_command(
                                             show_default=False)],
     model: o.ModelOpt,
     out: Annotated[Path, typer.Option("--out", help="Folder to write the plan artifact to.", show_default=False)],
-    scheme: Annotated[str, typer.Option("--scheme", help="linear, or graph (shortest paths on the graph the "
-                                        "selection was made on; needs --graph).")] = "linear",
+    scheme: o.SchemeOpt = "linear",
     graph: o.GraphOpt = None,
-    endpoint: Annotated[Optional[str], typer.Option("--endpoint", help="Graph scheme: prototype or first-favorable "
-                                                    "[default: the selection's].",
-                                                    rich_help_panel="Graph (sequential recourse)")] = None,
+    endpoint: o.OptionalEndpointOpt = None,
     data: Annotated[Optional[Path], typer.Option("--data", help="The training CSV the selection was made from "
                                                  "(its contents are checked): every prototype must be the training "
                                                  "row it names. Graph scheme [default: the path recorded in the "
                                                  "selection]; linear scheme: optional.")] = None,
-    tol: Annotated[float, typer.Option("--tol",
-                                       help="Interpolation tolerance, as a fraction of each segment.")] = 1e-3,
-    threshold: Annotated[Optional[float], typer.Option("--threshold", min=0.0, max=1.0,
-                                                       help="Favourable threshold [default: the selection's].")]
-    = None,
+    tol: o.TolOpt = 1e-3,
+    threshold: o.OptionalThresholdOpt = None,
     trust_type: o.TrustTypeOpt = None,
     fmt: o.FormatOpt = None,
     output: o.OutputOpt = None,
