@@ -602,10 +602,10 @@ class SpooledInput:
             with os.fdopen(fd, "wb") as sink:
                 if is_stdio(source):
                     stream = sys.stdin if stdin is None else stdin
-                    shutil.copyfileobj(getattr(stream, "buffer", stream), sink)
+                    _copy_text(getattr(stream, "buffer", stream), sink, source)
                 else:
                     with open(source, "rb") as stream:
-                        shutil.copyfileobj(stream, sink)
+                        _copy_text(stream, sink, source)
         except OSError as exc:
             self.close()
             shown = "stdin" if is_stdio(source) else f"'{source}'"
@@ -617,6 +617,31 @@ class SpooledInput:
     def close(self) -> None:
         """Remove the copy (idempotent)."""
         self._finalizer()
+
+
+_SPOOL_BLOCK = 1 << 20
+
+
+def _copy_text(stream, sink, source) -> None:
+    """Copy ``stream`` to ``sink`` block by block, refusing binary data as soon as it appears.
+
+    CSV text never holds a NUL byte: an endless binary stream (``/dev/zero``, a pipe from the wrong
+    program) is refused at its first block instead of filling the temporary folder.
+    """
+    offset = 0
+    while True:
+        block = stream.read(_SPOOL_BLOCK)
+        if not block:
+            return
+        nul = block.find(b"\0")
+        if nul >= 0:
+            shown = "stdin" if is_stdio(source) else f"'{source}'"
+            raise InputError(
+                f"The input {shown} is not a CSV text file: it holds binary data (a NUL byte at byte {offset + nul}). "
+                "Pass the CSV file itself (not a model, archive or compressed file; decompress it first)."
+            )
+        sink.write(block)
+        offset += len(block)
 
 
 def _remove(path: str) -> None:
