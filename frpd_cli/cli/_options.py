@@ -6,15 +6,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
-import pandas as pd
 import typer
 
-from ..applicants import ApplicantFile, normalise_types
-from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
 from ..exceptions import InputError
-from ..model import load_model
-from ..schema import SchemaSpec, infer_schema
 from ._errors import echo_err
+
+# Every command imports this module for its option declarations, so the numerical modules it loads data
+# with are imported inside the functions that need them (start-up time).
 
 __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
@@ -117,6 +115,9 @@ class SchemaFlags:
     id_column: Optional[str] = None
 
     def spec(self) -> SchemaSpec:
+        from ..dataset import resolve_spec
+        from ..schema import SchemaSpec
+
         flags = SchemaSpec(
             target=self.target, favorable=self.favorable, id_column=self.id_column,
             immutable=tuple(self.immutable or ()), increasing=tuple(self.increasing or ()),
@@ -136,6 +137,10 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     model : Model
     spec : SchemaSpec
     """
+    from ..dataset import build_training_set, read_training_frame
+    from ..model import load_model
+    from ..schema import infer_schema
+
     spec = flags.spec()
     frame = read_training_frame(data, encoding=encoding)
     schema = infer_schema(frame, spec, source=f"'{data}'")
@@ -151,6 +156,10 @@ def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *,
     Ids are the id column's values, or 0-based row numbers without one. Columns that are neither
     features nor the id column are ignored with a warning.
     """
+    import pandas as pd
+
+    from ..applicants import ApplicantFile, normalise_types
+
     source = ApplicantFile(path, training.encoder, id_column=id_column, encoding=encoding)
     scan = source.scan()
     if scan.extra_columns:

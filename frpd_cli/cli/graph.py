@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 
 import numpy as np
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..artifacts import read_artifact, write_artifact
 from ..exceptions import InputError, StaleArtifactError
@@ -159,6 +158,8 @@ def build_graph_command(
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     console = stderr_console()
     progress = Progress(TextColumn("building graph"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

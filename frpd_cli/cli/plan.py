@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .. import __version__
 from ..applicants import ApplicantFile
@@ -78,6 +77,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     streamable = fmt in ("csv", "jsonl")
     if resume and (output is None or not streamable):
         raise InputError("--resume needs --output FILE and --format csv or jsonl (formats written chunk by chunk).")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     projected = settings.immutable_policy == "project"
     start = time.perf_counter()
     counts: dict = {}

@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import numpy as np
 import pandas as pd
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..artifacts import read_artifact, write_artifact
 from ..dataset import build_training_set, read_training_frame
@@ -117,6 +116,8 @@ def select_command(
         if "eigen.npz" not in previous.payload_names:
             raise InputError(f"The selection '{reuse_eigen}' has no eigendecompositions; make it with --save-eigen.")
         stored = previous.load_npz("eigen.npz")
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     start = time.perf_counter()
     console = stderr_console()
