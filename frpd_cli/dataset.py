@@ -14,7 +14,7 @@ from .encoding import Encoder, fit_encoder
 from .exceptions import InputError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
-__all__ = ["TrainingSet", "build_training_set", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
+__all__ = ["TrainingSet", "build_training_set", "labeled_rows", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
 
 CANDIDATE_POOLS = ("predicted", "labeled")
 
@@ -94,10 +94,19 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
     codes = encoder.constraint_codes(features, source=source)
     probability = np.asarray(model.favorable_probability(features), dtype=np.float64)
     favorable = probability >= model.threshold
-    target = frame[schema.target]
-    labeled = (target == schema.favorable).to_numpy() | (target.astype(str) == str(schema.favorable)).to_numpy()
     return TrainingSet(frame=features, schema=schema, encoder=encoder, X=X, codes=codes,
-                       probability=probability, favorable=favorable, labeled=labeled)
+                       probability=probability, favorable=favorable, labeled=labeled_rows(frame, schema))
+
+
+def labeled_rows(frame: pd.DataFrame, schema: Schema) -> np.ndarray:
+    """Rows of the training CSV whose target is the favourable class (compared as values or as text).
+
+    Returns
+    -------
+    labeled : ndarray of bool, shape (n_rows,)
+    """
+    target = frame[schema.target]
+    return (target == schema.favorable).to_numpy() | (target.astype(str) == str(schema.favorable)).to_numpy()
 
 
 def read_training_frame(path, *, encoding: str = "utf-8") -> pd.DataFrame:

@@ -19,7 +19,7 @@ __all__ = [
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
     "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
-    "SchemaFlags", "load_training", "read_applicants",
+    "PoolOpt", "SchemaFlags", "load_training", "read_applicants",
 ]
 
 _DATA = "Data and schema"
@@ -85,6 +85,9 @@ PolicyOpt = Annotated[str, typer.Option("--immutable-policy", help="filter: prot
 DropMissingOpt = Annotated[bool, typer.Option("--drop-missing", help="Report applicants with missing feature values "
                                               "as invalid-input instead of refusing the file.",
                                               rich_help_panel=_DATA)]
+PoolOpt = Annotated[Optional[Path], typer.Option("--pool", help="Training pool folder from build-pool (same data, "
+                                                "model, schema flags and threshold): skips encoding and scoring the "
+                                                "training rows; results are identical.", rich_help_panel=_DATA)]
 GraphOpt = Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder from build-graph: "
                                                  "recourses become shortest paths on it (sequential recourse), "
                                                  "prototypes are chosen among the favourable rows it reaches.",
@@ -128,8 +131,11 @@ class SchemaFlags:
 
 
 def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
-                  encoding: str = "utf-8", trusted_types=None):
+                  encoding: str = "utf-8", trusted_types=None, pool: Path | None = None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
+
+    With ``pool`` (a folder from ``frpd build-pool``) the encoded rows and their scores are read from it,
+    after checking it was built from these inputs, instead of being computed.
 
     Returns
     -------
@@ -146,7 +152,13 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     schema = infer_schema(frame, spec, source=f"'{data}'")
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                        threshold=threshold, trusted_types=trusted_types or None)
-    training: TrainingSet = build_training_set(frame, schema, model, source=f"'{data}'")
+    if pool is not None:
+        from ..pool import load_pool
+
+        training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
+                             encoding=encoding, source=f"'{data}'")
+    else:
+        training = build_training_set(frame, schema, model, source=f"'{data}'")
     return training, model, spec
 
 

@@ -28,6 +28,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "select": ("selection", "Select K diverse prototypes per applicant and save them as a selection artifact."),
     "interpolate": ("selection", "Turn a selection artifact into recourse plans (a plan artifact, and the records "
                                  "on stdout)."),
+    "build-pool": ("pool", "Encode the training rows and score them with the model once, and save them as a pool "
+                           "artifact."),
 }
 
 

@@ -190,6 +190,7 @@ def plan_command(
     drop_missing: o.DropMissingOpt = False,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
+    pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -212,7 +213,7 @@ def plan_command(
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type)
+                                            trusted_types=trust_type, pool=pool)
     loaded_graph = None
     if graph is not None:
         from .graph import load_graph

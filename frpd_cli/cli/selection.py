@@ -86,6 +86,7 @@ def select_command(
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
+    pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -103,7 +104,7 @@ def select_command(
                             max_cost=max_cost, immutable_policy=immutable_policy).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type)
+                                            trusted_types=trust_type, pool=pool)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
     raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
