@@ -204,7 +204,7 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
     themselves (projected candidates); ``projected`` flags them. ``eigen``, when
     given, must be the eigendecomposition of exactly this candidate geometry.
     """
-    Xc = training.X[cand] if X is None else X
+    Xc = np.take(training.X, cand, axis=0) if X is None else X     # take: several times faster than X[cand]
     geometry = compute_geometry(Xc, x0)
     needs_eigen = settings.method in ("quad", "quad-dp")
     if eigen is not None and eigen.vectors.shape[0] != cand.size:

@@ -163,12 +163,12 @@ def select_command(
 
 
 def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids) -> list[dict]:
-    position = {a: i for i, a in enumerate(ids)}
+    applicant_rows = dict(zip(ids, raw.loc[:, list(names)].to_dict("records")))
     rows = []
     for rec in prototypes.to_dict("records"):
         changes = ""
         if rec["status"] == "ok":
-            x0 = raw.iloc[position[rec["applicant"]]]
+            x0 = applicant_rows[rec["applicant"]]
             changes = ", ".join(f"{n}: {x0[n]} → {rec[n]}" for n in names if str(x0[n]) != str(rec[n]))
         rows.append({"applicant": rec["applicant"], "theta": rec["theta"], "status": rec["status"],
                      "rank": rec["rank"], "row": rec["row"], "changes": changes, "objective": rec["objective"]})
