@@ -49,7 +49,23 @@ class _DeferredCommand(TyperCommand):
 
 
 class _LazyGroup(TyperGroup):
-    """The ``frpd`` group: commands registered so far, plus the not yet imported ones of :data:`COMMANDS`."""
+    """The ``frpd`` group: commands registered so far, plus the not yet imported ones of :data:`COMMANDS`.
+
+    Its own help and usage errors are plain text: rich's help renderer alone takes longer to import than the
+    rest of ``frpd --help``. Each command's help keeps the rich panels.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rich_markup_mode = None
+
+    def format_commands(self, ctx, formatter) -> None:
+        # whole summaries, wrapped (click would cut them at the first line's width)
+        rows = [(name, command.get_short_help_str(limit=1000)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
     def list_commands(self, ctx) -> list[str]:
         names = list(COMMANDS)
