@@ -106,6 +106,7 @@ def main(argv=None) -> int:
                        check=True, capture_output=True)
         select = ["select", *common, "--pool", str(tmp / "pool"), "--method", "quad", "--format", "csv"]
         many, one, lib = [], [], []
+        load = os.getloadavg()[0]
         for run in range(runs + 1):
             t_many, lib_many = _select(command, [*select, "--applicants", str(tmp / "many.csv"),
                                                  "--out", str(tmp / "sel_many")])
@@ -122,7 +123,7 @@ def main(argv=None) -> int:
              "overhead ms": f"{overhead:.2f}", "overhead / library": f"{100 * overhead / lib_ms:.0f}%"}]
     lines = ["## select through the CLI vs the library (Adult, quad, no constraints)", "",
              f"Machine: {machine_line()}. Command: `python benchmarks/bench_select_cli.py` (BLAS single-threaded; "
-             f"{runs} runs of each size).", "",
+             f"{runs} runs of each size). Load average (1 min) when the runs started: {load:.1f}.", "",
              *markdown_table(rows, list(rows[0])), "",
              "CLI: (median time of the `frpd select --pool` command on N applicants - the same on 1) / (N - 1): "
              "everything that grows with the applicants. Library: the time spent in compute_geometry + "

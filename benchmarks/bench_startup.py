@@ -105,6 +105,7 @@ def main(argv=None) -> int:
             commands["frpd plan --pool, 1 applicant (Adult)"] = [*adult_plan, "--pool", str(tmp / "adult_pool")]
         elif not args.quick:
             print("adult.csv not found; skipping the Adult rows", file=sys.stderr)
+        load = os.getloadavg()[0]
         times = _rounds(commands, runs)
 
     median = {name: statistics.median(t) for name, t in times.items()}
@@ -116,7 +117,8 @@ def main(argv=None) -> int:
                      "above its floor (median) s": "" if floor is None else f"{median[name] - median[floor]:+.3f}"})
     out = ["## Start-up and the training pool", "",
            f"Machine: {machine_line()}. Command: `python benchmarks/bench_startup.py` ({runs} runs of each "
-           "command as a fresh process, interleaved; wall time).", "",
+           f"command as a fresh process, interleaved; wall time). Load average (1 min) when the runs started: "
+           f"{load:.1f}.", "",
            *markdown_table(rows, ["command", "median s", "min s", "above its floor (median) s"]), "",
            "Floors: `--version` and `--help` against `python -c pass`; a one-applicant plan against "
            "`python -c \"import sklearn, pandas\"` (loading any scikit-learn model imports both). Commands import "
