@@ -4,12 +4,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from ..exceptions import InputError
 from ._errors import echo_err
+
+if TYPE_CHECKING:  # annotations only
+    from ..dataset import TrainingSet
+    from ..schema import SchemaSpec
 
 # Every command imports this module for its option declarations, so the numerical modules it loads data
 # with are imported inside the functions that need them (start-up time).
