@@ -32,6 +32,8 @@ bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_plan.py
 	$(BIN)/python benchmarks/bench_policy.py
 	$(BIN)/python benchmarks/bench_batch.py
+	$(BIN)/python benchmarks/bench_startup.py
+	$(BIN)/python benchmarks/bench_select_cli.py
 
 # The paper's tables on the real datasets (../shared/datasets); slow, not part of `make test`.
 paper-tables: $(STAMP)

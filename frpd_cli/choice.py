@@ -204,8 +204,10 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
     themselves (projected candidates); ``projected`` flags them. ``eigen``, when
     given, must be the eigendecomposition of exactly this candidate geometry.
     """
-    Xc = training.X[cand] if X is None else X
-    geometry = compute_geometry(Xc, x0)
+    if X is None:
+        geometry = _geometry_of_rows(training, cand, x0)
+    else:
+        geometry = compute_geometry(X, x0)
     needs_eigen = settings.method in ("quad", "quad-dp")
     if eigen is not None and eigen.vectors.shape[0] != cand.size:
         eigen = None
@@ -220,13 +222,19 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
         screening = None if sel.screening is None else cand[np.asarray(sel.screening, dtype=np.int64)]
         extra = {}
         if X is not None:
-            extra = {"ends": Xc[idx], "projected": np.zeros(idx.size, dtype=bool) if projected is None
+            extra = {"ends": X[idx], "projected": np.zeros(idx.size, dtype=bool) if projected is None
                      else projected[idx]}
         if keep:
             extra.update(candidates=cand, eigen=eigen)
         outcomes.append(SelectionOutcome("ok", None, cand[idx], float(sel.objective), screening, int(cand.size),
                                          **extra))
     return outcomes
+
+
+def _geometry_of_rows(training: TrainingSet, cand: np.ndarray, x0: np.ndarray):
+    """The geometry of training rows ``cand``; a fresh gather of them becomes the directions."""
+    Xc, fresh = training.encoded_rows(cand)
+    return compute_geometry(Xc, x0, overwrite_X=fresh)
 
 
 def constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[str]:

@@ -371,7 +371,7 @@ def _check_whole(array: np.ndarray, values: pd.Series, name: str, source: str) -
     if bad.size:
         r = int(bad[0])
         what = "a whole number" if array[r] == np.round(array[r]) else None
-        problem = (f"a whole number below 2**63 in magnitude (it becomes a 64-bit integer)" if what
+        problem = ("a whole number below 2**63 in magnitude (it becomes a 64-bit integer)" if what
                    else "a whole number (the column is an integer feature)")
         raise InputError(
             f"Column '{name}' of {source} holds {_shown(values.iloc[r])} in {_where(values.index, r)}; expected {problem}. "

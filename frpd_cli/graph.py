@@ -22,9 +22,8 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse import csgraph
-from scipy.spatial import cKDTree
 
+# scipy.spatial and scipy.sparse.csgraph are imported where they are used (start-up time of the CLI).
 from frpd_cli.constraints import ConstraintCodes, actionable_mask, actionable_pairs
 from frpd_cli.exceptions import ArtifactError, InputError
 
@@ -290,6 +289,8 @@ def _search_brute(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, rep
 def _search_tree(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, report):
     """Exact search in one group with a kd-tree, growing k until complete (local indices)."""
     G = Xg.shape[0]
+    from scipy.spatial import cKDTree
+
     tree = cKDTree(Xg)
     out = []
     if radius is not None:
@@ -394,6 +395,8 @@ def _kde_tree(X, midpoints, bandwidth, chunk=4096):
     """
     points, counts = np.unique(X, axis=0, return_counts=True)
     mids, inverse = np.unique(midpoints, axis=0, return_inverse=True)
+    from scipy.spatial import cKDTree
+
     tree = cKDTree(points)
     cutoff = _KDE_CUTOFF * bandwidth
     out = np.empty(mids.shape[0])
@@ -638,6 +641,8 @@ def graph_statistics(graph: Graph) -> dict:
     A = _check_graph(graph).adjacency
     out_deg = np.diff(A.indptr)
     in_deg = np.bincount(A.indices, minlength=A.shape[0])
+    from scipy.sparse import csgraph
+
     n_comp, labels = csgraph.connected_components(A, directed=True, connection="weak")
     sizes = np.bincount(labels) if labels.size else np.zeros(1, np.int64)
     return {
@@ -958,6 +963,8 @@ def shortest_paths(graph: Graph, neighbors, weights, *, limit=np.inf) -> tuple[n
     indices = np.concatenate([A.indices.astype(itype, copy=False), neighbors[order].astype(itype)])
     data = np.concatenate([A.data, weights[order]])
     view = sp.csr_matrix((data, indices, indptr), shape=(N + 1, N + 1))
+    from scipy.sparse import csgraph
+
     dist, pred = csgraph.dijkstra(view, directed=True, indices=N, return_predecessors=True, limit=limit)
     pred = pred[:N].astype(np.int64)
     pred[(pred == N) | (pred < 0)] = -1

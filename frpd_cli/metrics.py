@@ -35,9 +35,8 @@ from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
-from scipy.spatial import cKDTree
-from scipy.spatial.distance import cdist
 
+# scipy.spatial is imported where it is used (start-up time of the CLI).
 from frpd_cli.exceptions import InputError
 
 __all__ = [
@@ -340,6 +339,8 @@ def dpp_diversity(R) -> float:
     0.972222
     """
     R = _as_matrix(R, "R")
+    from scipy.spatial.distance import cdist
+
     Q = 1.0 / (1.0 + cdist(R, R))
     return float(np.linalg.det(Q))
 
@@ -376,6 +377,8 @@ class NearestRowIndex:
     def __init__(self, X_train):
         X = _as_matrix(X_train, "X_train")
         self.n_rows, self.n_features = (int(s) for s in X.shape)
+        from scipy.spatial import cKDTree
+
         self._tree = cKDTree(X)
 
     def distance(self, R) -> np.ndarray:
@@ -587,6 +590,8 @@ def path_diversity(paths, X_nodes, *, x0=None, weighted: bool = True) -> float:
     >>> path_diversity([[0, 1], [0, 2]], X, weighted=False)
     1.0
     """
+    from scipy.spatial.distance import cdist
+
     paths, X_nodes, x0 = _path_inputs(paths, X_nodes, x0)
     if weighted:
         steps = [_step_lengths(path, X_nodes, x0) for path in paths]

@@ -375,6 +375,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     raw_rows = raw.to_dict("records")
     projected_column = settings.immutable_policy == "project" and graph is None
     proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
+    pending = []  # positions in proto_rows of prototypes that are training rows
     n_reused = 0
     keep = save_eigen or reuse_eigen is not None
     for i in range(len(raw)):
@@ -421,16 +422,23 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                 rep = np.full(len(sel.rows), i)
                 values = decode_from(encoder, sel.ends, X0[rep], raw.iloc[rep].reset_index(drop=True))
                 values = values.to_dict("records")
-            else:
-                values = training.frame.iloc[sel.rows].to_dict("records")
+            else:  # training rows: their raw values are looked up once for all applicants, below
+                values = [None] * len(sel.rows)
             for rank, (r, feats) in enumerate(zip(sel.rows, values), start=1):
                 row = {"applicant": ids[i], "status": sel.status, "method": settings.method, "theta": theta,
-                       "rank": rank, "row": int(r), "objective": sel.objective, **feats}
+                       "rank": rank, "row": int(r), "objective": sel.objective, **(feats or {})}
+                if feats is None:
+                    pending.append(len(proto_rows))
                 if projected_column:
                     row["projected"] = bool(sel.projected[rank - 1]) if sel.projected is not None else False
                 proto_rows.append(row)
         if progress:
             progress(i + 1, len(raw))
+    if pending:
+        wanted = np.unique([proto_rows[p]["row"] for p in pending])
+        found = dict(zip(wanted.tolist(), training.frame.iloc[wanted].to_dict("records")))
+        for p in pending:
+            proto_rows[p].update(found[proto_rows[p]["row"]])
     columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]
     if projected_column:
         columns.append("projected")

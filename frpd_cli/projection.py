@@ -62,12 +62,37 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     immutable values, monotone features on the allowed side) and that differ
     from the applicant in the encoded space.
     """
-    idx = np.flatnonzero(pool)                      # check the (usually much smaller) pool only
-    idx = idx[actionable_mask(codes0, training.codes.take(idx))]
-    idx = idx[~np.all(training.X[idx] == x0, axis=1)]
+    rows, X_rows = training.pool_rows(pool)         # check the (usually much smaller) pool only
+    at = _actionable_rows(codes0, training.codes, rows, np.arange(rows.size))
+    same = _equal_rows(X_rows, at, np.asarray(x0))
+    if same.size:
+        at = np.setdiff1d(at, same, assume_unique=True)
     mask = np.zeros(pool.shape[0], dtype=bool)
-    mask[idx] = True
+    mask[rows[at]] = True
     return mask
+
+
+def _actionable_rows(codes0, codes, rows: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The positions ``at`` (into ``rows``) of the rows the move from the applicant to them leaves actionable.
+
+    The rule of :func:`frpd_cli.constraints.actionable_mask`, applied one constraint column at a time to the
+    rows still standing, so that no (rows x columns) copy of the codes is made per applicant.
+    """
+    for j in range(codes.immutable.shape[1]):
+        at = at[codes.immutable[rows[at], j] == codes0.immutable[0, j]]
+    for j in range(codes.monotone.shape[1]):
+        at = at[(codes.monotone[rows[at], j] - codes0.monotone[0, j]) * codes.direction[j] >= 0]
+    return at
+
+
+def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray) -> np.ndarray:  # rows: positions in X
+    """The rows among ``rows`` equal to ``x0`` in every column (usually none: one or two columns rule out
+    almost every row, so the check touches about one column of the candidates, not all of them)."""
+    for j in range(X.shape[1]):
+        if rows.size == 0:
+            break
+        rows = rows[X[rows, j] == x0[j]]
+    return rows
 
 
 def project_rows(training: TrainingSet, rows: np.ndarray, raw0: pd.Series) -> pd.DataFrame:

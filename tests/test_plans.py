@@ -9,8 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from frpd_cli.plans import (Plan, Recourse, csv_columns, escape_csv_text, plan_rows, read_plans,
-                            unescape_csv_text)
+from frpd_cli.plans import Plan, Recourse, csv_columns, escape_csv_text, plan_rows, read_plans, unescape_csv_text
 
 
 @pytest.mark.parametrize("value, expected", [

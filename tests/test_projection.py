@@ -97,3 +97,44 @@ def test_unknown_policy_refused(crafted):
     raw0, x0, codes0 = _applicant(training, {"group": "a", "age": 25, "level": "low", "income": 20})
     with pytest.raises(InputError, match="filter, project"):
         candidate_set(training, model, x0, codes0, raw0, training.favorable, policy="loose")
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_candidate_mask_matches_the_rule_row_by_row(seed):
+    # oracle: the actionability rule of constraints.actionable_mask on every row, the pool, and "not equal to
+    # the applicant", computed on whole arrays; the data has few distinct values so every case occurs
+    from frpd_cli.constraints import ConstraintCodes, actionable_mask
+    from frpd_cli.dataset import TrainingSet
+    from frpd_cli.projection import candidate_mask
+
+    rng = np.random.default_rng(seed)
+    n = 400
+    X = rng.integers(0, 2, size=(n, 4)).astype(np.float64)
+    codes = ConstraintCodes(immutable=rng.integers(0, 2, size=(n, 2)).astype(np.float64),
+                            monotone=rng.integers(0, 3, size=(n, 2)).astype(np.float64),
+                            direction=np.array([1, -1], dtype=np.int8))
+    pool = rng.random(n) < 0.7
+    training = TrainingSet(frame=None, schema=None, encoder=None, X=X, codes=codes, probability=pool * 1.0,
+                           favorable=pool, labeled=pool)
+    for applicant in range(20):
+        x0, codes0 = X[applicant], codes.row(applicant)
+        expected = pool & actionable_mask(codes0, codes) & ~np.all(X == x0, axis=1)
+        assert np.array_equal(candidate_mask(training, x0, codes0, pool), expected)
+        # the encoded candidate rows are X's rows, whether served from the pool's compact copy or not
+        cand = np.flatnonzero(expected)
+        for rows in (cand, np.flatnonzero(pool), np.arange(n)):
+            Xc, fresh = training.encoded_rows(rows)
+            assert np.array_equal(Xc, X[rows]) and (fresh or Xc.base is not X)
+    # the cases the rule separates all occur: rows equal to an applicant that pass the constraints, and not
+    assert np.any(pool & actionable_mask(codes.row(0), codes) & np.all(X == X[0], axis=1))
+
+
+def test_training_set_pool_cache_is_not_pickled(crafted):
+    import pickle
+
+    training, _ = crafted
+    rows, X_rows = training.pool_rows(training.favorable)
+    assert np.array_equal(rows, np.flatnonzero(training.favorable)) and np.array_equal(X_rows, training.X[rows])
+    copy = pickle.loads(pickle.dumps(training))
+    assert "_pool_rows" not in copy.__dict__
+    assert np.array_equal(copy.X, training.X) and copy.codes.immutable_names == training.codes.immutable_names

@@ -455,3 +455,17 @@ def test_dpp_ls_max_swaps_zero_keeps_greedy():
         if not ls.info["converged"]:
             return  # found an instance where a move was available but capped
     pytest.fail("no instance with an improving move among 60 seeds")
+
+
+def test_compute_geometry_overwrite_gives_the_same_bits():
+    rng = np.random.default_rng(3)
+    X = rng.random((300, 7))
+    x0 = rng.random(7)
+    kept = X.copy()
+    plain = compute_geometry(X, x0)
+    assert np.array_equal(X, kept)                       # not asked to: X untouched
+    scratch = X.copy()
+    reused = compute_geometry(scratch, x0, overwrite_X=True)
+    assert np.array_equal(plain.directions, reused.directions)
+    assert np.array_equal(plain.distances, reused.distances)
+    assert np.shares_memory(reused.directions, scratch)  # the scratch array became the directions

@@ -6,23 +6,18 @@ import codecs
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, Literal, Optional
 
-import pandas as pd
 import typer
 
-from ..applicants import ApplicantFile, normalise_types
-from ..backends import BACKENDS
-from ..choice import PLAN_METHODS, SCHEMES
-from ..dataset import CANDIDATE_POOLS
-from ..evaluation import MANIFOLDS
-from ..interpolation import ENDPOINTS
-from ..projection import IMMUTABLE_POLICIES
-from ..dataset import TrainingSet, build_training_set, read_training_frame, resolve_spec
-from ..model import load_model
-from ..schema import SchemaSpec, infer_schema
 from ._errors import echo_err
-from ._output import FORMATS
+
+if TYPE_CHECKING:  # annotations only
+    from ..dataset import TrainingSet
+    from ..schema import SchemaSpec
+
+# Every command imports this module for its option declarations, so the numerical modules it loads data
+# with are imported inside the functions that need them (start-up time).
 
 __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
@@ -31,8 +26,20 @@ __all__ = [
     "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
     "SchemaFlags", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
-    "OptionalEndpointOpt", "WEIGHTS",
+    "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
 ]
+
+# The allowed values of choice options. Every command imports this module for its option declarations, so
+# these are spelled out here instead of imported from the numerical modules (start-up time);
+# tests/test_startup.py checks that they equal the library's own constants.
+BACKENDS = ("loky", "dask")
+PLAN_METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact", "face")
+SCHEMES = ("linear", "graph")
+CANDIDATE_POOLS = ("predicted", "labeled")
+MANIFOLDS = ("favorable", "labeled", "all")
+ENDPOINTS = ("prototype", "first-favorable")
+IMMUTABLE_POLICIES = ("filter", "project")
+FORMATS = ("table", "csv", "json", "jsonl")
 
 #: Edge weights of build-graph.
 WEIGHTS = ("euclidean", "density")
@@ -135,10 +142,12 @@ ThetaOpt = Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Dive
                                          "1: most diverse).", rich_help_panel=_SEL)]
 BandwidthOpt = Annotated[float, typer.Option("--bandwidth", callback=_positive("bandwidth"),
                                              help="DPP proximity bandwidth h (> 0).", rich_help_panel=_SEL)]
-CandidatesOpt = Annotated[_choices(CANDIDATE_POOLS), typer.Option("--candidates", case_sensitive=False, help="Prototype pool: rows the model predicts "
+CandidatesOpt = Annotated[_choices(CANDIDATE_POOLS), typer.Option("--candidates", case_sensitive=False,
+                                                                  help="Prototype pool: rows the model predicts "
                                             "favourable (predicted) or labelled favourable and predicted so "
                                             "(labeled).", rich_help_panel=_SEL)]
-FormatOpt = Annotated[Optional[_choices(FORMATS)], typer.Option("--format", case_sensitive=False, help="table, csv, json or jsonl [default: table on "
+FormatOpt = Annotated[Optional[_choices(FORMATS)], typer.Option("--format", case_sensitive=False,
+                                                                help="table, csv, json or jsonl [default: table on "
                                                   "a terminal, csv otherwise].", rich_help_panel=_OUT)]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the data to this file "
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
@@ -156,11 +165,15 @@ PolicyOpt = Annotated[_choices(IMMUTABLE_POLICIES), typer.Option("--immutable-po
 DropMissingOpt = Annotated[bool, typer.Option("--drop-missing", help="Report applicants with missing feature values "
                                               "as invalid-input instead of refusing the file.",
                                               rich_help_panel=_DATA)]
+PoolOpt = Annotated[Optional[Path], typer.Option("--pool", help="Training pool folder from build-pool (same data, "
+                                                "model, schema flags and threshold): skips encoding and scoring the "
+                                                "training rows; results are identical.", rich_help_panel=_DATA)]
 GraphOpt = Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder from build-graph: "
                                                  "recourses become shortest paths on it (sequential recourse), "
                                                  "prototypes are chosen among the favourable rows it reaches.",
                                                  rich_help_panel=_GRAPH)]
-EndpointOpt = Annotated[_choices(ENDPOINTS), typer.Option("--endpoint", case_sensitive=False, help="Where a graph recourse ends: prototype (the chosen "
+EndpointOpt = Annotated[_choices(ENDPOINTS), typer.Option("--endpoint", case_sensitive=False,
+                                                          help="Where a graph recourse ends: prototype (the chosen "
                                           "row; keeps the plan's diversity) or first-favorable (the first node of "
                                           "the path the model accepts; cheaper, but paths that share it collapse).",
                                           rich_help_panel=_GRAPH)]
@@ -220,6 +233,9 @@ class SchemaFlags:
     id_column: Optional[str] = None
 
     def spec(self) -> SchemaSpec:
+        from ..dataset import resolve_spec
+        from ..schema import SchemaSpec
+
         flags = SchemaSpec(
             target=self.target, favorable=self.favorable, id_column=self.id_column,
             immutable=tuple(self.immutable or ()), increasing=tuple(self.increasing or ()),
@@ -230,8 +246,11 @@ class SchemaFlags:
 
 
 def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
-                  encoding: str = "utf-8", trusted_types=None):
+                  encoding: str = "utf-8", trusted_types=None, pool: Path | None = None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
+
+    With ``pool`` (a folder from ``frpd build-pool``) the encoded rows and their scores are read from it,
+    after checking it was built from these inputs, instead of being computed.
 
     Returns
     -------
@@ -239,12 +258,22 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     model : Model
     spec : SchemaSpec
     """
+    from ..dataset import build_training_set, read_training_frame
+    from ..model import load_model
+    from ..schema import infer_schema
+
     spec = flags.spec()
     frame = read_training_frame(data, encoding=encoding)
     schema = infer_schema(frame, spec, source=f"'{data}'")
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                        threshold=threshold, trusted_types=trusted_types or None)
-    training: TrainingSet = build_training_set(frame, schema, model, source=f"'{data}'")
+    if pool is not None:
+        from ..pool import load_pool
+
+        training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
+                             encoding=encoding, source=f"'{data}'")
+    else:
+        training = build_training_set(frame, schema, model, source=f"'{data}'")
     return training, model, spec
 
 
@@ -255,6 +284,10 @@ def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *,
     row numbers without one. Columns that are neither features nor the id column are ignored with a
     warning.
     """
+    import pandas as pd
+
+    from ..applicants import ApplicantFile, normalise_types
+
     source = ApplicantFile(path, training.encoder, id_column=id_column, encoding=encoding)
     scan = source.scan()
     if scan.extra_columns:

@@ -1,15 +1,82 @@
-"""The ``frpd`` command: argument parsing only; the work is one library call per command."""
+"""The ``frpd`` command: argument parsing only; the work is one library call per command.
+
+Start-up is kept short: each command lives in its own module, imported only when that command runs (or its
+``--help`` is asked for). ``frpd --version`` and ``frpd --help`` import typer and nothing numerical; the
+command list shown by ``--help`` comes from :data:`COMMANDS` (a test checks it against each command's own
+help).
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import Annotated, Optional
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from .. import __version__
-from . import _options as o
 
-__all__ = ["app", "main"]
+__all__ = ["app", "main", "COMMANDS"]
+
+# command name -> (module under frpd_cli.cli that registers it, the summary shown by ``frpd --help``);
+# in the order ``frpd --help`` lists them.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "evaluate": ("evaluation", "Recompute the paper's metrics for plan files, per method (mean and std)."),
+    "build-graph": ("graph", "Build the actionability graph over the training rows (for sequential recourse and "
+                             "FACE)."),
+    "plan": ("plan", "Plan K diverse recourses for every applicant (select prototypes, then interpolate)."),
+    "select": ("selection", "Select K diverse prototypes per applicant and save them as a selection artifact."),
+    "interpolate": ("selection", "Turn a selection artifact into recourse plans (a plan artifact, and the records "
+                                 "on stdout)."),
+    "build-pool": ("pool", "Encode the training rows and score them with the model once, and save them as a pool "
+                           "artifact."),
+}
+
+
+def _load_command(name: str):
+    """Import the module of command ``name`` (which registers it on :data:`app`) and return its click command."""
+    importlib.import_module(f"{__package__}.{COMMANDS[name][0]}")
+    group = typer.main.get_command(app)
+    return group.commands[name]
+
+
+class _DeferredCommand(TyperCommand):
+    """Stands for a command whose module is not imported yet: its name and summary for ``frpd --help``;
+    running it (or asking for its own help) imports the module and hands over to the real command."""
+
+    def make_context(self, info_name, args, parent=None, **extra):
+        return _load_command(self.name).make_context(info_name, args, parent=parent, **extra)
+
+
+class _LazyGroup(TyperGroup):
+    """The ``frpd`` group: commands registered so far, plus the not yet imported ones of :data:`COMMANDS`.
+
+    Its own help and usage errors are plain text: rich's help renderer alone takes longer to import than the
+    rest of ``frpd --help``. Each command's help keeps the rich panels.
+    """
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.rich_markup_mode = None
+
+    def format_commands(self, ctx, formatter) -> None:
+        # whole summaries, wrapped (click would cut them at the first line's width)
+        rows = [(name, command.get_short_help_str(limit=1000)) for name in self.list_commands(ctx)
+                if (command := self.get_command(ctx, name)) is not None and not command.hidden]
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+    def list_commands(self, ctx) -> list[str]:
+        names = list(COMMANDS)
+        return names + [n for n in super().list_commands(ctx) if n not in COMMANDS]
+
+    def get_command(self, ctx, cmd_name: str):
+        command = super().get_command(ctx, cmd_name)
+        if command is None and cmd_name in COMMANDS:
+            command = _DeferredCommand(name=cmd_name, help=COMMANDS[cmd_name][1], callback=None)
+        return command
+
 
 app = typer.Typer(
     name="frpd",
@@ -19,6 +86,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
+    cls=_LazyGroup,
 )
 
 
@@ -37,17 +105,11 @@ def _root(
 
 
 def _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column):
-    return o.SchemaFlags(schema=schema, target=target, favorable=favorable, immutable=immutable,
-                         increasing=increasing, decreasing=decreasing, categorical=categorical,
-                         continuous=continuous, id_column=id_column)
+    from ._options import SchemaFlags
 
-
-def _register_commands() -> None:
-    # Each command lives in its own module; importing it registers it on ``app``.
-    from . import evaluation, graph, plan, selection  # noqa: F401,E401
-
-
-_register_commands()
+    return SchemaFlags(schema=schema, target=target, favorable=favorable, immutable=immutable,
+                       increasing=increasing, decreasing=decreasing, categorical=categorical,
+                       continuous=continuous, id_column=id_column)
 
 
 def main() -> None:

@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 
 import numpy as np
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..artifacts import read_artifact, write_artifact
 from ..constraints import actionable_pairs
@@ -183,6 +182,7 @@ def build_graph_command(
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
+    pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -201,14 +201,16 @@ def build_graph_command(
     if export is not None:
         resolve_output(export[1])
     check_not_inputs({"--out": out, "--export": None if export is None else export[1]},
-                     {"data": data, "model": model, "schema": schema})
+                     {"data": data, "model": model, "schema": schema, "pool": pool})
     check_artifact_folder(out)
     if kde_bandwidth is not None and weight != "density":
         raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
     fmt_ = resolve_format(fmt, None)
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type)
+                                            trusted_types=trust_type, pool=pool)
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     console = stderr_console()
     progress = Progress(TextColumn("building graph"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Annotated, Callable, Optional
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from .. import __version__
 from ..applicants import ApplicantFile
@@ -104,6 +103,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     if resume and not (to_file and streamable):
         raise InputError("--resume needs --output FILE (a regular file, not stdout, a device or a FIFO) and "
                          "--format csv or jsonl (formats written chunk by chunk).")
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
     projected = settings.immutable_policy == "project"
     start = time.perf_counter()
     counts: dict = {}
@@ -234,6 +235,7 @@ def plan_command(
     drop_missing: o.DropMissingOpt = False,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
+    pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -248,7 +250,7 @@ def plan_command(
     --applicants sample_data/applicants.csv
     """
     _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": schema,
-                            "graph": graph})
+                            "graph": graph, "pool": pool})
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
@@ -258,7 +260,7 @@ def plan_command(
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type)
+                                            trusted_types=trust_type, pool=pool)
     loaded_graph = None
     if graph is not None:
         from .graph import load_graph

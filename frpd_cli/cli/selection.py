@@ -9,7 +9,6 @@ from typing import Annotated, Optional
 import numpy as np
 import pandas as pd
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from ..artifacts import read_artifact, write_artifact
 from ..dataset import build_training_set, read_training_frame
@@ -87,6 +86,7 @@ def select_command(
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
+    pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
 ) -> None:
@@ -99,7 +99,7 @@ def select_command(
     (interpolate the artifact with --scheme graph --graph DIR); --method face needs it.
     """
     check_not_inputs({"--out": out}, {"data": data, "model": model, "applicants": applicants, "schema": schema,
-                                      "graph": graph, "--reuse-eigen": reuse_eigen})
+                                      "graph": graph, "--reuse-eigen": reuse_eigen, "pool": pool})
     check_artifact_folder(out)
     spooled = spool_input(applicants)              # '-' or a pipe: read once, hashed and read from the copy
     if spooled is not None:
@@ -110,7 +110,7 @@ def select_command(
                             max_cost=max_cost, immutable_policy=immutable_policy).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type)
+                                            trusted_types=trust_type, pool=pool)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
     raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
@@ -125,6 +125,8 @@ def select_command(
         stored = previous.load_npz("eigen.npz")
         check_eigen(stored, n_applicants=len(raw), n_rows=training.n_rows, artifact=reuse_eigen,
                     hint="frpd select DATA --model MODEL --applicants CSV --out DIR --save-eigen")
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     start = time.perf_counter()
     console = stderr_console()
@@ -170,12 +172,12 @@ def select_command(
 
 
 def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids) -> list[dict]:
-    position = {a: i for i, a in enumerate(ids)}
+    applicant_rows = dict(zip(ids, raw.loc[:, list(names)].to_dict("records")))
     rows = []
     for rec in prototypes.to_dict("records"):
         changes = ""
         if rec["status"] == "ok":
-            x0 = raw.iloc[position[rec["applicant"]]]
+            x0 = applicant_rows[rec["applicant"]]
             changes = ", ".join(f"{n}: {x0[n]} → {rec[n]}" for n in names if str(x0[n]) != str(rec[n]))
         rows.append({"applicant": rec["applicant"], "theta": rec["theta"], "status": rec["status"],
                      "rank": rec["rank"], "row": rec["row"], "changes": changes, "objective": rec["objective"]})

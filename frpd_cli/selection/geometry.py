@@ -75,7 +75,7 @@ def _readonly(array: np.ndarray) -> np.ndarray:
     return array
 
 
-def compute_geometry(X, x0) -> Geometry:
+def compute_geometry(X, x0, *, overwrite_X: bool = False) -> Geometry:
     """Compute the unit directions and distances from ``x0`` to every row of ``X``.
 
     Parameters
@@ -84,6 +84,10 @@ def compute_geometry(X, x0) -> Geometry:
         Encoded candidate rows (finite floats). ``n_candidates`` may be 0.
     x0 : array-like of shape (n_features,)
         Encoded applicant.
+    overwrite_X : bool
+        When ``X`` is a writable float64 ndarray the caller no longer needs (e.g. a fresh gather of the
+        candidate rows), compute the directions in its memory instead of a new array: the same values, one
+        array of N x p fewer. ``X`` then holds the directions.
 
     Returns
     -------
@@ -127,7 +131,11 @@ def compute_geometry(X, x0) -> Geometry:
     if not np.all(np.isfinite(X)):
         row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
         raise InputError(f"Row {row} of X contains NaN or infinite values; encode the candidates with finite values.")
-    diff = X - x0
+    if overwrite_X and X.flags.writeable and X.flags.c_contiguous:
+        diff = X
+        diff -= x0
+    else:
+        diff = X - x0
     distances = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     zero = np.flatnonzero(distances == 0.0)
     if zero.size:

@@ -1,0 +1,134 @@
+"""Start-up time of the command line, next to the interpreter's floors, and what a training pool saves.
+
+Run: python benchmarks/bench_startup.py [--runs N] [--quick]
+
+Every command is run N times (default 10) as a fresh process, the commands of one round one after the other
+(so that a change of machine load hits all of them alike); the table reports the median and the minimum wall
+time. Floors: `python -c pass` (for --version and --help) and `python -c "import sklearn, pandas"` (for a
+one-applicant plan, which has to load a scikit-learn model). One-applicant plans run on the sample data and,
+when ../shared/datasets/adult.csv is present, on Adult (the paper's protocol, as in bench_plan.py), each
+without and with --pool (a pool from `frpd build-pool`). Results go to docs/benchmarks.md (section
+bench_startup).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._report import machine_line, markdown_table, publish  # noqa: E402
+
+DATASETS = Path(os.environ.get("FRPD_DATASETS", ROOT.parent / "shared" / "datasets"))
+PY = sys.executable
+
+
+def _frpd() -> list[str]:
+    script = Path(PY).with_name("frpd")
+    return [str(script)] if script.exists() else [PY, "-m", "frpd_cli"]
+
+
+def _run(argv: list[str]) -> float:
+    start = time.perf_counter()
+    done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr.decode(errors='replace')}")
+    return seconds
+
+
+def _rounds(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+    times: dict[str, list[float]] = {name: [] for name in commands}
+    for argv in commands.values():       # warm the file cache
+        _run(argv)
+    for _ in range(runs):
+        for name, argv in commands.items():
+            times[name].append(_run(argv))
+    return times
+
+
+def _sample_model(tmp: Path) -> Path:
+    model = ROOT / "sample_data" / "model.pkl"
+    if not model.exists():
+        model = tmp / "model.pkl"
+        subprocess.run([PY, str(ROOT / "sample_data" / "train_model.py"), "--out", str(model)], check=True)
+    return model
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=10, help="runs of each command (default 10)")
+    parser.add_argument("--quick", action="store_true", help="3 runs, no Adult")
+    args = parser.parse_args(argv)
+    runs = 3 if args.quick else args.runs
+    frpd = _frpd()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        sample = ROOT / "sample_data"
+        model = _sample_model(tmp)
+        one = tmp / "one.csv"
+        lines = (sample / "applicants.csv").read_text(encoding="utf-8").splitlines()
+        one.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
+        data_args = [str(sample / "credit.csv"), "--model", str(model), "--schema", str(sample / "schema.toml")]
+        subprocess.run([*frpd, "build-pool", *data_args, "--out", str(tmp / "pool")], check=True,
+                       capture_output=True)
+        plan = [*frpd, "plan", *data_args, "--applicants", str(one), "--format", "csv"]
+        commands = {
+            "python -c pass": [PY, "-c", "pass"],
+            "frpd --version": [*frpd, "--version"],
+            "frpd --help": [*frpd, "--help"],
+            'python -c "import sklearn, pandas"': [PY, "-c", "import sklearn, pandas"],
+            "frpd plan, 1 applicant (sample)": plan,
+            "frpd plan --pool, 1 applicant (sample)": [*plan, "--pool", str(tmp / "pool")],
+        }
+        if not args.quick and (DATASETS / "adult.csv").exists():
+            from benchmarks.bench_plan import _train_adult
+
+            train_path, model_path, spec, denied = _train_adult(tmp)
+            denied.head(1).to_csv(tmp / "adult_one.csv", index=False)
+            adult_args = [str(train_path), "--model", str(model_path)]
+            adult_args += [a for name in spec.immutable for a in ("--immutable", name)]
+            adult_args += [a for name in spec.increasing for a in ("--increasing", name)]
+            subprocess.run([*frpd, "build-pool", *adult_args, "--out", str(tmp / "adult_pool")], check=True,
+                           capture_output=True)
+            adult_plan = [*frpd, "plan", *adult_args, "--applicants", str(tmp / "adult_one.csv"), "--format", "csv"]
+            commands["frpd plan, 1 applicant (Adult)"] = adult_plan
+            commands["frpd plan --pool, 1 applicant (Adult)"] = [*adult_plan, "--pool", str(tmp / "adult_pool")]
+        elif not args.quick:
+            print("adult.csv not found; skipping the Adult rows", file=sys.stderr)
+        load = os.getloadavg()[0]
+        times = _rounds(commands, runs)
+
+    median = {name: statistics.median(t) for name, t in times.items()}
+    floors = {"frpd --version": "python -c pass", "frpd --help": "python -c pass"}
+    rows = []
+    for name, t in times.items():
+        floor = floors.get(name, 'python -c "import sklearn, pandas"' if name.startswith("frpd plan") else None)
+        rows.append({"command": f"`{name}`", "median s": f"{median[name]:.3f}", "min s": f"{min(t):.3f}",
+                     "above its floor (median) s": "" if floor is None else f"{median[name] - median[floor]:+.3f}"})
+    out = ["## Start-up and the training pool", "",
+           f"Machine: {machine_line()}. Command: `python benchmarks/bench_startup.py` ({runs} runs of each "
+           f"command as a fresh process, interleaved; wall time). Load average (1 min) when the runs started: "
+           f"{load:.1f}.", "",
+           *markdown_table(rows, ["command", "median s", "min s", "above its floor (median) s"]), "",
+           "Floors: `--version` and `--help` against `python -c pass`; a one-applicant plan against "
+           "`python -c \"import sklearn, pandas\"` (loading any scikit-learn model imports both). Commands import "
+           "their modules only when they run, so `--version` and `--help` load typer and nothing numerical "
+           "(a test checks that numpy, pandas, scipy, sklearn, dask, highspy, matplotlib and networkx stay "
+           "unloaded). `--pool DIR` (from `frpd build-pool`) skips encoding the training rows and scoring them "
+           "with the model; its plans are byte-identical to those without it."]
+    publish("bench_startup", out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,172 @@
+"""The training pool artifact: the encoded training rows and the model's verdict on each, saved for reuse.
+
+Every command that plans or selects starts by encoding the training rows and scoring them with the model
+(:func:`frpd_cli.dataset.build_training_set`). On Adult that is most of a one-applicant run after start-up.
+A *pool* (``frpd build-pool``) keeps the result::
+
+    DIR/
+      manifest.json   kind "pool"; params: threshold, text encoding, row count, constraint column names;
+                      inputs: the data file and the model (sha256)
+      pool.npz        X (encoded rows), probability, labeled, immutable, monotone, direction
+      encoder.json    the fitted encoder (schema, min-max ranges, decimals)
+
+and :func:`load_pool` turns it back into the same :class:`~frpd_cli.dataset.TrainingSet`, bit for bit,
+after checking that it was built from the data file, model, schema, threshold and text encoding given now.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from .artifacts import read_artifact, write_artifact
+from .constraints import ConstraintCodes
+from .dataset import TrainingSet, labeled_rows
+from .encoding import Encoder, fit_encoder
+from .exceptions import ArtifactError, StaleArtifactError
+
+__all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "pool_difference"]
+
+POOL_KIND = "pool"
+POOL_HINT = "frpd build-pool DATA --model MODEL --out DIR (with the same schema flags and --threshold)"
+_ARRAYS = ("X", "probability", "labeled", "immutable", "monotone", "direction")
+
+
+def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float, encoding: str = "utf-8") -> Path:
+    """Save ``training`` as a pool artifact in ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        The artifact folder (replaced when it holds an artifact already).
+    training : TrainingSet
+        Built from ``data`` with ``model`` at ``threshold``.
+    data, model : str or Path
+        The training CSV and the model file (their sha256 goes in the manifest).
+    threshold : float
+        The favourable threshold ``training`` was built with.
+    encoding : str
+        The text encoding the CSV was read with.
+
+    Returns
+    -------
+    path : Path
+    """
+    codes = training.codes
+    arrays = {
+        "X": np.ascontiguousarray(training.X, dtype=np.float64),
+        "probability": np.asarray(training.probability, dtype=np.float64),
+        "labeled": np.asarray(training.labeled, dtype=bool),
+        "immutable": np.asarray(codes.immutable, dtype=np.float64),
+        "monotone": np.asarray(codes.monotone, dtype=np.float64),
+        "direction": np.asarray(codes.direction),
+    }
+    params = {"threshold": float(threshold), "encoding": encoding, "n_rows": training.n_rows,
+              "immutable_names": list(codes.immutable_names), "monotone_names": list(codes.monotone_names)}
+    return write_artifact(out_dir, kind=POOL_KIND, params=params, inputs={"data": data, "model": model},
+                          payloads={"pool.npz": arrays, "encoder.json": training.encoder.to_dict()})
+
+
+def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encoding: str = "utf-8",
+              source: str = "the data file") -> TrainingSet:
+    """Open a pool artifact and return the training set it holds, checked against the inputs given now.
+
+    Parameters
+    ----------
+    pool_dir : str or Path
+        The pool folder from ``frpd build-pool``.
+    frame : DataFrame
+        The training CSV as read now (the raw rows are taken from it, not stored twice).
+    schema : Schema
+        The schema in force now (inferred from ``frame`` with the current flags).
+    data, model : str or Path
+        The training CSV and the model file given now.
+    threshold : float
+        The favourable threshold given now.
+    encoding : str
+        The text encoding given now.
+
+    Returns
+    -------
+    training : TrainingSet
+        Equal, array for array, to ``build_training_set(frame, schema, model)``.
+
+    Raises
+    ------
+    StaleArtifactError
+        The pool was built from another data file, model, schema, threshold or text encoding (the message
+        names which, and how to rebuild it).
+    ArtifactError
+        The folder is not a pool, or a payload is missing or corrupted.
+
+    Notes
+    -----
+    Costs reading and hashing the pool and the two input files, and refitting the encoder (one pass over
+    the numeric columns) to check it; encoding the rows and calling the model are skipped.
+    """
+    artifact = read_artifact(pool_dir, kind=POOL_KIND, inputs={"data": data, "model": model}, command_hint=POOL_HINT)
+    params = artifact.params
+    stored_threshold = params.get("threshold")
+    if not isinstance(stored_threshold, (int, float)) or float(stored_threshold) != float(threshold):
+        raise StaleArtifactError(
+            f"The pool '{pool_dir}' was built with --threshold {stored_threshold}, not {threshold:g} as given now "
+            f"(favourable rows depend on it). Pass --threshold {stored_threshold}, or rebuild it: {POOL_HINT}"
+        )
+    if params.get("encoding", "utf-8") != encoding:
+        raise StaleArtifactError(
+            f"The pool '{pool_dir}' was built reading the data as {params.get('encoding')!r}, not {encoding!r} as "
+            f"given now. Rebuild it: {POOL_HINT}"
+        )
+    features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
+    encoder = fit_encoder(schema, frame, source=source)
+    difference = pool_difference(artifact.load_json("encoder.json"), encoder)
+    if difference:
+        raise StaleArtifactError(f"The pool '{pool_dir}' was built with another schema: {difference}. Rebuild it "
+                                 f"with the same schema flags: {POOL_HINT}")
+    arrays = artifact.load_npz("pool.npz")
+    missing = [name for name in _ARRAYS if name not in arrays]
+    n_rows = len(features)
+    if missing or arrays["X"].shape != (n_rows, encoder.n_features_out) or arrays["probability"].shape != (n_rows,):
+        raise ArtifactError(f"The pool '{pool_dir}' does not hold the arrays of {n_rows} rows this frpd expects "
+                            f"(missing or misshapen: {', '.join(missing) or 'X or probability'}). "
+                            f"Rebuild it: {POOL_HINT}")
+    codes = ConstraintCodes(immutable=arrays["immutable"], monotone=arrays["monotone"],
+                            direction=arrays["direction"], immutable_names=tuple(params["immutable_names"]),
+                            monotone_names=tuple(params["monotone_names"]))
+    probability = arrays["probability"]
+    return TrainingSet(frame=features, schema=schema, encoder=encoder, X=arrays["X"], codes=codes,
+                       probability=probability, favorable=probability >= threshold,
+                       labeled=labeled_rows(frame, schema))
+
+
+def pool_difference(stored: dict, encoder: Encoder) -> str | None:
+    """What differs between a stored encoder (``Encoder.to_dict()`` as read back) and ``encoder``, in words.
+
+    Returns None when they agree (the identifier column, which does not enter the pool, is ignored).
+    """
+    old, new = stored.get("schema", {}), encoder.schema.to_dict()
+    for key, what in (("target", "target"), ("favorable", "favourable class")):
+        if str(old.get(key)) != str(new.get(key)):
+            return f"{what} {old.get(key)!r} in the pool but {new.get(key)!r} now"
+    old_features = {f["name"]: f for f in old.get("features", [])}
+    new_features = {f["name"]: f for f in new["features"]}
+    if list(old_features) != list(new_features):
+        gone = [n for n in old_features if n not in new_features]
+        added = [n for n in new_features if n not in old_features]
+        if gone or added:
+            return "; ".join(([f"features {', '.join(map(repr, gone))} only in the pool"] if gone else [])
+                             + ([f"features {', '.join(map(repr, added))} only now"] if added else []))
+        return "the features are in another order"
+    for name, f in old_features.items():
+        g = new_features[name]
+        for key in ("kind", "mutability"):
+            if f.get(key) != g.get(key):
+                return f"feature '{name}' is {f.get(key)} in the pool but {g.get(key)} now"
+        if [str(v) for v in f.get("levels", [])] != [str(v) for v in g.get("levels", [])]:
+            return f"feature '{name}' has levels {f.get('levels')} in the pool but {g.get('levels')} now"
+    fresh = encoder.to_dict()
+    for key in ("minimum", "maximum", "decimals"):
+        if stored.get(key) != fresh[key]:
+            return f"the encoder's {key} values differ (pool {stored.get(key)}, now {fresh[key]})"
+    return None

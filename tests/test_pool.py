@@ -1,0 +1,141 @@
+"""The training pool artifact: reusing it changes no byte of any output; a pool of other inputs is refused."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli.artifacts import read_artifact
+from frpd_cli.cli.app import app
+from frpd_cli.dataset import build_training_set, read_training_frame, resolve_spec
+from frpd_cli.exceptions import StaleArtifactError
+from frpd_cli.model import load_model
+from frpd_cli.pool import POOL_KIND, load_pool, write_pool
+from frpd_cli.schema import SchemaSpec, infer_schema
+
+runner = CliRunner()
+
+
+def _common(paths, *extra):
+    return [str(paths["data"]), "--model", str(paths["model"]), "--schema", str(paths["schema"]), *extra]
+
+
+@pytest.fixture(scope="module")
+def pool_dir(sample_paths, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pool") / "pool"
+    result = runner.invoke(app, ["build-pool", *_common(sample_paths, "--out", str(out))])
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout == ""                       # messages only, on stderr
+    assert "Pooled 2000 training rows" in result.stderr
+    return out
+
+
+def _training(paths, spec_flags=SchemaSpec(), threshold=0.5):
+    frame = read_training_frame(paths["data"])
+    schema = infer_schema(frame, resolve_spec(paths["schema"], spec_flags))
+    model = load_model(paths["model"], favorable=schema.favorable, feature_names=schema.feature_names,
+                       threshold=threshold)
+    return frame, schema, model
+
+
+def test_pool_holds_the_training_set_bit_for_bit(sample_paths, pool_dir):
+    frame, schema, model = _training(sample_paths)
+    fresh = build_training_set(frame, schema, model)
+    pooled = load_pool(pool_dir, frame, schema, data=sample_paths["data"], model=sample_paths["model"],
+                       threshold=0.5)
+    for name in ("X", "probability", "favorable", "labeled"):
+        a, b = getattr(fresh, name), getattr(pooled, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for name in ("immutable", "monotone", "direction"):
+        assert np.array_equal(getattr(fresh.codes, name), getattr(pooled.codes, name)), name
+    assert (fresh.codes.immutable_names, fresh.codes.monotone_names) == (pooled.codes.immutable_names,
+                                                                         pooled.codes.monotone_names)
+    assert fresh.encoder.to_dict() == pooled.encoder.to_dict()
+    pd.testing.assert_frame_equal(fresh.frame, pooled.frame)
+    assert read_artifact(pool_dir, kind=POOL_KIND, command_hint="-").params["n_rows"] == 2000
+
+
+@pytest.mark.parametrize("extra", [("--format", "jsonl"), ("--format", "csv", "--immutable-policy", "project"),
+                                   ("--format", "json", "--method", "dpp-greedy", "-k", "2")])
+def test_plans_with_and_without_pool_are_byte_identical(sample_paths, pool_dir, extra):
+    args = ["plan", *_common(sample_paths, "--applicants", str(sample_paths["applicants"]), *extra)]
+    without = runner.invoke(app, args)
+    with_pool = runner.invoke(app, [*args, "--pool", str(pool_dir)])
+    assert without.exit_code == 0 and with_pool.exit_code == 0, with_pool.stderr
+    assert without.stdout and with_pool.stdout == without.stdout
+
+
+def test_select_and_build_graph_with_pool_write_identical_payloads(sample_paths, pool_dir, tmp_path):
+    for command, payloads, extra in (("select", ("prototypes.csv", "status.csv", "screening.npz"),
+                                      ("--applicants", str(sample_paths["applicants"]))),
+                                     ("build-graph", ("graph.npz", "stats.json"), ())):
+        outs = []
+        for name, pool in (("plain", ()), ("pooled", ("--pool", str(pool_dir)))):
+            out = tmp_path / f"{command}-{name}"
+            result = runner.invoke(app, [command, *_common(sample_paths, *extra, "--out", str(out), *pool)])
+            assert result.exit_code == 0, result.stderr
+            outs.append(out)
+        for payload in payloads:
+            assert (outs[0] / payload).read_bytes() == (outs[1] / payload).read_bytes(), (command, payload)
+
+
+def _refused(paths, pool_dir, *extra, data=None, model=None):
+    args = ["plan", str(data or paths["data"]), "--model", str(model or paths["model"]), "--schema",
+            str(paths["schema"]), "--applicants", str(paths["applicants"]), "--pool", str(pool_dir), *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: ") and "Traceback" not in result.stderr
+    return result.stderr
+
+
+def test_pool_of_another_model_is_refused(sample_paths, pool_dir, tmp_path):
+    other = tmp_path / "other.pkl"
+    other.write_bytes(sample_paths["model"].read_bytes() + b"\0")    # loads the same, hashes differently
+    message = _refused(sample_paths, pool_dir, model=other)
+    assert "'model'" in message and "frpd build-pool" in message
+
+
+def test_pool_of_other_data_is_refused(sample_paths, pool_dir, tmp_path):
+    other = tmp_path / "credit.csv"
+    frame = pd.read_csv(sample_paths["data"])
+    frame.loc[0, "credit_amount"] += 1
+    frame.to_csv(other, index=False)
+    message = _refused(sample_paths, pool_dir, data=other)
+    assert "'data'" in message and "frpd build-pool" in message
+
+
+def test_pool_of_another_schema_or_threshold_is_refused(sample_paths, pool_dir):
+    message = _refused(sample_paths, pool_dir, "--immutable", "duration")
+    assert "feature 'duration'" in message and "immutable now" in message
+    message = _refused(sample_paths, pool_dir, "--threshold", "0.6")
+    assert "--threshold 0.5" in message and "0.6" in message
+
+
+def test_library_refuses_a_pool_written_for_another_schema(sample_paths, tmp_path):
+    frame, schema, model = _training(sample_paths)
+    out = write_pool(tmp_path / "pool", build_training_set(frame, schema, model), data=sample_paths["data"],
+                     model=sample_paths["model"], threshold=0.5)
+    _, other_schema, _ = _training(sample_paths, SchemaSpec(categorical=("duration",)))
+    with pytest.raises(StaleArtifactError, match="feature 'duration' is"):
+        load_pool(out, frame, other_schema, data=sample_paths["data"], model=sample_paths["model"], threshold=0.5)
+
+
+def test_corrupted_or_foreign_pool_is_refused(sample_paths, pool_dir, tmp_path):
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for file in pool_dir.iterdir():
+        (broken / file.name).write_bytes(file.read_bytes())
+    manifest = json.loads((broken / "manifest.json").read_text())
+    manifest["kind"] = "graph"
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    assert "expected a 'pool' artifact" in _refused(sample_paths, broken)
+    manifest["kind"] = "pool"
+    (broken / "manifest.json").write_text(json.dumps(manifest))
+    data = bytearray((broken / "pool.npz").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (broken / "pool.npz").write_bytes(bytes(data))
+    assert "corrupted" in _refused(sample_paths, broken)
