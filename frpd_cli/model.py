@@ -44,8 +44,10 @@ SKOPS_SUFFIXES = (".skops",)
 
 #: Rows per estimator call. Every call has exactly this shape (the last block of a batch is
 #: padded), so a row's probability never depends on the rows it is batched with. A multiple of
-#: the row unrolling of common BLAS kernels (4, 8, 16), small enough that padding costs little.
-SCORE_BLOCK_ROWS = 64
+#: the row unrolling of common BLAS kernels (4, 8, 16); large enough that scikit-learn's
+#: per-call validation (a few milliseconds) is shared by many rows, small enough that padding a
+#: short batch costs well under a millisecond for the tabular models frpd is used with.
+SCORE_BLOCK_ROWS = 512
 
 #: Transformers whose output for a row depends on that row only, by elementwise arithmetic and
 #: lookups (no matrix products): the steps of a scikit-learn ``Pipeline`` before its final

@@ -119,9 +119,10 @@ def test_one_predict_proba_call_per_block(model_file, data, monkeypatch):
     calls = []
     original = type(final).predict_proba
     monkeypatch.setattr(type(final), "predict_proba", lambda self, X: calls.append(X.shape[0]) or original(self, X))
-    model.favorable_probability(frame)
-    n_blocks = -(-len(frame) // SCORE_BLOCK_ROWS)
-    assert n_blocks >= 2 and calls == [SCORE_BLOCK_ROWS] * n_blocks
+    rows = pd.concat([frame] * (SCORE_BLOCK_ROWS // len(frame) + 1), ignore_index=True)
+    model.favorable_probability(rows)
+    n_blocks = -(-len(rows) // SCORE_BLOCK_ROWS)
+    assert n_blocks == 2 and calls == [SCORE_BLOCK_ROWS] * n_blocks
 
 
 def test_missing_row_column_is_named(model_file, data):
