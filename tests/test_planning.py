@@ -245,3 +245,38 @@ def test_german_plans_hold_every_invariant(tmp_path):
     plans = _plans(training, model, denied, PlanSettings(method="quad", k=3))
     n_ok = check_invariants(plans, training, model_path, denied, 3)
     assert n_ok >= 0.8 * len(denied)
+
+
+def _many_applicants(paths, tmp_path, n_copies):
+    frame = pd.concat([pd.read_csv(paths["applicants"])] * n_copies, ignore_index=True)
+    frame["applicant_id"] = [f"R{i:05d}" for i in range(len(frame))]
+    path = tmp_path / "many.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _frpd_plan(paths, applicants, *extra):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "frpd_cli", "plan", str(paths["data"]), "--model", str(paths["model"]),
+                           "--schema", str(paths["schema"]), "--applicants", str(applicants), "--format", "jsonl",
+                           *extra], capture_output=True)
+
+
+def test_jobs_never_change_the_output_bytes(sample_paths, tmp_path):
+    from frpd_cli.backends import available_cpus
+    from frpd_cli.planning import MIN_APPLICANTS_PER_WORKER
+
+    applicants = _many_applicants(sample_paths, tmp_path, 20)       # 400: enough for a pool of 2 workers
+    assert 400 >= 2 * MIN_APPLICANTS_PER_WORKER["loky"]
+    reference = _frpd_plan(sample_paths, applicants, "--jobs", "1")
+    assert reference.returncode == 0, reference.stderr
+    assert len(reference.stdout.splitlines()) == 400
+    too_many = available_cpus() + 3
+    for extra in (["--jobs", "2"], ["--jobs", "2", "--chunk-size", "33"], ["--jobs", str(too_many)]):
+        done = _frpd_plan(sample_paths, applicants, *extra)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == reference.stdout, extra
+    warnings = [line for line in done.stderr.decode().splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1 and f"--jobs {too_many}" in warnings[0] and f"running {available_cpus()}" in warnings[0]
