@@ -247,10 +247,12 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     here) costs time to start, so it is used only when the run is long enough
     to gain from it: ``min(n_jobs, n_applicants // MIN_APPLICANTS_PER_WORKER)``
     workers (at least 1, which plans in this process, without a pool). The
-    stream is read ahead until that is known. The work is cut into tasks of at
-    most :data:`TASK_APPLICANTS` applicants, so that workers finish together;
-    each worker receives the training set, model, graph and settings once.
-    BLAS and OpenMP run on one thread in every process, this one included.
+    stream is read ahead until that is known (``n_jobs`` is first capped at the
+    CPU count). The work is cut into tasks of at most :data:`TASK_APPLICANTS`
+    applicants, smaller towards the end of the stream so that the workers
+    finish together; each worker receives the training set, model, graph and
+    settings once, not with every task. BLAS and OpenMP run on one thread in
+    every process, this one included.
     """
     from .backends import BACKENDS, cap_jobs, map_ordered, one_thread
 
@@ -279,30 +281,53 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
         return
     shared = (training, model, settings, graph)
     sizes: deque = deque()
-
-    def tasks():
-        for c in stream:
-            if not len(c.ids):
-                continue
-            pieces = range(0, len(c.ids), TASK_APPLICANTS)
-            sizes.append(len(pieces))
-            for a in pieces:
-                b = a + TASK_APPLICANTS
-                invalid = {i - a: r for i, r in c.invalid.items() if a <= i < b} if c.invalid else None
-                yield (c.frame.iloc[a:b].reset_index(drop=True), c.ids[a:b], invalid)
-    results = map_ordered(_run_task, tasks(), n_jobs=n_jobs, backend=backend, scheduler=scheduler, shared=shared,
-                          in_flight=4 * n_jobs)
+    results = map_ordered(_run_task, _tasks(stream, n_jobs, sizes), n_jobs=n_jobs, backend=backend,
+                          scheduler=scheduler, shared=shared, in_flight=2 * n_jobs)
     for plans in results:
-        # one chunk = the next sizes[0] task results (a chunk's tasks are all submitted before the next chunk's)
-        n_pieces = sizes.popleft()
-        for _ in range(n_pieces - 1):
+        # a chunk's plans are its next sizes[0] task results (its tasks are submitted before the next chunk's)
+        for _ in range(sizes.popleft() - 1):
             plans = plans + next(results)
         yield plans
 
 
-#: Applicants per task sent to a worker. Small enough that workers finish together (a task takes a fraction of
-#: a second), large enough that the per-call cost of the model is shared by many rows.
-TASK_APPLICANTS = 64
+def _tasks(stream: Iterator[ApplicantChunk], n_jobs: int, sizes: deque) -> Iterator[tuple]:
+    """Cut chunks into tasks ``(frame, ids, invalid)``; append each chunk's number of tasks to ``sizes``.
+
+    Tasks have :data:`TASK_APPLICANTS` applicants, except near the end of the
+    stream (known by reading a few chunks ahead): there the remaining
+    applicants are cut into smaller and smaller tasks (never below
+    :data:`MIN_TASK_APPLICANTS`), so that the workers finish together.
+    """
+    ahead: deque = deque()
+    n_ahead, exhausted = 0, False
+    while True:
+        while not exhausted and n_ahead < n_jobs * TASK_APPLICANTS:
+            chunk = next(stream, None)
+            if chunk is None:
+                exhausted = True
+            elif len(chunk.ids):
+                ahead.append(chunk)
+                n_ahead += len(chunk.ids)
+        if not ahead:
+            return
+        c = ahead.popleft()
+        size = TASK_APPLICANTS
+        if exhausted:
+            size = min(size, max(MIN_TASK_APPLICANTS, -(-n_ahead // (2 * n_jobs))))
+        n_ahead -= len(c.ids)
+        size = -(-len(c.ids) // -(-len(c.ids) // size))        # equal pieces of at most `size`
+        pieces = range(0, len(c.ids), size)
+        sizes.append(len(pieces))
+        for a in pieces:
+            b = a + size
+            invalid = {i - a: r for i, r in c.invalid.items() if a <= i < b} if c.invalid else None
+            yield (c.frame.iloc[a:b].reset_index(drop=True), c.ids[a:b], invalid)
+
+
+#: Applicants per task sent to a worker: enough that the fixed cost of a model call (tens of milliseconds for a
+#: scikit-learn pipeline) is shared by many rows. The last tasks of a run are smaller, down to MIN_TASK_APPLICANTS.
+TASK_APPLICANTS = 256
+MIN_TASK_APPLICANTS = 128
 
 #: A pool is started only for runs of at least this many applicants per worker (see plan_stream).
 MIN_APPLICANTS_PER_WORKER = {"loky": 96, "dask": 1000}

@@ -131,11 +131,12 @@ def test_already_favorable_and_infeasible_statuses(sample):
 
 @pytest.fixture
 def small_pools(monkeypatch):
-    """Let even a 20-applicant run start a pool, and cut its chunks into tasks of 2 applicants."""
+    """Let even a 20-applicant run start a pool, and cut its chunks into tasks of 1 or 2 applicants."""
     import frpd_cli.planning as planning
 
     monkeypatch.setattr(planning, "MIN_APPLICANTS_PER_WORKER", {"loky": 1, "dask": 1})
     monkeypatch.setattr(planning, "TASK_APPLICANTS", 2)
+    monkeypatch.setattr(planning, "MIN_TASK_APPLICANTS", 1)
 
 
 def _boundary_setup(tmp_path):
