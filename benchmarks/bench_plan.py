@@ -122,17 +122,21 @@ def _measure(name, train_path, model_path, spec, applicants, *, jobs_list, metho
 FRPD = [sys.executable, "-m", "frpd_cli"]
 
 
-def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra) -> float:
-    """Wall time of one `frpd plan` run writing csv to ``out_path``."""
+def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, its worker processes included) of one `frpd plan` run."""
     cmd = [*FRPD, "plan", str(train_path), "--model", str(model_path), "--applicants", str(applicants_path),
            "--target", "label", "--immutable", "marital_status", "--immutable", "gender", "--increasing", "age",
            "--method", "quad", "-k", "3", "--format", "csv", "--output", str(out_path), *extra]
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(cmd, capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"frpd plan failed ({' '.join(extra)}):\n{done.stderr}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _free_port() -> int:
@@ -196,16 +200,18 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     try:
         for label, flags in variants:
             out = tmp / "out.csv"
-            whole = min(_frpd_plan(train_path, model_path, applicants, out, *flags) for _ in range(repeats))
+            whole, cpu = min(_frpd_plan(train_path, model_path, applicants, out, *flags) for _ in range(repeats))
             data = out.read_bytes()
             if reference is None:
                 reference = data
             elif data != reference:
                 raise SystemExit(f"the output of {label} differs from --jobs 1")
-            single = min(_frpd_plan(train_path, model_path, one, tmp / "one_out.csv", *flags) for _ in range(repeats))
+            single, single_cpu = min(_frpd_plan(train_path, model_path, one, tmp / "one_out.csv", *flags)
+                                     for _ in range(repeats))
             planning = whole - single
             rows.append({"run": label, "applicants": n, "whole command s": whole, "one-applicant run s": single,
-                         "planning s": planning, "applicants/s": (n - 1) / planning})
+                         "planning s": planning, "applicants/s": (n - 1) / planning,
+                         "planning CPU s": f"{cpu - single_cpu:.2f}"})
     finally:
         if cluster:
             _stop(cluster)
@@ -272,9 +278,14 @@ def main(argv=None) -> int:
                 r[key] = f"{r[key]:.2f}"
         lines += ["", f"### Through the command line (`frpd plan`, Adult, best of {args.repeats})", "",
                   *markdown_table(cli_rows, ["run", "applicants", "whole command s", "one-applicant run s",
-                                             "planning s", "applicants/s", "speed-up vs --jobs 1"]),
+                                             "planning s", "applicants/s", "speed-up vs --jobs 1",
+                                             "planning CPU s"]),
                   "", "planning s = whole command minus the same command on one applicant (start-up, reading and "
-                  "scoring the training set; a one-applicant run starts no pool, see README). The outputs of all "
+                  "scoring the training set; a one-applicant run starts no pool, see README), so the local-cluster "
+                  "row includes starting the Dask cluster and the loopback-cluster row does not (its cluster was "
+                  "started beforehand). planning CPU s: the same difference in CPU time (user + system) of frpd "
+                  "and its local worker processes (Dask workers of the loopback cluster are not counted): what "
+                  "parallelism costs in extra work, independent of how loaded the machine is. The outputs of all "
                   "runs are byte-identical (checked)."]
     if results:
         lines += ["", "### In the library (`plan_applicants` in one process)", "", *markdown_table(results, columns)]
