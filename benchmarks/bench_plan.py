@@ -1,16 +1,25 @@
 """Throughput of `plan` (linear scheme): applicants per second and model calls per applicant.
 
-Run: python benchmarks/bench_plan.py [--quick] [--n-applicants N]
+Run: python benchmarks/bench_plan.py [--quick] [--n-applicants N] [--cli-applicants N] [--repeats R]
 
 Datasets: the sample credit data (with the sample model) and, when present, Adult from ../shared/datasets with
 the paper's protocol (80/20 stratified split with seed 42, MLP (20, 50, 20), applicants = test rows predicted
 unfavourable). Results go to docs/benchmarks.md (section bench_plan).
+
+Two measurements: the library (plan_applicants in this process) and the command line, which is what users
+run: `frpd plan` on the first N denied Adult applicants (default 2,000; quad, K = 3, linear, immutable
+marital_status and gender, age increasing), with --jobs 1, --jobs 2, --backend dask on a local cluster it starts
+itself, and --backend dask --scheduler on a loopback cluster of 2 workers started beforehand. A run's planning
+time is its whole wall time minus the wall time of the same command on one applicant (start-up, reading and
+scoring the training set); the best of R repeats is kept. Every run's output is checked byte-identical.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import socket
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -108,15 +117,132 @@ def _measure(name, train_path, model_path, spec, applicants, *, jobs_list, metho
     return rows
 
 
+# ---------------------------------------------------------------------------- through the command line
+
+FRPD = [sys.executable, "-m", "frpd_cli"]
+
+
+def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, its worker processes included) of one `frpd plan` run."""
+    cmd = [*FRPD, "plan", str(train_path), "--model", str(model_path), "--applicants", str(applicants_path),
+           "--target", "label", "--immutable", "marital_status", "--immutable", "gender", "--increasing", "age",
+           "--method", "quad", "-k", "3", "--format", "csv", "--output", str(out_path), *extra]
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode != 0:
+        raise SystemExit(f"frpd plan failed ({' '.join(extra)}):\n{done.stderr}")
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _loopback_cluster(n_workers: int):
+    """Start `dask scheduler` and n workers (1 thread each) on 127.0.0.1; return (address, processes)."""
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    bindir = Path(sys.executable).parent
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
+                               "--dashboard-address", "127.0.0.1:0"], **quiet)]
+    procs += [subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
+                                "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"], **quiet)
+              for _ in range(n_workers)]
+    from dask.distributed import Client
+
+    deadline = time.time() + 120
+    while True:
+        try:
+            with Client(address, timeout="5s") as client:
+                client.wait_for_workers(n_workers, timeout=60)
+            return address, procs
+        except Exception:
+            if time.time() > deadline:
+                _stop(procs)
+                raise
+            time.sleep(1)
+
+
+def _stop(procs) -> None:
+    for proc in reversed(procs):
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: int, dask: bool):
+    applicants = tmp / "denied.csv"
+    one = tmp / "one.csv"
+    denied.head(n).to_csv(applicants, index=False)
+    denied.head(1).to_csv(one, index=False)
+    variants = [("--jobs 1", ["--jobs", "1"]), ("--jobs 2", ["--jobs", "2"])]
+    cluster = None
+    if dask:
+        variants.append(("--backend dask --jobs 2 (local cluster started by frpd)", ["--backend", "dask", "--jobs", "2"]))
+        try:
+            address, cluster = _loopback_cluster(2)
+            variants.append(("--backend dask --scheduler (loopback cluster, 2 workers)",
+                             ["--backend", "dask", "--scheduler", address]))
+        except Exception as exc:  # report and go on with the other variants
+            print(f"could not start a loopback Dask cluster: {exc}", file=sys.stderr)
+    rows, reference = [], None
+    try:
+        for label, flags in variants:
+            out = tmp / "out.csv"
+            whole, cpu = min(_frpd_plan(train_path, model_path, applicants, out, *flags) for _ in range(repeats))
+            data = out.read_bytes()
+            if reference is None:
+                reference = data
+            elif data != reference:
+                raise SystemExit(f"the output of {label} differs from --jobs 1")
+            single, single_cpu = min(_frpd_plan(train_path, model_path, one, tmp / "one_out.csv", *flags)
+                                     for _ in range(repeats))
+            planning = whole - single
+            rows.append({"run": label, "applicants": n, "whole command s": whole, "one-applicant run s": single,
+                         "planning s": planning, "applicants/s": (n - 1) / planning,
+                         "planning CPU s": f"{cpu - single_cpu:.2f}"})
+    finally:
+        if cluster:
+            _stop(cluster)
+    base = rows[0]["planning s"]
+    for r in rows:
+        r["speed-up vs --jobs 1"] = f"{base / r['planning s']:.2f}x"
+    return rows
+
+
+def _load_line() -> str:
+    try:
+        load = os.getloadavg()
+        return f"load average {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1 / 5 / 15 min) at the end of the run"
+    except OSError:
+        return "load average unknown"
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small runs only")
     parser.add_argument("--n-applicants", type=int, default=5000, help="Adult applicants to plan (default 5000)")
+    parser.add_argument("--cli-applicants", type=int, default=2000,
+                        help="Adult applicants for the command-line runs (default 2000)")
+    parser.add_argument("--repeats", type=int, default=3, help="repeats of each command-line run (best kept)")
+    parser.add_argument("--no-library", action="store_true", help="only the command-line runs")
+    parser.add_argument("--no-dask", action="store_true", help="skip the Dask runs")
     args = parser.parse_args(argv)
 
     import tempfile
 
-    results = []
+    results, cli_rows = [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         sample_model = ROOT / "sample_data" / "model.pkl"
@@ -128,24 +254,44 @@ def main(argv=None) -> int:
                             str(sample_model)], check=True)
         spec = load_schema_file(ROOT / "sample_data" / "schema.toml")
         applicants = pd.read_csv(ROOT / "sample_data" / "applicants.csv")
-        results += _measure("sample credit", ROOT / "sample_data" / "credit.csv", sample_model, spec, applicants,
-                            jobs_list=[1])
+        if not args.no_library:
+            results += _measure("sample credit", ROOT / "sample_data" / "credit.csv", sample_model, spec,
+                                applicants, jobs_list=[1])
         if (DATASETS / "adult.csv").exists():
             train_path, model_path, spec, denied = _train_adult(tmp)
-            n = min(len(denied), 100 if args.quick else args.n_applicants)
-            results += _measure("adult", train_path, model_path, spec, denied.head(n), jobs_list=[1, 2])
+            if not args.no_library:
+                n = min(len(denied), 100 if args.quick else args.n_applicants)
+                results += _measure("adult", train_path, model_path, spec, denied.head(n), jobs_list=[1, 2])
+            n_cli = min(len(denied), 200 if args.quick else args.cli_applicants)
+            cli_rows = _measure_cli(tmp, train_path, model_path, denied, n=n_cli, repeats=args.repeats,
+                                    dask=not args.no_dask)
         else:
             print("adult.csv not found; skipping the Adult rows", file=sys.stderr)
 
     columns = ["dataset", "applicants", "training rows", "favourable rows", "jobs", "applicants/s",
                "model calls/applicant", "rows scored/applicant", "ok"]
     lines = ["## plan throughput (linear scheme, quad, K = 3, θ = 0.9)", "",
-             f"Machine: {machine_line()}. Command: `python benchmarks/bench_plan.py`.", "",
-             *markdown_table(results, columns)]
-    lines += ["", "Model calls are batched across a chunk's applicants (256 by default): one call for the coarse grid "
-              "of every segment, then one per bisection round, so a call scores many rows. `--jobs 2` pays for "
-              "starting worker processes (about 2 s here), so it overtakes one process only on runs of a few "
-              "thousand applicants; plans are byte-identical either way (checked by the script)."]
+             f"Machine: {machine_line()}; {_load_line()}. Command: `python benchmarks/bench_plan.py`."]
+    if cli_rows:
+        for r in cli_rows:
+            for key in ("whole command s", "one-applicant run s", "planning s"):
+                r[key] = f"{r[key]:.2f}"
+        lines += ["", f"### Through the command line (`frpd plan`, Adult, best of {args.repeats})", "",
+                  *markdown_table(cli_rows, ["run", "applicants", "whole command s", "one-applicant run s",
+                                             "planning s", "applicants/s", "speed-up vs --jobs 1",
+                                             "planning CPU s"]),
+                  "", "planning s = whole command minus the same command on one applicant (start-up, reading and "
+                  "scoring the training set; a one-applicant run starts no pool, see README), so the local-cluster "
+                  "row includes starting the Dask cluster and the loopback-cluster row does not (its cluster was "
+                  "started beforehand). planning CPU s: the same difference in CPU time (user + system) of frpd "
+                  "and its local worker processes (Dask workers of the loopback cluster are not counted): what "
+                  "parallelism costs in extra work, independent of how loaded the machine is. The outputs of all "
+                  "runs are byte-identical (checked)."]
+    if results:
+        lines += ["", "### In the library (`plan_applicants` in one process)", "", *markdown_table(results, columns)]
+        lines += ["", "Model calls (`favorable_probability`) are batched across a chunk's applicants (256 by "
+                  "default): one call for the coarse grid of every segment, then one per bisection round; each "
+                  "call runs the estimator on blocks of 64 rows (`SCORE_BLOCK_ROWS`)."]
     publish("bench_plan", lines)
     return 0
 

@@ -2,9 +2,11 @@
 
 The work is done chunk by chunk: every applicant of a chunk is encoded and
 scored in one model call, prototypes are selected per applicant, and the
-interpolation of all prototypes of the chunk shares each model call. Chunks can
-run in a joblib process pool; results come back in input order and do not
-depend on the number of workers.
+interpolation of all prototypes of the chunk shares each model call. The model
+scores rows in fixed-shape blocks, so a plan does not depend on which other
+applicants share its chunk. Chunks can be cut into tasks for a local process
+pool or a Dask cluster; results come back in input order and do not depend on
+the number of workers, the backend or the chunk size.
 
 Two schemes (:attr:`PlanSettings.scheme`): ``"linear"`` selects among every
 actionable favourable training row and interpolates along segments;
@@ -17,6 +19,8 @@ graph scheme in :mod:`frpd_cli.sequential`; this module re-exports both.
 
 from __future__ import annotations
 
+import itertools
+from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator
 
@@ -24,7 +28,6 @@ import numpy as np
 import pandas as pd
 
 from .applicants import ApplicantChunk, normalise_types
-from .backends import map_ordered
 from .choice import (
     PLAN_METHODS,
     SCHEMES,
@@ -228,49 +231,114 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     graph : frpd_cli.graph.Graph or None
         The actionability graph built from ``training`` (``settings.scheme == "graph"``).
     n_jobs : int, default=1
-        Worker processes (``loky``) or local Dask workers (``dask``).
+        Worker processes (``loky``) or local Dask workers (``dask``); capped at
+        the CPUs this process may use (:func:`frpd_cli.backends.cap_jobs`, one
+        warning).
     backend : {"loky", "dask"}
         See :func:`frpd_cli.backends.map_ordered`.
     scheduler : str, optional
-        Address of an existing Dask scheduler.
+        Address of an existing Dask scheduler: work always goes to it.
 
     Notes
     -----
-    A chunk's plans depend only on its rows, never on the worker that computed
-    them, so the output is byte-identical for any ``n_jobs`` and backend (with
-    the same chunk size).
+    A plan depends only on its applicant and the inputs, never on the other
+    applicants of its chunk or on the worker that computed it (the model scores
+    rows in fixed-shape blocks, :meth:`frpd_cli.model.Model.favorable_probability`),
+    so the output is identical for any ``n_jobs``, backend and chunk size.
+
+    How many workers run: a local pool (``loky``, or a Dask cluster started
+    here) costs time to start, so it is used only when the run is long enough
+    to gain from it: ``min(n_jobs, n_applicants // MIN_APPLICANTS_PER_WORKER)``
+    workers (at least 1, which plans in this process, without a pool). The
+    stream is read ahead until that is known (``n_jobs`` is first capped at the
+    CPU count). The work is cut into tasks of at most :data:`TASK_APPLICANTS`
+    applicants, smaller towards the end of the stream so that the workers
+    finish together; each worker receives the training set, model, graph and
+    settings once, not with every task. BLAS and OpenMP run on one thread in
+    every process, this one included.
     """
+    from .backends import BACKENDS, cap_jobs, map_ordered, one_thread
+
+    if backend not in BACKENDS:
+        raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
     settings.validate()
     _check_graph(training, settings, graph)
-    if n_jobs == 1 and backend == "loky":
-        for c in chunks:
-            yield _run_chunk(training, model, c.frame, c.ids, settings, graph, c.invalid)
+    n_jobs = cap_jobs(n_jobs)
+    chunks = iter(chunks)
+    ahead: list[ApplicantChunk] = []
+    if scheduler is None:
+        need = n_jobs * MIN_APPLICANTS_PER_WORKER[backend] if n_jobs > 1 else 0
+        seen = 0
+        while seen < need:
+            chunk = next(chunks, None)
+            if chunk is None:
+                n_jobs = max(1, min(n_jobs, seen // MIN_APPLICANTS_PER_WORKER[backend]))
+                break
+            ahead.append(chunk)
+            seen += len(chunk.ids)
+    stream = itertools.chain(ahead, chunks)
+    if n_jobs == 1 and scheduler is None:
+        with one_thread():
+            for c in stream:
+                yield _run_chunk(training, model, c.frame, c.ids, settings, graph, c.invalid)
         return
-    # Workers receive the training set with every task: send a few chunks per task to amortise it. Chunk
-    # boundaries stay the same, so the plans do too.
-    groups = _grouped(chunks, _CHUNKS_PER_TASK)
-    tasks = ((training, model, [(c.frame, c.ids, c.invalid) for c in group], settings, graph) for group in groups)
-    for results in map_ordered(_run_chunks, tasks, n_jobs=n_jobs, backend=backend, scheduler=scheduler,
-                               scatter=(training, model) if graph is None else (training, model, graph)):
-        yield from results
+    shared = (training, model, settings, graph)
+    sizes: deque = deque()
+    results = map_ordered(_run_task, _tasks(stream, n_jobs, sizes), n_jobs=n_jobs, backend=backend,
+                          scheduler=scheduler, shared=shared, in_flight=2 * n_jobs)
+    for plans in results:
+        # a chunk's plans are its next sizes[0] task results (its tasks are submitted before the next chunk's)
+        for _ in range(sizes.popleft() - 1):
+            plans = plans + next(results)
+        yield plans
 
 
-_CHUNKS_PER_TASK = 4
+def _tasks(stream: Iterator[ApplicantChunk], n_jobs: int, sizes: deque) -> Iterator[tuple]:
+    """Cut chunks into tasks ``(frame, ids, invalid)``; append each chunk's number of tasks to ``sizes``.
+
+    Tasks have :data:`TASK_APPLICANTS` applicants, except near the end of the
+    stream (known by reading a few chunks ahead): there the remaining
+    applicants are cut into smaller and smaller tasks (never below
+    :data:`MIN_TASK_APPLICANTS`), so that the workers finish together.
+    """
+    ahead: deque = deque()
+    n_ahead, exhausted = 0, False
+    while True:
+        while not exhausted and n_ahead < n_jobs * TASK_APPLICANTS:
+            chunk = next(stream, None)
+            if chunk is None:
+                exhausted = True
+            elif len(chunk.ids):
+                ahead.append(chunk)
+                n_ahead += len(chunk.ids)
+        if not ahead:
+            return
+        c = ahead.popleft()
+        size = TASK_APPLICANTS
+        if exhausted:
+            size = min(size, max(MIN_TASK_APPLICANTS, -(-n_ahead // (2 * n_jobs))))
+        n_ahead -= len(c.ids)
+        size = -(-len(c.ids) // -(-len(c.ids) // size))        # equal pieces of at most `size`
+        pieces = range(0, len(c.ids), size)
+        sizes.append(len(pieces))
+        for a in pieces:
+            b = a + size
+            invalid = {i - a: r for i, r in c.invalid.items() if a <= i < b} if c.invalid else None
+            yield (c.frame.iloc[a:b].reset_index(drop=True), c.ids[a:b], invalid)
 
 
-def _grouped(items: Iterable, size: int) -> Iterator[list]:
-    group = []
-    for item in items:
-        group.append(item)
-        if len(group) == size:
-            yield group
-            group = []
-    if group:
-        yield group
+#: Applicants per task sent to a worker: enough that the fixed cost of a model call (tens of milliseconds for a
+#: scikit-learn pipeline) is shared by many rows. The last tasks of a run are smaller, down to MIN_TASK_APPLICANTS.
+TASK_APPLICANTS = 256
+MIN_TASK_APPLICANTS = 128
+
+#: A pool is started only for runs of at least this many applicants per worker (see plan_stream).
+MIN_APPLICANTS_PER_WORKER = {"loky": 96, "dask": 1000}
 
 
-def _run_chunks(training, model, chunks: list, settings, graph) -> list[list[Plan]]:
-    return [_run_chunk(training, model, frame, ids, settings, graph, invalid) for frame, ids, invalid in chunks]
+def _run_task(shared, frame, ids, invalid) -> list[Plan]:
+    training, model, settings, graph = shared
+    return _run_chunk(training, model, frame, ids, settings, graph, invalid)
 
 
 def plan_applicants(training: TrainingSet, model, applicants: pd.DataFrame, ids: list[str],

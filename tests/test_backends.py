@@ -1,6 +1,12 @@
-"""Backends return results in order and identical to a serial run."""
+"""Backends return results in order and identical to a serial run; worker processes are capped and die with their parent."""
 
 from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -39,3 +45,108 @@ def test_bad_options():
         list(map_ordered(_work, [], scheduler="tcp://127.0.0.1:1"))
     with pytest.raises(InputError, match=">= 1"):
         list(map_ordered(_work, [], n_jobs=0))
+
+
+def test_jobs_capped_at_the_cpus_with_one_warning(monkeypatch):
+    import warnings
+
+    import frpd_cli.backends as backends
+
+    monkeypatch.setattr(backends, "available_cpus", lambda: 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert backends.cap_jobs(2) == 2 and backends.cap_jobs(3) == 3
+        assert not caught
+        assert backends.cap_jobs(1000) == 3
+    assert len(caught) == 1 and issubclass(caught[0].category, backends.JobsCappedWarning)
+    assert "--jobs 1000" in str(caught[0].message) and "running 3" in str(caught[0].message)
+
+
+def test_available_cpus_respects_the_affinity_mask():
+    import os
+
+    from frpd_cli.backends import available_cpus
+
+    expected = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert available_cpus() == expected
+
+
+def test_shared_data_reaches_every_local_worker_once():
+    big = np.arange(12 * 50, dtype=np.float64).reshape(12, 50)
+    results = list(map_ordered(_with_shared, [(i,) for i in range(12)], n_jobs=2, shared=big))
+    assert [r for r, _ in results] == [float(big[i].sum()) for i in range(12)]
+    pids = {pid for _, pid in results}
+    assert os.getpid() not in pids and 1 <= len(pids) <= 2
+
+
+def _with_shared(shared, i):
+    return float(shared[i].sum()), os.getpid()
+
+
+def _children(pid: int) -> set[int]:
+    """Live (non-zombie) descendants of ``pid``, read from /proc."""
+    parents = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if fields[0] != "Z":
+                parents[int(entry)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {p for p, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pids) -> set[int]:
+    alive = set()
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] != "Z":
+                    alive.add(pid)
+        except OSError:
+            pass
+    return alive
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads processes from /proc")
+def test_workers_exit_when_the_parent_is_killed(sample_paths, tmp_path):
+    import pandas as pd
+
+    frame = pd.concat([pd.read_csv(sample_paths["applicants"])] * 500, ignore_index=True)   # a long run
+    applicants = tmp_path / "many.csv"
+    frame.to_csv(applicants, index=False)
+    command = [sys.executable, "-m", "frpd_cli", "plan", str(sample_paths["data"]), "--model",
+               str(sample_paths["model"]), "--schema", str(sample_paths["schema"]), "--applicants", str(applicants),
+               "--format", "csv", "--jobs", "2"]
+    parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    workers: set[int] = set()
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and parent.poll() is None:
+            workers = _children(parent.pid)
+            if len(workers) >= 2:
+                break
+            time.sleep(0.1)
+        if parent.poll() is not None:
+            pytest.fail("the run ended before its workers could be observed")
+        assert len(workers) >= 2, "no worker processes were started"
+        parent.stdout.read(1)                       # the workers are producing plans
+        os.kill(parent.pid, signal.SIGKILL)
+        parent.wait()
+        deadline = time.monotonic() + 10
+        while _alive(workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(workers), f"worker(s) {sorted(_alive(workers))} outlived their parent"
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+        for pid in _alive(workers):                 # never leave our own strays behind
+            os.kill(pid, signal.SIGKILL)
+        parent.stdout.close()

@@ -120,7 +120,8 @@ def test_probability_equals_predict_proba_column(model_file, fitted, data):
     expected = fitted.predict_proba(frame)[:, list(fitted.classes_).index(1)]
     got = model.favorable_probability(frame)
     assert got.dtype == np.float64 and got.shape == (len(frame),)
-    np.testing.assert_array_equal(got, expected)
+    # scored in fixed-shape blocks, not in one call: equal up to the last bits of the matrix products
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
     np.testing.assert_array_equal(model.is_favorable(frame), expected >= 0.5)
     assert model.uses_proba and model.path == str(model_file)
 
@@ -129,7 +130,8 @@ def test_columns_reordered_to_the_model_order(model_file, fitted, data):
     frame, _ = data
     model = load_model(model_file, favorable=1, feature_names=["housing", "age", "income"])
     shuffled = frame[["housing", "income", "age"]].assign(extra=1.0)
-    np.testing.assert_array_equal(model.favorable_probability(shuffled), fitted.predict_proba(frame)[:, 1])
+    np.testing.assert_allclose(model.favorable_probability(shuffled), fitted.predict_proba(frame)[:, 1],
+                               rtol=0, atol=1e-12)
 
 
 def test_threshold_is_inclusive(model_file, data):
@@ -140,16 +142,19 @@ def test_threshold_is_inclusive(model_file, data):
     assert exact.is_favorable(frame.iloc[:1]).tolist() == [True]
 
 
-def test_one_predict_proba_call_per_batch(model_file, data, monkeypatch):
+def test_one_predict_proba_call_per_block(model_file, data, monkeypatch):
+    from frpd_cli.model import SCORE_BLOCK_ROWS
+
     frame, _ = data
     model = load_model(model_file, favorable=1, feature_names=FEATURES)
+    final = model.estimator.steps[-1][1]          # row-wise preprocessing runs once, the classifier per block
     calls = []
-    original = type(model.estimator).predict_proba
-    monkeypatch.setattr(
-        type(model.estimator), "predict_proba", lambda self, X: calls.append(len(X)) or original(self, X)
-    )
-    model.favorable_probability(frame)
-    assert calls == [len(frame)]
+    original = type(final).predict_proba
+    monkeypatch.setattr(type(final), "predict_proba", lambda self, X: calls.append(X.shape[0]) or original(self, X))
+    rows = pd.concat([frame] * (SCORE_BLOCK_ROWS // len(frame) + 1), ignore_index=True)
+    model.favorable_probability(rows)
+    n_blocks = -(-len(rows) // SCORE_BLOCK_ROWS)
+    assert n_blocks == 2 and calls == [SCORE_BLOCK_ROWS] * n_blocks
 
 
 def test_missing_row_column_is_named(model_file, data):
@@ -216,7 +221,8 @@ def test_feature_count_checked_without_names(tmp_path, data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no "X has feature names" warning: an array is passed
         p = model.favorable_probability(frame)
-    np.testing.assert_array_equal(p, model.estimator.predict_proba(frame[["income", "age"]].to_numpy())[:, 1])
+    np.testing.assert_allclose(p, model.estimator.predict_proba(frame[["income", "age"]].to_numpy())[:, 1],
+                               rtol=0, atol=1e-12)
 
 
 # ------------------------------------------------------------------ kinds of models and files

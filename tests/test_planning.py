@@ -126,11 +126,89 @@ def test_already_favorable_and_infeasible_statuses(sample):
     assert f"{younger} have lower age" in reason
 
 
-def test_results_identical_for_any_jobs_and_chunking(sample):
+# ------------------------------------------------------------------ batch invariance
+
+
+@pytest.fixture
+def small_pools(monkeypatch):
+    """Let even a 20-applicant run start a pool, and cut its chunks into tasks of 1 or 2 applicants."""
+    import frpd_cli.planning as planning
+
+    monkeypatch.setattr(planning, "MIN_APPLICANTS_PER_WORKER", {"loky": 1, "dask": 1})
+    monkeypatch.setattr(planning, "TASK_APPLICANTS", 2)
+    monkeypatch.setattr(planning, "MIN_TASK_APPLICANTS", 1)
+
+
+def _boundary_setup(tmp_path):
+    """A logistic regression on raw, unscaled numbers whose boundary runs through the middle of the data.
+
+    Half the rows are favourable and many interpolation points land close to the boundary; the estimator is
+    not a Pipeline, so it is scored whole, block by block. Applicants: denied rows of the same distribution.
+    """
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(7)
+    n = 900
+    frame = pd.DataFrame({
+        "income": rng.normal(40_000, 12_000, n).round(2),
+        "debt": rng.normal(9_000, 4_000, n).round(2),
+        "years": rng.integers(0, 30, n),
+        "age": rng.integers(20, 70, n),
+    })
+    score = frame["income"] / 12_000 - frame["debt"] / 4_000 + frame["years"] / 10 - 1.0
+    frame["label"] = (score + rng.normal(0, 0.3, n) > 0).astype(int)
+    features = ["income", "debt", "years", "age"]
+    clf = LogisticRegression(max_iter=5000).fit(frame[features], frame["label"])
+    model_path = tmp_path / "boundary.pkl"
+    joblib.dump(clf, model_path)
+    data_path = tmp_path / "boundary.csv"
+    frame.to_csv(data_path, index=False)
+    training, model = _setup(data_path, model_path, SchemaSpec(increasing=("age",)))
+    denied = frame.loc[clf.predict_proba(frame[features])[:, 1] < 0.5, features].head(40).reset_index(drop=True)
+    return training, model, denied
+
+
+def _all_batchings_agree(training, model, applicants, settings, *, dask=True):
+    reference = _plans(training, model, applicants, settings, n_jobs=1, chunk_size=256)
+    assert sum(p.status == "ok" for p in reference) >= len(applicants) // 2
+    for chunk_size in (1, 3, 7, 64, 256):
+        for n_jobs in (1, 2):
+            got = _plans(training, model, applicants, settings, n_jobs=n_jobs, chunk_size=chunk_size)
+            assert got == reference, (chunk_size, n_jobs)   # Plan equality: every float bit for bit
+    if dask:
+        pytest.importorskip("dask.distributed")
+        got = _plans(training, model, applicants, settings, n_jobs=2, chunk_size=7, backend="dask")
+        assert got == reference
+    return reference
+
+
+def test_sample_plans_identical_for_any_chunking_jobs_and_backend(sample, small_pools):
     training, model, applicants, _ = sample
-    one = _plans(training, model, applicants, PlanSettings(k=3), n_jobs=1, chunk_size=64)
-    two = _plans(training, model, applicants, PlanSettings(k=3), n_jobs=2, chunk_size=3)
-    assert one == two
+    _all_batchings_agree(training, model, applicants, PlanSettings(k=3))
+
+
+def test_boundary_model_plans_identical_for_any_chunking_jobs_and_backend(tmp_path, small_pools):
+    training, model, denied = _boundary_setup(tmp_path)
+    plans = _all_batchings_agree(training, model, denied, PlanSettings(k=3))
+    # the recourses sit on the boundary: bisection decided close to the threshold, where last bits matter
+    probabilities = [r.probability for p in plans for r in p.recourses]
+    assert len(probabilities) >= 40 and np.median(probabilities) < 0.52
+
+
+def test_a_rows_probability_does_not_depend_on_its_batch(tmp_path):
+    from frpd_cli.model import SCORE_BLOCK_ROWS
+
+    training, model, _ = _boundary_setup(tmp_path)
+    rows = training.frame.iloc[:700].reset_index(drop=True)
+    alone = np.array([model.favorable_probability(rows.iloc[[i]])[0] for i in range(0, 700, 37)])
+    whole = model.favorable_probability(rows)
+    assert len(whole) > SCORE_BLOCK_ROWS                         # two blocks, the second one padded
+    np.testing.assert_array_equal(whole[::37], alone)
+    rng = np.random.default_rng(0)
+    for size in (2, 5, 63, 300, 513):                             # other batch sizes and positions in a block
+        pick = rng.choice(700, size, replace=False)
+        np.testing.assert_array_equal(model.favorable_probability(rows.iloc[pick]), whole[pick])
 
 
 def test_theta_zero_gives_nearest_prototypes(sample):
@@ -168,3 +246,38 @@ def test_german_plans_hold_every_invariant(tmp_path):
     plans = _plans(training, model, denied, PlanSettings(method="quad", k=3))
     n_ok = check_invariants(plans, training, model_path, denied, 3)
     assert n_ok >= 0.8 * len(denied)
+
+
+def _many_applicants(paths, tmp_path, n_copies):
+    frame = pd.concat([pd.read_csv(paths["applicants"])] * n_copies, ignore_index=True)
+    frame["applicant_id"] = [f"R{i:05d}" for i in range(len(frame))]
+    path = tmp_path / "many.csv"
+    frame.to_csv(path, index=False)
+    return path
+
+
+def _frpd_plan(paths, applicants, *extra):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-m", "frpd_cli", "plan", str(paths["data"]), "--model", str(paths["model"]),
+                           "--schema", str(paths["schema"]), "--applicants", str(applicants), "--format", "jsonl",
+                           *extra], capture_output=True)
+
+
+def test_jobs_never_change_the_output_bytes(sample_paths, tmp_path):
+    from frpd_cli.backends import available_cpus
+    from frpd_cli.planning import MIN_APPLICANTS_PER_WORKER
+
+    applicants = _many_applicants(sample_paths, tmp_path, 20)       # 400: enough for a pool of 2 workers
+    assert 400 >= 2 * MIN_APPLICANTS_PER_WORKER["loky"]
+    reference = _frpd_plan(sample_paths, applicants, "--jobs", "1")
+    assert reference.returncode == 0, reference.stderr
+    assert len(reference.stdout.splitlines()) == 400
+    too_many = available_cpus() + 3
+    for extra in (["--jobs", "2"], ["--jobs", "2", "--chunk-size", "33"], ["--jobs", str(too_many)]):
+        done = _frpd_plan(sample_paths, applicants, *extra)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == reference.stdout, extra
+    warnings = [line for line in done.stderr.decode().splitlines() if line.startswith("Warning:")]
+    assert len(warnings) == 1 and f"--jobs {too_many}" in warnings[0] and f"running {available_cpus()}" in warnings[0]
