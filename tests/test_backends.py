@@ -119,6 +119,7 @@ def test_workers_exit_when_the_parent_is_killed(sample_paths, tmp_path):
     import pandas as pd
 
     frame = pd.concat([pd.read_csv(sample_paths["applicants"])] * 500, ignore_index=True)   # a long run
+    frame["applicant_id"] = [f"A{i:05d}" for i in range(len(frame))]                     # ids stay unique
     applicants = tmp_path / "many.csv"
     frame.to_csv(applicants, index=False)
     command = [sys.executable, "-m", "frpd_cli", "plan", str(sample_paths["data"]), "--model",

@@ -329,19 +329,20 @@ class Tampered:
         self.inner, self.mode = inner, mode
         self.classes_ = inner.classes_
         self.feature_names_in_ = inner.feature_names_in_
-        self.calls = 0
+        self.rows_seen = 0
 
     def predict_proba(self, X):
         p = np.array(self.inner.predict_proba(X), dtype=float)
-        self.calls += 1
+        seen, self.rows_seen = self.rows_seen, self.rows_seen + len(p)
         if self.mode == "nan":
             p[:] = np.nan
         elif self.mode == "nan-row-5" and len(p) > 4:
             p[4] = np.nan
         elif self.mode == "scaled":
             p *= 1.89
-        elif self.mode == "nan-after-training" and self.calls > 1:
-            p[-1] = np.nan
+        elif self.mode == "nan-after-training" and seen >= 2000:
+            # the 2,000 training rows are scored first (in blocks); a block's first row is never padding
+            p[0] = np.nan
         return p
 
 
