@@ -49,6 +49,7 @@ import pandas as pd
 
 from . import __version__
 from .exceptions import ArtifactError, InputError, StaleArtifactError
+from .outputs import fsync_folder as fsync_dir
 
 __all__ = [
     "Artifact",
@@ -632,20 +633,6 @@ def _check_payload_name(name) -> None:
             f"Invalid payload name {name!r}: expected a plain file name (no folders, no '..', not starting "
             f"with '.', not {MANIFEST_NAME}) ending in one of {', '.join(PAYLOAD_SUFFIXES)}."
         )
-
-
-def fsync_dir(path: Path) -> None:
-    """Persist a folder's entries (renames); a no-op where folders cannot be opened (Windows)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 def _remove_quietly(path: Path) -> None:
