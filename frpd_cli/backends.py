@@ -19,6 +19,7 @@ even when the parent was killed with SIGKILL.
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import signal
@@ -214,6 +215,9 @@ def _map_local(func, tasks, *, n_jobs: int, shared, window: int) -> Iterator:
     from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context(_start_method())
+    # Forked workers share the parent's memory copy-on-write; the cyclic garbage collector would touch (and so
+    # copy) every page holding a parent object. Freezing moves them out of its reach in the workers.
+    gc.freeze()
     pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=context, initializer=_init_worker,
                                initargs=(shared, os.getpid()))
     pending: deque = deque()
@@ -228,6 +232,7 @@ def _map_local(func, tasks, *, n_jobs: int, shared, window: int) -> Iterator:
         for future in pending:
             future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
+        gc.unfreeze()
 
 
 # ---------------------------------------------------------------------------- dask
