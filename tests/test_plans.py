@@ -6,7 +6,7 @@ import csv
 import re
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from frpd_cli.plans import Plan, Recourse, csv_columns, escape_csv_text, plan_rows, read_plans, unescape_csv_text
@@ -21,6 +21,7 @@ def test_escape(value, expected):
     assert escape_csv_text(value) == expected
 
 
+@settings(deadline=None)
 @given(st.text(max_size=12))
 def test_unescape_inverts_escape(text):
     escaped = escape_csv_text(text)
