@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import subprocess
 import sys
@@ -469,3 +470,14 @@ def test_compute_geometry_overwrite_gives_the_same_bits():
     assert np.array_equal(plain.directions, reused.directions)
     assert np.array_equal(plain.distances, reused.distances)
     assert np.shares_memory(reused.directions, scratch)  # the scratch array became the directions
+
+
+@pytest.mark.parametrize("n, k", [(0, 0), (3, 5), (6, 3), (12, 4), (30, 3), (40, 4)])
+def test_combinations_array_matches_itertools(n, k):
+    from frpd_cli.selection.exact import combinations_array
+
+    table = combinations_array(n, k)
+    assert table.shape == (math.comb(n, k), k)
+    assert [tuple(row) for row in table.tolist()] == list(itertools.combinations(range(n), k))
+    if 0 < k <= n and math.comb(n, k) <= 4096:                # cached tables are shared: never writable
+        assert combinations_array(n, k) is table and not table.flags.writeable

@@ -11,6 +11,7 @@ Two exact engines, chosen by size:
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
@@ -44,6 +45,7 @@ def combinations_array(n: int, k: int) -> np.ndarray:
     Returns
     -------
     ndarray of shape (C(n, k), k), int64
+        Read-only when ``C(n, k) <= 4096`` (small tables are cached and shared).
 
     Examples
     --------
@@ -54,6 +56,24 @@ def combinations_array(n: int, k: int) -> np.ndarray:
         return np.zeros((1, 0), dtype=np.int64)
     if k > n:
         return np.zeros((0, k), dtype=np.int64)
+    if math.comb(n, k) <= _CACHED_COMBINATIONS:
+        return _small_combinations(n, k)
+    return _build_combinations(n, k)
+
+
+# The exact reduced problem asks for the same small subset tables once per applicant: keep the small ones
+# (read-only, at most 64 tables of at most 4,096 rows).
+_CACHED_COMBINATIONS = 4096
+
+
+@functools.lru_cache(maxsize=64)
+def _small_combinations(n: int, k: int) -> np.ndarray:
+    combos = _build_combinations(n, k)
+    combos.setflags(write=False)
+    return combos
+
+
+def _build_combinations(n: int, k: int) -> np.ndarray:
     combos = np.arange(n - k + 1, dtype=np.int64)[:, None]
     for j in range(1, k):
         last = combos[:, -1]
