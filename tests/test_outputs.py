@@ -201,9 +201,18 @@ def test_fd_alias_writes_to_the_open_descriptor(tmp_path):
                 os.close(fd)
 
 
-def test_dev_stdout_in_a_subprocess_goes_to_its_pipe():
+def test_std_aliases_are_streams_on_their_descriptors():
+    # classification only: nothing is opened, so a regression cannot touch the system's /dev entries
+    for alias, fd in (("/dev/stdout", 1), ("/dev/stderr", 2), ("/dev/fd/1", 1), ("/proc/self/fd/2", 2)):
+        target = resolve_output(alias)
+        assert (target.kind, target.fd) == ("stream", fd)
+
+
+def test_stdout_alias_in_a_subprocess_goes_to_its_pipe():
+    # /proc/self/fd/1 stands for /dev/stdout (same alias rule): a faulty rename there fails, it cannot
+    # replace a system file
     code = ("from frpd_cli.outputs import open_output\n"
-            "with open_output('/dev/stdout') as s:\n"
+            "with open_output('/proc/self/fd/1') as s:\n"
             "    s.write('through the pipe\\n')\n")
     done = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           cwd=ROOT, timeout=60)
@@ -330,12 +339,15 @@ def test_applicants_dash_reads_stdin_once(sample_paths):
     assert piped.stdout == plain.stdout
 
 
-def test_applicants_from_a_pipe_and_output_to_dev_stdout(sample_paths):
-    """``--applicants /dev/stdin`` (a pipe, read twice before the fix) and ``--output /dev/stdout`` (a pipe:
-    written directly, never renamed) in a subprocess whose standard streams are pipes."""
+def test_applicants_from_a_pipe_and_output_to_the_stdout_descriptor(sample_paths):
+    """``--applicants /proc/self/fd/0`` (a pipe, read twice before the fix) and ``--output /proc/self/fd/1`` (a
+    pipe: written directly, never renamed) in a subprocess whose standard streams are pipes. These stand for
+    ``/dev/stdin`` and ``/dev/stdout`` (the same alias rule) without naming a system file a regression could
+    replace."""
     plain = runner.invoke(app, _plan(sample_paths, "--format", "jsonl"))
     done = subprocess.run([sys.executable, "-m", "frpd_cli", *_plan(sample_paths, "--format", "jsonl", "--output",
-                                                                      "/dev/stdout", applicants="/dev/stdin")],
+                                                                      "/proc/self/fd/1",
+                                                                      applicants="/proc/self/fd/0")],
                           input=Path(sample_paths["applicants"]).read_bytes(), stdout=subprocess.PIPE,
                           stderr=subprocess.PIPE, cwd=ROOT, timeout=300)
     assert done.returncode == 0, done.stderr.decode()
