@@ -188,19 +188,23 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
 
 
 def _run_chunk(training, model, applicants, ids, settings, graph, invalid=None):
+    """Plan one chunk and verify every recourse before it leaves (rows in ``invalid``: ``invalid-input``)."""
+    return verify_plans(training.encoder, model, _chunk_plans(training, model, applicants, ids, settings, graph,
+                                                              invalid))
+
+
+def _chunk_plans(training, model, applicants, ids, settings, graph, invalid):
     """Plan one chunk; rows listed in ``invalid`` (local row -> reason) get status ``invalid-input``."""
     if not invalid:
-        return verify_plans(training.encoder, model, plan_chunk(training, model, normalise_types(
-            training.encoder, applicants), ids, settings, graph))
+        return plan_chunk(training, model, normalise_types(training.encoder, applicants), ids, settings, graph)
     keep = [i for i in range(len(applicants)) if i not in invalid]
     planned = iter(plan_chunk(training, model,
                               normalise_types(training.encoder, applicants.iloc[keep].reset_index(drop=True)),
                               [ids[i] for i in keep], settings, graph) if keep else [])
     names = list(training.schema.feature_names)
     rows = applicants.loc[:, names].to_dict("records")
-    return verify_plans(training.encoder, model, [
-        Plan(ids[i], "invalid-input", invalid[i], settings.method, (), rows[i]) if i in invalid
-        else next(planned) for i in range(len(applicants))])
+    return [Plan(ids[i], "invalid-input", invalid[i], settings.method, (), rows[i]) if i in invalid
+            else next(planned) for i in range(len(applicants))]
 
 
 def _check_graph(training: TrainingSet, settings: PlanSettings, graph) -> None:

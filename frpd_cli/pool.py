@@ -7,7 +7,7 @@ A *pool* (``frpd build-pool``) keeps the result::
     DIR/
       manifest.json   kind "pool"; params: threshold, text encoding, row count, constraint column names;
                       inputs: the data file and the model (sha256)
-      pool.npz        X (encoded rows), probability, labeled, immutable, monotone, direction
+      pool.npz        X (encoded rows), probability, immutable, monotone, direction
       encoder.json    the fitted encoder (schema, min-max ranges, decimals)
 
 and :func:`load_pool` turns it back into the same :class:`~frpd_cli.dataset.TrainingSet`, bit for bit,
@@ -30,7 +30,7 @@ __all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "pool_difference
 
 POOL_KIND = "pool"
 POOL_HINT = "frpd build-pool DATA --model MODEL --out DIR (with the same schema flags and --threshold)"
-_ARRAYS = ("X", "probability", "labeled", "immutable", "monotone", "direction")
+_ARRAYS = ("X", "probability", "immutable", "monotone", "direction")
 
 
 def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float, encoding: str = "utf-8") -> Path:
@@ -57,7 +57,6 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
     arrays = {
         "X": np.ascontiguousarray(training.X, dtype=np.float64),
         "probability": np.asarray(training.probability, dtype=np.float64),
-        "labeled": np.asarray(training.labeled, dtype=bool),
         "immutable": np.asarray(codes.immutable, dtype=np.float64),
         "monotone": np.asarray(codes.monotone, dtype=np.float64),
         "direction": np.asarray(codes.direction),

@@ -38,6 +38,7 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
+from .artifacts import atomic_write_bytes
 from .exceptions import InputError
 from .outputs import default_file_mode, fsync_folder, output_error, output_lock, resolve_output, terminate_on_signals
 
@@ -259,15 +260,9 @@ class ResumableOutput:
         state = {"version": _VERSION, "fingerprint": self.fingerprint, "done": self.done, "offset": self._offset,
                  "sha256": self.stream.digest.hexdigest()}
         data = json.dumps(state, sort_keys=True, indent=1).encode("utf-8")
-        tmp = self.sidecar.with_name(f".{self.sidecar.name}.tmp")
         try:
-            with open(tmp, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.sidecar)
+            atomic_write_bytes(self.sidecar, data)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise output_error(self.path, exc) from None
 
     def _sync(self) -> None:

@@ -15,7 +15,6 @@ import typer
 from .. import __version__
 from ..applicants import ApplicantFile
 from ..artifacts import sha256_file
-from ..backends import BACKENDS
 from ..exceptions import InputError
 from ..outputs import check_not_inputs, is_stdio, resolve_output
 from ..planning import PlanSettings, plan_stream
@@ -92,14 +91,13 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     called only when writing to a file, after the applicants are validated.
     """
     fmt = resolve_format(fmt, output)
-    if output is not None:
-        resolve_output(output)                                      # a folder, a missing folder: refused now
+    target = None if output is None else resolve_output(output)   # a folder, a missing folder: refused now
     scan = applicants.scan(chunk_size=max(chunk_size, 4096))       # refuses bad input before writing anything
     if scan.extra_columns:
         echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{applicants.path}' "
                  "(not features).")
     streamable = fmt in ("csv", "jsonl")
-    to_file = output is not None and resolve_output(output).kind == "file"
+    to_file = target is not None and target.kind == "file"
     if resume and not (to_file and streamable):
         raise InputError("--resume needs --output FILE (a regular file, not stdout, a device or a FIFO) and "
                          "--format csv or jsonl (formats written chunk by chunk).")
@@ -254,8 +252,6 @@ def plan_command(
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
-    if backend not in BACKENDS:
-        raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
     if scheduler is not None and backend != "dask":
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
