@@ -202,7 +202,8 @@ def applicants_from_records(records, feature_names) -> tuple[pd.DataFrame, list,
 
 
 def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequence[str] | None = None, *,
-                   k: int | None = None, graph=None, manifold: str = "favorable") -> pd.DataFrame:
+                   k: int | None = None, graph=None, manifold: str = "favorable",
+                   progress=None) -> pd.DataFrame:
     """The paper's metrics for every plan, recomputed from the recourses' raw values.
 
     Parameters
@@ -235,6 +236,8 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
     manifold : {"favorable", "labeled", "all"}, default="favorable"
         Training rows that stand for the data manifold: rows the model predicts
         favourable, rows labelled favourable, or every row.
+    progress : callable, optional
+        Called as ``progress(done, total)`` after each record is evaluated.
 
     Returns
     -------
@@ -324,6 +327,8 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
                             R_raw.iloc[mine], R_enc[mine], favorable[mine], encodable[mine], training, index,
                             rules, attach)
         out.append(row)
+        if progress is not None:
+            progress(i + 1, len(records))
     columns = ["method", "applicant", "status", "k", "n_recourses", "n_favorable", *METRICS, "path cost",
                *PATH_METRICS, "seconds", "problems"]
     return pd.DataFrame(out, columns=columns)

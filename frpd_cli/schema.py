@@ -25,6 +25,7 @@ The TOML file format::
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,6 +45,13 @@ __all__ = [
     "merge_specs",
     "infer_schema",
     "parse_favorable",
+    "schema_to_toml",
+    "TOML_KEY_WRITERS",
+    "TOML_TABLE_WRITERS",
+    "column_decimals",
+    "id_like_columns",
+    "SchemaReport",
+    "inspect_schema",
 ]
 
 FEATURE_KINDS = ("continuous", "integer", "categorical", "ordinal")
@@ -441,3 +449,328 @@ def _sort_key(value):
 def _first_non_numeric(values: pd.Series) -> int:
     converted = pd.to_numeric(values, errors="coerce")
     return int(np.flatnonzero(converted.isna().to_numpy())[0])
+
+
+# --- Inspecting a schema: the schema file writer, column descriptions, identifier-like columns, precision ---
+
+def schema_to_toml(schema: Schema, *, columns=None, source: str | None = None) -> str:
+    """The schema as a TOML file that ``--schema`` reads back into the same schema.
+
+    Every feature's kind is written out (``categorical``, ``continuous``, ``integer`` lists and the
+    ``[ordinal]`` table with each order), and so are the target, the favourable class, the id column,
+    the mutabilities and, when ``columns`` (all the data file's columns) is given, the columns that are
+    not features (``exclude``). Inferring with the written file on the same data gives the same
+    :class:`Schema`.
+
+    Parameters
+    ----------
+    schema : Schema
+    columns : sequence of str, optional
+        The data file's columns, to write the excluded ones.
+    source : str, optional
+        Named in the file's first comment line.
+
+    Returns
+    -------
+    text : str
+
+    Notes
+    -----
+    The file is assembled from one function per part (:data:`TOML_KEY_WRITERS` for top-level keys,
+    :data:`TOML_TABLE_WRITERS` for tables such as ``[ordinal]``), in that order: TOML needs every
+    top-level key before the first table.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"age": [20, 30], "job": ["a", "b"], "label": [0, 1]})
+    >>> print(schema_to_toml(infer_schema(df, SchemaSpec(immutable=("job",)))), end="")
+    target = "label"
+    favorable = 1
+    immutable = ["job"]
+    categorical = ["job"]
+    integer = ["age"]
+    """
+    context = {"columns": None if columns is None else [str(c) for c in columns]}
+    lines = [] if source is None else [f"# frpd schema of {source}"]
+    for write in TOML_KEY_WRITERS:
+        lines.extend(write(schema, context))
+    for write in TOML_TABLE_WRITERS:
+        table = write(schema, context)
+        if table:
+            lines.append("")
+            lines.extend(table)
+    return "\n".join(lines) + "\n"
+
+
+def _toml_identity(schema: Schema, context: dict) -> list[str]:
+    lines = [f"target = {_toml_value(schema.target)}", f"favorable = {_toml_value(schema.favorable)}"]
+    if schema.id_column is not None:
+        lines.append(f"id_column = {_toml_value(schema.id_column)}")
+    return lines
+
+
+def _toml_exclude(schema: Schema, context: dict) -> list[str]:
+    if context.get("columns") is None:
+        return []
+    used = set(schema.feature_names) | {schema.target, schema.id_column}
+    excluded = [c for c in context["columns"] if c not in used]
+    return [f"exclude = {_toml_array(excluded)}"] if excluded else []
+
+
+def _toml_mutability(schema: Schema, context: dict) -> list[str]:
+    return [f"{m} = {_toml_array(schema.names_with(m))}" for m in _MUTABILITY_KEYS if schema.names_with(m)]
+
+
+def _toml_kinds(schema: Schema, context: dict) -> list[str]:
+    lines = []
+    for kind in _KIND_KEYS:
+        names = [f.name for f in schema.features if f.kind == kind]
+        if names:
+            lines.append(f"{kind} = {_toml_array(names)}")
+    return lines
+
+
+def _toml_ordinal(schema: Schema, context: dict) -> list[str]:
+    ordinal = [f for f in schema.features if f.kind == "ordinal"]
+    if not ordinal:
+        return []
+    return ["[ordinal]"] + [f"{_toml_key(f.name)} = {_toml_array(f.levels)}" for f in ordinal]
+
+
+#: Writers of the schema file's top-level keys, in file order: ``(schema, context) -> lines``.
+TOML_KEY_WRITERS = (_toml_identity, _toml_exclude, _toml_mutability, _toml_kinds)
+#: Writers of the schema file's tables (after every key): ``(schema, context) -> lines`` with the header.
+TOML_TABLE_WRITERS = (_toml_ordinal,)
+
+_TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def _toml_string(text: str) -> str:
+    out = []
+    for ch in text:
+        if ch in _TOML_ESCAPES:
+            out.append(_TOML_ESCAPES[ch])
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
+def _toml_key(name: str) -> str:
+    if name and all(ch.isascii() and (ch.isalnum() or ch in "_-") for ch in name):
+        return name
+    return _toml_string(name)
+
+
+def _toml_value(value) -> str:
+    value = _json_scalar(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        return repr(value)
+    if value is None:
+        raise SchemaError("A schema value is missing (None); TOML has no null.")
+    return _toml_string(str(value))
+
+
+def _toml_array(values) -> str:
+    return "[" + ", ".join(_toml_value(v) for v in values) + "]"
+
+
+def column_decimals(frame: pd.DataFrame, schema: Schema, *, max_decimals: int = 6) -> dict:
+    """The number of decimals each numeric feature is written with in the training data.
+
+    Integer features get 0; a continuous feature gets the fewest decimals (at most ``max_decimals``)
+    that represent every training value (``1929.22`` -> 2). Categorical features are left out.
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The training rows (raw feature columns).
+    schema : Schema
+
+    Returns
+    -------
+    decimals : dict of str to int
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"a": [1.5, 2.25], "b": [1, 2], "label": [0, 1]})
+    >>> column_decimals(df, infer_schema(df))
+    {'a': 2, 'b': 0}
+    """
+    out = {}
+    for f in schema.features:
+        if f.kind == "integer":
+            out[f.name] = 0
+        elif f.kind == "continuous":
+            out[f.name] = _decimals(frame[f.name].to_numpy(dtype=float), max_decimals)
+    return out
+
+
+def _decimals(values: np.ndarray, max_decimals: int) -> int:
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return 0
+    scale = np.maximum(1.0, np.abs(values))
+    for d in range(max_decimals + 1):
+        if np.all(np.abs(np.round(values, d) - values) <= 1e-9 * scale):
+            return d
+    return max_decimals
+
+
+_ID_NAME = re.compile(r"(?:^|[^A-Za-z])(?:id|ids|uuid|guid|key)$|^(?:id|uuid|guid)(?:[^A-Za-z]|$)|(?<=[a-z])I[Dd]$|"
+                      r"identifier", re.IGNORECASE)
+
+
+def id_like_columns(frame: pd.DataFrame, schema: Schema, *, min_rows: int = 10) -> list[str]:
+    """Features that look like row identifiers: a different value in every training row.
+
+    A categorical feature with as many levels as rows, or an integer feature whose values are all
+    distinct and either a run of consecutive numbers (0..n-1, 1001..1000+n) or in a column named like an
+    identifier (``id``, ``customer_id``, ``uuid``). Continuous features are never reported (measured
+    values are often distinct).
+
+    Parameters
+    ----------
+    frame : DataFrame
+        The training rows.
+    schema : Schema
+    min_rows : int, default=10
+        Fewer rows than this report nothing (every column of a tiny file is unique).
+
+    Returns
+    -------
+    names : list of str
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"row": range(12), "age": [30, 31] * 6, "label": [0, 1] * 6})
+    >>> id_like_columns(df, infer_schema(df))
+    ['row']
+    """
+    n = len(frame)
+    if n < min_rows:
+        return []
+    names = []
+    for f in schema.features:
+        if f.kind not in ("categorical", "integer"):
+            continue
+        values = frame[f.name]
+        if values.nunique(dropna=False) != n:
+            continue
+        if f.kind == "categorical":
+            names.append(f.name)
+            continue
+        numbers = values.to_numpy(dtype=float)
+        if float(numbers.max() - numbers.min()) == n - 1 or _ID_NAME.search(f.name):
+            names.append(f.name)
+    return names
+
+
+@dataclass(frozen=True)
+class SchemaReport:
+    """What :func:`inspect_schema` found in a data file.
+
+    Attributes
+    ----------
+    schema : Schema
+        The schema inferred from the rows without missing values.
+    columns : list of dict
+        One entry per column of the file, in file order: ``column``, ``role`` (feature, target, id or
+        excluded), ``kind``, ``mutability``, ``min``, ``max`` (numeric features), ``levels`` (categorical
+        and ordinal features; the target's classes), ``missing`` (empty cells), ``note``.
+    n_rows : int
+        Rows in the file.
+    n_incomplete : int
+        Rows with a missing feature value (left out of the inference; planning refuses them).
+    id_like : list of str
+        Features that look like row identifiers (:func:`id_like_columns`).
+    """
+
+    schema: Schema
+    columns: list
+    n_rows: int
+    n_incomplete: int
+    id_like: list
+
+
+def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
+                   source: str = "the data file") -> SchemaReport:
+    """Infer the schema of a data file and describe every column, as ``frpd schema`` shows them.
+
+    Unlike :func:`infer_schema`, missing feature values are not an error: the schema is inferred from
+    the complete rows and the missing cells are counted per column.
+
+    Parameters
+    ----------
+    frame : DataFrame of shape (n_rows, n_columns)
+    spec : SchemaSpec, optional
+    source : str
+        How the data is named in error messages.
+
+    Returns
+    -------
+    report : SchemaReport
+
+    Raises
+    ------
+    SchemaError
+        As :func:`infer_schema`, or no row is complete.
+    """
+    spec = spec or SchemaSpec()
+    columns = [str(c) for c in frame.columns]
+    target = spec.target if spec.target is not None else "label"
+    ignored = {target, spec.id_column, *spec.exclude}
+    candidates = [c for c in columns if c not in ignored]
+    incomplete = frame.loc[:, candidates].isna().any(axis=1).to_numpy() if candidates else np.zeros(len(frame), bool)
+    complete = frame.loc[~incomplete]
+    if len(frame) and not len(complete):
+        raise SchemaError(f"Every row of {source} has a missing feature value; fill or drop them first.")
+    schema = infer_schema(complete, spec, source=source)
+    id_like = id_like_columns(complete, schema)
+    decimals = column_decimals(complete, schema)
+    rows = []
+    for name in columns:
+        values = frame[name]
+        row = {"column": name, "role": "excluded", "kind": "", "mutability": "", "min": None, "max": None,
+               "levels": None, "missing": int(values.isna().sum()), "note": ""}
+        if name in schema.feature_names:
+            f = schema.feature(name)
+            row.update(role="feature", kind=f.kind, mutability=f.mutability)
+            if f.is_numeric:
+                present = complete[name].to_numpy(dtype=float)
+                low, high = float(present.min()), float(present.max())
+                row["min"], row["max"] = (int(low), int(high)) if f.kind == "integer" else (
+                    round(low, decimals[name]), round(high, decimals[name]))
+            else:
+                row["levels"] = list(f.levels)
+            if name in id_like:
+                row["note"] = "a different value in every row: looks like an identifier"
+        elif name == schema.target:
+            classes = sorted(_python_values(values.dropna().unique()), key=_sort_key)
+            row.update(role="target", levels=classes,
+                       note=f"favourable class {_plain_text(schema.favorable)}")
+        elif name == schema.id_column:
+            row["role"] = "id"
+        rows.append(row)
+    return SchemaReport(schema=schema, columns=rows, n_rows=len(frame), n_incomplete=int(incomplete.sum()),
+                        id_like=id_like)
+
+
+def _plain_text(value) -> str:
+    """A value as a person writes it: ``7`` for 7.0 of an integer column, never a numpy repr."""
+    value = _json_scalar(value)
+    if isinstance(value, float) and value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return str(value)

@@ -27,6 +27,7 @@ __all__ = [
     "SchemaFlags", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
+    "LayoutOpt", "QuietOpt", "LAYOUTS",
 ]
 
 # The allowed values of choice options. Every command imports this module for its option declarations, so
@@ -40,6 +41,7 @@ MANIFOLDS = ("favorable", "labeled", "all")
 ENDPOINTS = ("prototype", "first-favorable")
 IMMUTABLE_POLICIES = ("filter", "project")
 FORMATS = ("table", "csv", "json", "jsonl")
+LAYOUTS = ("auto", "wide", "long")
 
 #: Edge weights of build-graph.
 WEIGHTS = ("euclidean", "density")
@@ -149,6 +151,13 @@ CandidatesOpt = Annotated[_choices(CANDIDATE_POOLS), typer.Option("--candidates"
 FormatOpt = Annotated[Optional[_choices(FORMATS)], typer.Option("--format", case_sensitive=False,
                                                                 help="table, csv, json or jsonl [default: table on "
                                                   "a terminal, csv otherwise].", rich_help_panel=_OUT)]
+LayoutOpt = Annotated[_choices(LAYOUTS), typer.Option("--layout", case_sensitive=False,
+                                                      help="Table format: wide (a column per changed feature), "
+                                                      "long (a block per recourse, one change per line) or auto "
+                                                      "(wide when it fits the terminal width, COLUMNS "
+                                                      "respected).", rich_help_panel=_OUT)]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary line and no progress bar on stderr "
+                                        "(warnings, hints and errors still show).", rich_help_panel=_OUT)]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the data to this file "
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
@@ -274,7 +283,20 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
                              encoding=encoding, source=f"'{data}'")
     else:
         training = build_training_set(frame, schema, model, source=f"'{data}'")
+    _warn_about_training(frame, training, model, source=f"'{data}'")
     return training, model, spec
+
+
+def _warn_about_training(frame, training: TrainingSet, model, *, source: str) -> None:
+    """Warnings and hints about inputs that are likely a mistake (see ``_hints``)."""
+    from ..schema import id_like_columns
+    from ._hints import id_like_warning, no_favorable_hint
+
+    highest = float(training.probability.max()) if training.n_rows else 0.0
+    for message in (id_like_warning(id_like_columns(frame, training.schema), source),
+                    no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest)):
+        if message:
+            echo_err(message)
 
 
 def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8"):

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import sys
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterable
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
@@ -22,10 +24,13 @@ from .. import outputs
 from ..exceptions import InputError
 from ..plans import Plan, csv_columns, escape_csv_text, plan_record, plan_rows, python_value
 
-__all__ = ["FORMATS", "resolve_format", "open_output", "PlanWriter", "stderr_console", "render_rows_table",
-           "write_records"]
+__all__ = ["FORMATS", "LAYOUTS", "resolve_format", "open_output", "PlanWriter", "stderr_console",
+           "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
+           "render_plan", "plan_steps", "render_rows_blocks", "print_rows"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
+#: Table layouts: auto (wide when the changed features fit the width, else long), wide, long.
+LAYOUTS = ("auto", "wide", "long")
 
 
 def stderr_console() -> Console:
@@ -60,7 +65,12 @@ class PlanWriter:
     """
 
     def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None,
-                 projected: bool = False, header_written: bool = False):
+                 projected: bool = False, header_written: bool = False, layout: str = "auto",
+                 decimals: dict | None = None):
+        if layout not in LAYOUTS:
+            raise InputError(f"The 'layout' option must be one of {', '.join(LAYOUTS)}. Got {layout!r} instead.")
+        self.layout = layout
+        self.values = ValueFormat(decimals)
         self.stream = stream
         self.fmt = fmt
         self.feature_names = list(feature_names)
@@ -90,10 +100,8 @@ class PlanWriter:
             if self._table_console is None:
                 self._table_console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
             for plan in plans:
-                self._table_console.print(plan_table(plan))
-                steps = plan_steps(plan)
-                if steps is not None:
-                    self._table_console.print(steps)
+                for renderable, width in render_plan(plan, self._table_console, self.layout, self.values):
+                    self._table_console.print(renderable, width=width)
         if self.fmt != "json":
             self._started = True
         self.stream.flush()
@@ -106,45 +114,118 @@ class PlanWriter:
         self.stream.flush()
 
 
-def _fmt(value) -> str:
+def format_value(value, decimals: int | None = None) -> str:
+    """A raw value as a person writes it: integers as integers, floats with ``decimals`` decimals (the
+    training column's precision) when known, never a numpy repr; missing values as an empty string.
+
+    Examples
+    --------
+    >>> [format_value(v) for v in (2.0, 3, 0.1234567, "own", None)]
+    ['2', '3', '0.123457', 'own', '']
+    >>> format_value(1929.2, 2), format_value(35.0, 0)
+    ('1929.20', '35')
+    """
     value = python_value(value)
-    if isinstance(value, float):
-        return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.0f}"
-    return str(value)
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if decimals is not None:
+        if decimals <= 0:
+            return str(int(round(value)))
+        return f"{float(value):.{decimals}f}"
+    if isinstance(value, int):
+        return str(value)
+    if value.is_integer() and abs(value) < 2**53:
+        return str(int(value))
+    return f"{value:.6g}" if abs(value) < 1e6 else f"{value:.0f}"
 
 
-def plan_table(plan: Plan) -> Table:
-    """A rich table of one plan: the applicant's values and each recourse's changes (old -> new)."""
+def _fmt(value) -> str:
+    return format_value(value)
+
+
+class ValueFormat:
+    """Formats each feature's values with the precision of its training column.
+
+    Parameters
+    ----------
+    decimals : dict of str to int, optional
+        Decimals per numeric feature (:func:`frpd_cli.schema.column_decimals`); other features and
+        unknown columns are written by :func:`format_value` without a fixed precision.
+    """
+
+    def __init__(self, decimals: dict | None = None):
+        self.decimals = dict(decimals or {})
+
+    def __call__(self, name: str, value) -> str:
+        return format_value(value, self.decimals.get(name))
+
+    def pair(self, name: str, old, new) -> tuple[str, str]:
+        """Old and new value of a change; more decimals when the column's own would show them equal."""
+        a, b = self(name, old), self(name, new)
+        d = self.decimals.get(name)
+        if a == b and d is not None and _numbers_differ(old, new):
+            for more in range(d + 1, 12):
+                a, b = format_value(old, more), format_value(new, more)
+                if a != b:
+                    break
+        return a, b
+
+
+def _numbers_differ(a, b) -> bool:
+    a, b = python_value(a), python_value(b)
+    return (isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, bool)
+            and float(a) != float(b))
+
+
+def _changed_features(plan: Plan) -> list[str]:
+    order = list(plan.applicant_features)
     changed = []
     for r in plan.recourses:
         for name in r.changes:
             if name not in changed:
                 changed.append(name)
-    changed.sort(key=lambda n: list(plan.applicant_features).index(n) if n in plan.applicant_features else 0)
+    changed.sort(key=lambda n: order.index(n) if n in order else len(order))
+    return changed
+
+
+def _plan_title(plan: Plan) -> Text:
     status = {"ok": "green", "already-favorable": "cyan", "infeasible": "red"}.get(plan.status, "yellow")
-    title = Text.assemble(("Applicant ", "bold"), (str(plan.applicant), "bold"), "  ",
-                          (plan.status, f"bold {status}"), f"  method {plan.method}")
+    return Text.assemble(("Applicant ", "bold"), (str(plan.applicant), "bold"), "  ",
+                         (plan.status, f"bold {status}"), f"  method {plan.method}")
+
+
+def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool = False) -> Table:
+    """A rich table of one plan: the applicant's values and each recourse's changes (old -> new).
+
+    Column headers and cells never wrap inside a word; ``two_lines`` puts a change's new value on a
+    second line (``old`` / ``→ new``), which narrows the columns.
+    """
+    values = values or ValueFormat()
+    changed = _changed_features(plan)
     caption = plan.reason or None
     if any(r.projected for r in plan.recourses):
         note = "* prototype projected onto the applicant's immutable values"
         caption = f"{caption}\n{note}" if caption else note
-    table = Table(title=title, caption=caption, title_justify="left", caption_justify="left", expand=False)
+    table = Table(title=_plan_title(plan), caption=caption, title_justify="left", caption_justify="left",
+                  expand=False)
     table.add_column("#", justify="right", no_wrap=True)
     for name in changed:
-        table.add_column(name, overflow="fold")
+        table.add_column(name, no_wrap=True)
     table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("prob", justify="right", no_wrap=True)
     if not plan.recourses:
         return table
-    table.add_row("now", *[_fmt(plan.applicant_features.get(n, "")) for n in changed], "", "", style="dim")
+    table.add_row("now", *[values(n, plan.applicant_features.get(n, "")) for n in changed], "", "", style="dim")
     for r in plan.recourses:
         cells = []
         for name in changed:
             if name in r.changes:
-                old, new = r.changes[name]
-                # short changes on one line, long ones over two, so narrow terminals never split a number
-                joint = " → " if len(_fmt(old)) + len(_fmt(new)) <= 12 else "\n→ "
-                cells.append(Text.assemble((_fmt(old), "dim"), joint, (_fmt(new), "bold yellow")))
+                old, new = values.pair(name, *r.changes[name])
+                cells.append(Text.assemble((old, "dim"), "\n→ " if two_lines else " → ", (new, "bold yellow")))
             else:
                 cells.append(Text("·", style="dim"))
         rank = f"{r.rank}*" if r.projected else str(r.rank)
@@ -152,7 +233,78 @@ def plan_table(plan: Plan) -> Table:
     return table
 
 
-def plan_steps(plan: Plan) -> Text | None:
+def plan_blocks(plan: Plan, values: ValueFormat | None = None) -> Text:
+    """The long layout of one plan: a block per recourse listing only its changes, one per line.
+
+    ::
+
+        Applicant A001  ok  method quad
+          Recourse 1  cost 1.414  probability 0.68  2 changes
+            age:            35 → 36
+            credit_amount:  1929.22 → 2175.93
+    """
+    values = values or ValueFormat()
+    text = _plan_title(plan)
+    text.append("\n")
+    if plan.reason:
+        text.append(f"  {plan.reason}\n", style="dim")
+    changed = _changed_features(plan)
+    pad = min(max((len(n) for n in changed), default=0) + 1, 24)
+    for r in plan.recourses:
+        n_changes = len(r.changes)
+        text.append(f"  Recourse {r.rank}{'*' if r.projected else ''}", style="bold")
+        text.append(f"  cost {r.cost:.3f}  probability {r.probability:.2f}  "
+                    f"{n_changes} change{'s' if n_changes != 1 else ''}\n")
+        for name in (n for n in changed if n in r.changes):
+            old, new = values.pair(name, *r.changes[name])
+            text.append(f"    {(name + ':').ljust(pad)} ")
+            text.append(old, style="dim")
+            text.append(" → ")
+            text.append(new, style="bold yellow")
+            text.append("\n")
+    if any(r.projected for r in plan.recourses):
+        text.append("  * prototype projected onto the applicant's immutable values\n", style="dim")
+    return text
+
+
+def _natural_width(console: Console, renderable) -> int:
+    """The width a renderable takes when nothing is wrapped (not capped at the console's width)."""
+    return Measurement.get(console, console.options.update_width(10**6), renderable).maximum
+
+
+def render_plan(plan: Plan, console: Console, layout: str = "auto", values: ValueFormat | None = None) -> list:
+    """What to print for one plan in the table format: the wide table when it fits the console's width
+    (``layout="auto"``) or when asked for (``"wide"``, printed at its natural width), else the long
+    layout (:func:`plan_blocks`); graph plans add their steps.
+
+    Returns
+    -------
+    renderables : list of (renderable, width or None)
+    """
+    out = []
+    if layout == "long" or not plan.recourses:
+        out.append((plan_blocks(plan, values), None))
+    else:
+        chosen = None
+        for two_lines in (False, True):
+            table = plan_table(plan, values, two_lines=two_lines)
+            if _natural_width(console, table) <= console.width:
+                chosen = (table, None)
+                break
+        if chosen is None:
+            if layout == "wide":
+                table = plan_table(plan, values)
+                chosen = (table, max(console.width, _natural_width(console, table)))
+            else:
+                chosen = (plan_blocks(plan, values), None)
+        out.append(chosen)
+    steps = plan_steps(plan, values)
+    if steps is not None:
+        out.append((steps, None))
+    return out
+
+
+def plan_steps(plan: Plan, values: ValueFormat | None = None) -> Text | None:
     """Graph plans: each recourse's moves as a numbered sequence of actions (None for linear plans).
 
     One line per action, wrapped by the console, so it reads at 80 columns::
@@ -163,6 +315,7 @@ def plan_steps(plan: Plan) -> Text | None:
     """
     if not any(r.path is not None for r in plan.recourses):
         return None
+    values = values or ValueFormat()
     text = Text()
     for r in plan.recourses:
         moves = [step for step in (r.steps or []) if step]
@@ -175,22 +328,48 @@ def plan_steps(plan: Plan) -> Text | None:
             for j, (name, (old, new)) in enumerate(step.items()):
                 if j:
                     text.append(", ")
+                old, new = values.pair(name, old, new)
                 text.append(f"{name} ")
-                text.append(_fmt(old), style="dim")
+                text.append(old, style="dim")
                 text.append(" → ")
-                text.append(_fmt(new), style="bold yellow")
+                text.append(new, style="bold yellow")
             text.append("\n")
     return text
 
 
 def render_rows_table(rows: list[dict], columns: list[str], *, title: str | None = None) -> Table:
-    """A plain rich table of dict rows."""
+    """A plain rich table of dict rows (headers and cells wrap only between words)."""
     table = Table(title=title, title_justify="left")
     for c in columns:
         table.add_column(c, overflow="fold")
     for row in rows:
         table.add_row(*[_fmt(row.get(c, "")) for c in columns])
     return table
+
+
+def render_rows_blocks(rows: list[dict], columns: list[str], *, title: str | None = None) -> Text:
+    """Dict rows one block each, one ``column: value`` line per column: for tables too wide to read."""
+    text = Text()
+    if title:
+        text.append(f"{title}\n", style="bold")
+    pad = min(max((len(c) for c in columns), default=0) + 1, 24)
+    for i, row in enumerate(rows):
+        if i:
+            text.append("\n")
+        for c in columns:
+            text.append(f"{(c + ':').ljust(pad)} ", style="dim")
+            text.append(f"{_fmt(row.get(c, ''))}\n")
+    return text
+
+
+def print_rows(console: Console, rows: list[dict], columns: list[str], *, title: str | None = None) -> None:
+    """Print dict rows as a table when no header or cell would be split inside a word at the console's
+    width, else as blocks (:func:`render_rows_blocks`)."""
+    table = render_rows_table(rows, columns, title=title)
+    if Measurement.get(console, console.options, table).minimum <= console.width:
+        console.print(table)
+    else:
+        console.print(render_rows_blocks(rows, columns, title=title))
 
 
 def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, title: str | None = None) -> None:
@@ -207,4 +386,4 @@ def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, tit
                   indent=2)
         stream.write("\n")
     else:
-        Console(file=stream).print(render_rows_table(rows, columns, title=title))
+        print_rows(Console(file=stream), rows, columns, title=title)

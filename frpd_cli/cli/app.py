@@ -30,6 +30,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                  "on stdout)."),
     "build-pool": ("pool", "Encode the training rows and score them with the model once, and save them as a pool "
                            "artifact."),
+    "schema": ("schema", "Show the schema frpd infers from a data file (roles, kinds, ranges, levels), and write "
+                         "it as TOML."),
 }
 
 
@@ -83,7 +85,7 @@ app = typer.Typer(
     help="Feasible recourse plans via diverse interpolation: for applicants a classifier turned down, K diverse, "
          "valid, actionable changes that would flip the decision.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
     cls=_LazyGroup,

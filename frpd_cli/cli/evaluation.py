@@ -17,7 +17,7 @@ from ..outputs import check_not_inputs, output_path, resolve_output
 from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import open_output, resolve_format, write_records
+from ._output import open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
 
 __all__ = ["evaluate_command", "load_graph_artifact", "summary_cells"]
@@ -94,6 +94,7 @@ def evaluate_command(
                                                  "one point per method, to this PNG (needs frpd-cli[plot]).",
                                                  rich_help_panel="Output")] = None,
     fmt: o.FormatOpt = None,
+    quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
     schema: o.SchemaOpt = None,
     target: o.TargetOpt = None,
@@ -148,7 +149,15 @@ def evaluate_command(
         if not records:
             raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
     loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
-    per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold)
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    console = stderr_console()
+    bar = Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                   console=console, transient=True, disable=quiet or not (len(records) > 1 and console.is_terminal))
+    with bar:
+        task = bar.add_task("evaluate", total=len(records))
+        per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold,
+                             progress=lambda done, total: bar.update(task, completed=done))
     summary = summarize_by_method(per)
 
     if plot is not None:
@@ -171,8 +180,9 @@ def evaluate_command(
     needing = per[per["status"] == "needs-recourse"]
     violations = int(needing["violations"].fillna(0).sum())
     invalid = int((needing["validity"] < 1).sum())
-    echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse, "
-             f"{len(per) - len(needing)} already favourable.")
+    if not quiet:
+        echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse, "
+                 f"{len(per) - len(needing)} already favourable.")
     if invalid:
         echo_err(f"Warning: {invalid} plan(s) are not valid (fewer than K recourses, or a recourse the model "
                  "does not predict favourable); --per-applicant lists them.")

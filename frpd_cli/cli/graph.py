@@ -171,6 +171,7 @@ def build_graph_command(
                                                                show_default=False, rich_help_panel="Graph")]
     = None,
     fmt: o.FormatOpt = None,
+    quiet: o.QuietOpt = False,
     schema: o.SchemaOpt = None,
     target: o.TargetOpt = None,
     favorable: o.FavorableOpt = None,
@@ -214,7 +215,7 @@ def build_graph_command(
 
     console = stderr_console()
     progress = Progress(TextColumn("building graph"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=console, transient=True, disable=not console.is_terminal)
+                        console=console, transient=True, disable=quiet or not console.is_terminal)
     start = time.perf_counter()
     with progress:
         task = progress.add_task("graph", total=training.n_rows)
@@ -237,9 +238,10 @@ def build_graph_command(
                    payloads={"graph.npz": arrays, "stats.json": stats})
     if export is not None:
         _write_graphml(graph, training, export[1])
-    echo_err(f"Built the actionability graph of {stats['nodes']} rows in {seconds:.2f} s: {stats['edges']} edges, "
-             f"{stats['favorable_nodes']} favourable nodes. Artifact written to '{out}'."
-             + (f" GraphML written to '{export[1]}'." if export is not None else ""))
+    if not quiet:
+        echo_err(f"Built the actionability graph of {stats['nodes']} rows in {seconds:.2f} s: {stats['edges']} edges, "
+                 f"{stats['favorable_nodes']} favourable nodes. Artifact written to '{out}'."
+                 + (f" GraphML written to '{export[1]}'." if export is not None else ""))
     if stats["weak_components"] > 1:
         echo_err(f"Note: {stats['weak_components']} weakly connected components (largest: "
                  f"{stats['largest_component']} nodes); applicants reach only their own component.")

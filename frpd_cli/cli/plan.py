@@ -18,9 +18,11 @@ from ..artifacts import sha256_file
 from ..exceptions import InputError
 from ..outputs import check_not_inputs, is_stdio, resolve_output
 from ..planning import PlanSettings, plan_stream
+from ..schema import column_decimals
 from ..streaming import ResumableOutput, partial_path, sidecar_path
 from . import _options as o
 from ._errors import echo_err, handle_errors
+from ._hints import already_favorable_hint
 from ._output import PlanWriter, open_output, resolve_format, stderr_console
 from .app import _flags, app
 
@@ -84,11 +86,12 @@ def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> di
 def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings, *, fmt: str | None,
              output: Path | None, jobs: int, chunk_size: int = 256, graph=None, backend: str = "loky",
              scheduler: str | None = None, resume: bool = False,
-             fingerprint: Callable[[], dict] | None = None) -> None:
+             fingerprint: Callable[[], dict] | None = None, layout: str = "auto", quiet: bool = False) -> None:
     """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk.
 
     ``fingerprint`` returns what identifies the run (input hashes, parameters) for ``--resume``; it is
-    called only when writing to a file, after the applicants are validated.
+    called only when writing to a file, after the applicants are validated. ``layout`` is the table
+    layout; ``quiet`` drops the progress bar and the summary line.
     """
     fmt = resolve_format(fmt, output)
     target = None if output is None else resolve_output(output)   # a folder, a missing folder: refused now
@@ -109,7 +112,9 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     reasons: dict = {}
     console = stderr_console()
     progress = Progress(TextColumn("planning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=console, transient=True, disable=not (scan.n_rows > 1 and console.is_terminal))
+                        console=console, transient=True,
+                        disable=quiet or not (scan.n_rows > 1 and console.is_terminal))
+    decimals = column_decimals(training.frame, training.schema) if fmt == "table" else None
 
     def consume(plans, writer):
         for p in plans:
@@ -134,7 +139,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                     if out.done:
                         echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
                     writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
-                                        header_written=out.resumed_offset > 0)
+                                        header_written=out.resumed_offset > 0, layout=layout, decimals=decimals)
                     done = out.done
                     for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
                                              graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler):
@@ -151,7 +156,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                 raise
         else:
             with open_output(output) as stream:
-                writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected)
+                writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected, layout=layout,
+                                    decimals=decimals)
                 done = 0
                 for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
                                          n_jobs=jobs, backend=backend, scheduler=scheduler):
@@ -160,7 +166,11 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                     progress.update(task, completed=done)
                 writer.close()
     n = sum(counts.values())
-    echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
+    if not quiet:
+        echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
+    hint = already_favorable_hint(counts.get("already-favorable", 0), n, model)
+    if hint:
+        echo_err(hint)
     infeasible = counts.get("infeasible", 0)
     if infeasible and infeasible >= max(1, n // 4):
         if graph is not None:
@@ -201,6 +211,8 @@ def plan_command(
     candidates: o.CandidatesOpt = "predicted",
     immutable_policy: o.PolicyOpt = "filter",
     fmt: o.FormatOpt = None,
+    layout: o.LayoutOpt = "auto",
+    quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run writing --output (csv or "
                                          "jsonl); the result is byte-identical to an uninterrupted run. Safe to "
@@ -273,4 +285,5 @@ def plan_command(
                             drop_missing=drop_missing)
 
     run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
-             graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint)
+             graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint,
+             layout=layout, quiet=quiet)

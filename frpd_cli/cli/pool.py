@@ -32,6 +32,7 @@ def build_pool_command(
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
+    quiet: o.QuietOpt = False,
 ) -> None:
     """Encode the training rows and score them with the model once, and save them as a pool artifact.
 
@@ -52,6 +53,7 @@ def build_pool_command(
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                      trusted_types=trust_type)
     write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding)
-    echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "
-             f"{training.X.shape[1]} encoded columns) in {time.perf_counter() - start:.2f} s. "
-             f"Artifact written to '{out}'.")
+    if not quiet:
+        echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "
+                 f"{training.X.shape[1]} encoded columns) in {time.perf_counter() - start:.2f} s. "
+                 f"Artifact written to '{out}'.")

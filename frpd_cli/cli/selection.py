@@ -27,6 +27,7 @@ from ..plans import plan_record
 from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
+from ._hints import already_favorable_hint
 from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
 from .graph import load_graph
@@ -75,6 +76,7 @@ def select_command(
     max_hops: o.MaxHopsOpt = None,
     max_cost: o.MaxCostOpt = None,
     fmt: o.FormatOpt = None,
+    quiet: o.QuietOpt = False,
     schema: o.SchemaOpt = None,
     target: o.TargetOpt = None,
     favorable: o.FavorableOpt = None,
@@ -131,7 +133,7 @@ def select_command(
     start = time.perf_counter()
     console = stderr_console()
     bar = Progress(TextColumn("selecting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, transient=True, disable=not (len(raw) > 1 and console.is_terminal))
+                   console=console, transient=True, disable=quiet or not (len(raw) > 1 and console.is_terminal))
     with bar:
         task = bar.add_task("select", total=len(raw))
         table = select_applicants(training, loaded, raw, ids, settings, thetas=thetas, graph=loaded_graph,
@@ -161,27 +163,51 @@ def select_command(
     if stored is not None:
         echo_err(f"Reused {table.n_reused} stored eigendecomposition(s) of '{reuse_eigen}'.")
     counts = pd.Series([r["status"] for r in status_rows]).value_counts().to_dict()
-    echo_err(f"Selected prototypes for {len(raw)} applicant(s) x {len(thetas)} theta(s) in {seconds:.2f} s: "
-             + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f". Artifact written to '{out}'.")
+    if not quiet:
+        echo_err(f"Selected prototypes for {len(raw)} applicant(s) x {len(thetas)} theta(s) in {seconds:.2f} s: "
+                 + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f". Artifact written to '{out}'.")
+    hint = already_favorable_hint(sum(r["status"] == "already-favorable" for r in status_rows) // len(thetas),
+                                  len(raw), loaded)
+    if hint:
+        echo_err(hint)
 
-    shown = _summary_rows(prototypes, names, training.frame, raw, ids)
+    shown = _summary_rows(prototypes, names, training.frame, raw, ids, training.schema)
     fmt_ = resolve_format(fmt, None)
     with open_output(None) as stream:
         write_records(stream, fmt_, shown, ["applicant", "theta", "status", "rank", "row", "changes", "objective"],
                       title=f"Prototypes ({method})")
 
 
-def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids) -> list[dict]:
+def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids,
+                  schema=None) -> list[dict]:
+    """One row per prototype; ``changes`` lists only the features whose values differ (numbers by value:
+    ``2.0`` and ``2`` are the same), written with each training column's precision."""
+    from ..interpolation import same_value
+    from ..schema import column_decimals
+    from ._output import ValueFormat
+
+    values = ValueFormat(column_decimals(train, schema) if schema is not None else None)
     applicant_rows = dict(zip(ids, raw.loc[:, list(names)].to_dict("records")))
     rows = []
     for rec in prototypes.to_dict("records"):
         changes = ""
         if rec["status"] == "ok":
             x0 = applicant_rows[rec["applicant"]]
-            changes = ", ".join(f"{n}: {x0[n]} → {rec[n]}" for n in names if str(x0[n]) != str(rec[n]))
+            changes = ", ".join(f"{n}: {' → '.join(values.pair(n, x0[n], rec[n]))}" for n in names
+                                if not same_value(_number_or_text(x0[n]), _number_or_text(rec[n])))
         rows.append({"applicant": rec["applicant"], "theta": rec["theta"], "status": rec["status"],
                      "rank": rec["rank"], "row": rec["row"], "changes": changes, "objective": rec["objective"]})
     return rows
+
+
+def _number_or_text(value):
+    """A value as compared for changes: numbers (also numeric text such as ``"2.0"``) as floats."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
 
 
 @app.command("interpolate")
@@ -202,6 +228,8 @@ def interpolate_command(
     threshold: o.OptionalThresholdOpt = None,
     trust_type: o.TrustTypeOpt = None,
     fmt: o.FormatOpt = None,
+    layout: o.LayoutOpt = "auto",
+    quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
     schema: o.SchemaOpt = None,
     target: o.TargetOpt = None,
@@ -317,9 +345,15 @@ def interpolate_command(
         plan_inputs.update({"graph": graph, "data": data})
         plan_params["endpoint"] = settings.endpoint
     write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
-    echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
+    if not quiet:
+        echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
+    decimals = None
+    if fmt_ == "table" and train_frame is not None:
+        from ..schema import column_decimals
+
+        decimals = column_decimals(train_frame, encoder.schema)
     with open_output(output) as stream:
-        writer = PlanWriter(stream, fmt_, names)
+        writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=decimals)
         writer.write(all_plans)
         writer.close()
 

@@ -1,0 +1,70 @@
+"""Hints on stderr where the inputs suggest a likely mistake (the wrong favourable class, a threshold
+nothing reaches, an identifier used as a feature). Each function returns the message, or None."""
+
+from __future__ import annotations
+
+__all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "id_like_warning"]
+
+
+def _plain(value):
+    item = getattr(value, "item", None)
+    value = item() if callable(item) and type(value).__module__ == "numpy" else value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def model_classes(model) -> list:
+    """The model's classes as plain values (empty when it does not say)."""
+    classes = getattr(getattr(model, "estimator", None), "classes_", None)
+    if classes is None:
+        return []
+    try:
+        return [_plain(c) for c in list(classes)]
+    except TypeError:
+        return []
+
+
+def _others(model) -> list:
+    favorable = _plain(model.favorable)
+    return [c for c in model_classes(model) if str(c) != str(favorable)]
+
+
+def already_favorable_hint(n_already: int, n: int, model) -> str | None:
+    """Most applicants are already favourable: the favourable class may be the other one."""
+    if n_already < 2 or 2 * n_already <= n:
+        return None
+    others = _others(model)
+    favorable = _plain(model.favorable)
+    if len(others) == 1:
+        what = f"pass --favorable {others[0]}"
+    elif others:
+        what = f"pass --favorable with the class you mean (the model's classes: {', '.join(map(str, others))})"
+    else:
+        what = "pass --favorable with the class you mean"
+    return (f"Hint: {n_already} of {n} applicants are already favourable: the model predicts class {favorable} for "
+            f"them. If {favorable} is not the class applicants want, {what}.")
+
+
+def no_favorable_hint(n_favorable: int, n_rows: int, model, highest: float) -> str | None:
+    """No training row reaches the threshold: every applicant will be infeasible."""
+    if n_favorable or not n_rows:
+        return None
+    others = _others(model)
+    favorable = _plain(model.favorable)
+    classes = f" (the model's classes: {', '.join(map(str, [favorable, *others]))})" if others else ""
+    return (f"Hint: the model accepts none of the {n_rows} training rows as class {favorable} at --threshold "
+            f"{model.threshold:g} (highest probability {highest:.4g}), so no applicant can get a recourse. Check "
+            f"--favorable{classes}, or lower --threshold below {highest:.4g}.")
+
+
+def id_like_warning(names, source: str) -> str | None:
+    """Features that hold a different value in every training row."""
+    if not names:
+        return None
+    listed = ", ".join(f"'{n}'" for n in names)
+    one = len(names) == 1
+    return (f"Warning: {'column' if one else 'columns'} {listed} of {source} {'holds' if one else 'hold'} a "
+            f"different value in every row, like an identifier, and {'is' if one else 'are'} used as "
+            f"{'a feature' if one else 'features'}: recourses that change an identifier mean nothing. Pass "
+            f"--id-column for an applicant id, or list {'it' if one else 'them'} under exclude in the schema file.")

@@ -1,0 +1,154 @@
+"""``frpd schema``: what frpd infers from a data file, and the schema file that declares it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from . import _options as o
+from ._errors import echo_err, handle_errors
+from .app import _flags, app
+
+__all__ = ["schema_command", "schema_rows"]
+
+_TABLE_COLUMNS = ["column", "role", "kind", "values", "mutability", "missing", "note"]
+_RECORD_COLUMNS = ["column", "role", "kind", "mutability", "min", "max", "levels", "missing", "note"]
+_MAX_LEVELS_SHOWN = 8
+
+
+def _values_cell(row: dict) -> str:
+    """Range or levels of one column, for the table."""
+    from ._output import format_value
+
+    if row["min"] is not None:
+        return f"{format_value(row['min'])} – {format_value(row['max'])}"
+    levels = row["levels"]
+    if not levels:
+        return ""
+    joint = " < " if row["kind"] == "ordinal" else ", "
+    shown = [format_value(v) for v in levels[:_MAX_LEVELS_SHOWN]]
+    more = f"{joint}… ({len(levels)} levels)" if len(levels) > _MAX_LEVELS_SHOWN else ""
+    return joint.join(shown) + more
+
+
+def schema_rows(report, *, table: bool) -> tuple[list[dict], list[str]]:
+    """The rows and columns ``frpd schema`` prints: a ``values`` cell in the table, ``min``/``max``/``levels``
+    fields in csv/json/jsonl (``levels`` as a JSON array in csv)."""
+    if table:
+        rows = [{**r, "values": _values_cell(r), "missing": r["missing"] or ""} for r in report.columns]
+        return rows, _TABLE_COLUMNS
+    return [dict(r) for r in report.columns], _RECORD_COLUMNS
+
+
+@app.command("schema")
+@handle_errors
+def schema_command(
+    data: o.DataArg,
+    model: Annotated[Optional[Path], typer.Option("--model", help="Also show the favourable class and how many "
+                                                  "training rows this model accepts.", show_default=False,
+                                                  rich_help_panel="Data and schema")] = None,
+    write: Annotated[Optional[Path], typer.Option("--write", help="Also write the schema as a TOML file that "
+                                                  "--schema accepts (every kind, order and mutability spelled "
+                                                  "out, ready to edit); - writes it to stdout instead of the "
+                                                  "table.", show_default=False, rich_help_panel="Output")] = None,
+    fmt: o.FormatOpt = None,
+    quiet: o.QuietOpt = False,
+    schema: o.SchemaOpt = None,
+    target: o.TargetOpt = None,
+    favorable: o.FavorableOpt = None,
+    immutable: o.ImmutableOpt = None,
+    increasing: o.IncreasingOpt = None,
+    decreasing: o.DecreasingOpt = None,
+    categorical: o.CategoricalOpt = None,
+    continuous: o.ContinuousOpt = None,
+    id_column: o.IdColumnOpt = None,
+    threshold: o.ThresholdOpt = 0.5,
+    trust_type: o.TrustTypeOpt = None,
+    seed: o.SeedOpt = 0,
+    encoding: o.EncodingOpt = "utf-8",
+) -> None:
+    """Show the schema frpd infers from a data file (roles, kinds, ranges, levels), and write it as TOML.
+
+    One row per column of the file: its role (feature, target, id, excluded), kind (continuous, integer,
+    categorical, ordinal), range or levels, mutability and missing values. Schema flags and --schema apply as in
+    every other command, so this shows exactly what plan will use. --seed is accepted for uniformity (nothing
+    here is random).
+
+    Example: frpd schema sample_data/credit.csv --schema sample_data/schema.toml --write my_schema.toml
+    """
+    from ..dataset import read_training_frame
+    from ..outputs import check_not_inputs, is_stdio, resolve_output
+    from ..schema import inspect_schema, schema_to_toml
+    from ._hints import id_like_warning
+    from ._output import open_output, print_rows, resolve_format, write_records
+
+    if write is not None:
+        resolve_output(write)
+    check_not_inputs({"--write": write}, {"data": data, "model": model, "schema": schema})
+    write_to_stdout = write is not None and is_stdio(write)
+    fmt_ = resolve_format(fmt, None)
+    spec = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous,
+                  id_column).spec()
+    frame = read_training_frame(data, encoding=encoding)
+    report = inspect_schema(frame, spec, source=f"'{data}'")
+    toml = schema_to_toml(report.schema, columns=list(frame.columns), source=f"'{Path(data).name}'")
+    accepted = _model_summary(model, data, report, frame, threshold, trust_type) if model is not None else None
+
+    warning = id_like_warning(report.id_like, f"'{data}'")
+    if warning:
+        echo_err(warning)
+    if report.n_incomplete:
+        echo_err(f"Warning: {report.n_incomplete} of {report.n_rows} rows of '{data}' have missing feature values "
+                 "(counted under 'missing'); the schema is inferred from the other rows, and plan refuses the "
+                 "file until they are filled or dropped.")
+    if write is not None:
+        with open_output(write) as stream:
+            stream.write(toml)
+    if not write_to_stdout:
+        with open_output(None) as stream:
+            if fmt_ == "table":
+                from rich.console import Console
+
+                console = Console(file=stream)
+                rows, columns = schema_rows(report, table=True)
+                print_rows(console, rows, columns, title=f"Schema of '{data}' ({report.n_rows} rows)")
+                if accepted is not None:
+                    console.print(accepted)
+            else:
+                rows, columns = schema_rows(report, table=False)
+                if fmt_ == "csv":
+                    import json
+
+                    rows = [{**r, "levels": "" if r["levels"] is None else json.dumps(r["levels"],
+                                                                                        ensure_ascii=False)}
+                            for r in rows]
+                write_records(stream, fmt_, rows, columns)
+    if not quiet:
+        parts = [f"{len(report.schema.features)} feature(s) of {report.n_rows} row(s)"]
+        if accepted is not None and fmt_ != "table":
+            parts.append(accepted)
+        if write is not None and not write_to_stdout:
+            parts.append(f"schema written to '{write}' (use it with --schema)")
+        echo_err("; ".join(parts) + ".")
+
+
+def _model_summary(model_path: Path, data: Path, report, frame, threshold: float, trust_type) -> str:
+    """One sentence: the favourable class, the model's classes, and how many training rows it accepts."""
+    from ..dataset import build_training_set
+    from ..model import load_model
+    from ._hints import model_classes
+
+    schema = report.schema
+    incomplete = frame.loc[:, list(schema.feature_names)].isna().any(axis=1)
+    complete = frame.loc[~incomplete].reset_index(drop=True)
+    model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
+                       threshold=threshold, trusted_types=trust_type or None)
+    training = build_training_set(complete, schema, model, source=f"'{data}'")
+    n, accepted, labelled = training.n_rows, int(training.favorable.sum()), int(training.labeled.sum())
+    share = f" ({100 * accepted / n:.1f}%)" if n else ""
+    classes = model_classes(model)
+    listed = f" of the model's classes {', '.join(map(str, classes))}" if classes else ""
+    return (f"Model '{model_path}': favourable class {model.favorable}{listed}; it accepts {accepted} of {n} "
+            f"training rows{share} at threshold {threshold:g} ({labelled} are labelled favourable)")
