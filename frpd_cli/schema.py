@@ -696,6 +696,8 @@ class SchemaReport:
         Rows with a missing feature value (left out of the inference; planning refuses them).
     id_like : list of str
         Features that look like row identifiers (:func:`id_like_columns`).
+    decimals : dict of str to int
+        Decimals of each numeric feature (:func:`column_decimals`).
     """
 
     schema: Schema
@@ -703,6 +705,7 @@ class SchemaReport:
     n_rows: int
     n_incomplete: int
     id_like: list
+    decimals: dict = field(default_factory=dict)
 
 
 def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
@@ -765,7 +768,7 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
             row["role"] = "id"
         rows.append(row)
     return SchemaReport(schema=schema, columns=rows, n_rows=len(frame), n_incomplete=int(incomplete.sum()),
-                        id_like=id_like)
+                        id_like=id_like, decimals=decimals)
 
 
 def _plain_text(value) -> str:

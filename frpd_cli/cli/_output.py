@@ -26,7 +26,7 @@ from ..plans import Plan, csv_columns, escape_csv_text, plan_record, plan_rows, 
 
 __all__ = ["FORMATS", "LAYOUTS", "resolve_format", "open_output", "PlanWriter", "stderr_console",
            "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
-           "render_plan", "plan_steps", "render_rows_blocks", "print_rows"]
+           "render_plan", "print_plan", "plan_steps", "render_rows_blocks", "print_rows"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
 #: Table layouts: auto (wide when the changed features fit the width, else long), wide, long.
@@ -100,8 +100,7 @@ class PlanWriter:
             if self._table_console is None:
                 self._table_console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
             for plan in plans:
-                for renderable, width in render_plan(plan, self._table_console, self.layout, self.values):
-                    self._table_console.print(renderable, width=width)
+                print_plan(self._table_console, plan, self.layout, self.values)
         if self.fmt != "json":
             self._started = True
         self.stream.flush()
@@ -272,6 +271,17 @@ def _natural_width(console: Console, renderable) -> int:
     return Measurement.get(console, console.options.update_width(10**6), renderable).maximum
 
 
+def print_plan(console: Console, plan: Plan, layout: str = "auto", values: ValueFormat | None = None) -> None:
+    """Print one plan in the table format (:func:`render_plan`); a forced wide table wider than the console
+    is printed at its own width (the terminal wraps its lines, but no header or value is split)."""
+    for renderable, width in render_plan(plan, console, layout, values):
+        if width is None or width <= console.width:
+            console.print(renderable)
+        else:
+            Console(file=console.file, width=width, color_system=console.color_system,
+                    force_terminal=console.is_terminal, no_color=console.no_color, soft_wrap=False).print(renderable)
+
+
 def render_plan(plan: Plan, console: Console, layout: str = "auto", values: ValueFormat | None = None) -> list:
     """What to print for one plan in the table format: the wide table when it fits the console's width
     (``layout="auto"``) or when asked for (``"wide"``, printed at its natural width), else the long
@@ -337,14 +347,51 @@ def plan_steps(plan: Plan, values: ValueFormat | None = None) -> Text | None:
     return text
 
 
-def render_rows_table(rows: list[dict], columns: list[str], *, title: str | None = None) -> Table:
-    """A plain rich table of dict rows (headers and cells wrap only between words)."""
+def render_rows_table(rows: list[dict], columns: list[str], *, title: str | None = None,
+                      width: int | None = None) -> Table | None:
+    """A plain rich table of dict rows.
+
+    With ``width``, the columns are sized so that the table fits it without splitting any word of a
+    header or a cell (a column is never narrower than its longest word; spare room goes to the columns
+    that would otherwise wrap most); None when even that does not fit.
+    """
+    cells = [[_fmt(row.get(c, "")) for c in columns] for row in rows]
     table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(c, overflow="fold")
-    for row in rows:
-        table.add_row(*[_fmt(row.get(c, "")) for c in columns])
+    widths = None if width is None else _fitted_widths(columns, cells, width)
+    if width is not None and widths is False:
+        return None
+    for i, c in enumerate(columns):
+        table.add_column(c, overflow="fold", width=None if not widths else widths[i])
+    for row in cells:
+        table.add_row(*row)
     return table
+
+
+def _fitted_widths(columns: list[str], cells: list[list[str]], width: int):
+    """Column widths that fit ``width`` without splitting words: None when the natural widths fit, False
+    when the longest words alone do not."""
+    from rich.cells import cell_len
+
+    def longest_word(text: str) -> int:
+        return max((cell_len(w) for w in text.split()), default=0)
+
+    def longest_line(text: str) -> int:
+        return max((cell_len(line) for line in text.splitlines()), default=0)
+
+    texts = [[c, *(row[i] for row in cells)] for i, c in enumerate(columns)]
+    low = [max(1, *(longest_word(t) for t in col)) for col in texts]
+    high = [max(1, *(longest_line(t) for t in col)) for col in texts]
+    room = width - (3 * len(columns) + 1)          # borders and one space of padding on each side
+    if sum(high) <= room:
+        return None
+    if sum(low) > room:
+        return False
+    spare, wanted = room - sum(low), [h - lo for lo, h in zip(low, high)]
+    total = sum(wanted)
+    extra = [spare * w // total for w in wanted]
+    for i in sorted(range(len(wanted)), key=lambda i: -(spare * wanted[i] % total))[:spare - sum(extra)]:
+        extra[i] += 1
+    return [lo + e for lo, e in zip(low, extra)]
 
 
 def render_rows_blocks(rows: list[dict], columns: list[str], *, title: str | None = None) -> Text:
@@ -357,19 +404,18 @@ def render_rows_blocks(rows: list[dict], columns: list[str], *, title: str | Non
         if i:
             text.append("\n")
         for c in columns:
-            text.append(f"{(c + ':').ljust(pad)} ", style="dim")
-            text.append(f"{_fmt(row.get(c, ''))}\n")
+            value = _fmt(row.get(c, ""))
+            text.append(f"{(c + ':').ljust(pad)} ".rstrip() if not value else f"{(c + ':').ljust(pad)} ",
+                        style="dim")
+            text.append(f"{value}\n")
     return text
 
 
 def print_rows(console: Console, rows: list[dict], columns: list[str], *, title: str | None = None) -> None:
-    """Print dict rows as a table when no header or cell would be split inside a word at the console's
+    """Print dict rows as a table when no header or cell needs to be split inside a word at the console's
     width, else as blocks (:func:`render_rows_blocks`)."""
-    table = render_rows_table(rows, columns, title=title)
-    if Measurement.get(console, console.options, table).minimum <= console.width:
-        console.print(table)
-    else:
-        console.print(render_rows_blocks(rows, columns, title=title))
+    table = render_rows_table(rows, columns, title=title, width=console.width)
+    console.print(table if table is not None else render_rows_blocks(rows, columns, title=title))
 
 
 def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, title: str | None = None) -> None:

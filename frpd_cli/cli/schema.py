@@ -18,12 +18,13 @@ _RECORD_COLUMNS = ["column", "role", "kind", "mutability", "min", "max", "levels
 _MAX_LEVELS_SHOWN = 8
 
 
-def _values_cell(row: dict) -> str:
-    """Range or levels of one column, for the table."""
+def _values_cell(row: dict, decimals: dict) -> str:
+    """Range (with the column's precision) or levels of one column, for the table."""
     from ._output import format_value
 
     if row["min"] is not None:
-        return f"{format_value(row['min'])} – {format_value(row['max'])}"
+        d = decimals.get(row["column"])
+        return f"{format_value(row['min'], d)} – {format_value(row['max'], d)}"
     levels = row["levels"]
     if not levels:
         return ""
@@ -36,9 +37,19 @@ def _values_cell(row: dict) -> str:
 def schema_rows(report, *, table: bool) -> tuple[list[dict], list[str]]:
     """The rows and columns ``frpd schema`` prints: a ``values`` cell in the table, ``min``/``max``/``levels``
     fields in csv/json/jsonl (``levels`` as a JSON array in csv)."""
+    from ._output import format_value
+
     if table:
-        rows = [{**r, "values": _values_cell(r), "missing": r["missing"] or ""} for r in report.columns]
-        return rows, _TABLE_COLUMNS
+        rows = []
+        for r in report.columns:
+            shown = _values_cell(r, report.decimals)
+            if r["role"] == "target":
+                shown = f"{shown} (favourable: {format_value(report.schema.favorable)})"
+            rows.append({**r, "values": shown, "missing": r["missing"] or "",
+                         "note": "" if r["role"] == "target" else r["note"]})
+        # columns that say nothing for this file are left out, so that the table fits narrow terminals
+        columns = [c for c in _TABLE_COLUMNS if c not in ("missing", "note") or any(row[c] for row in rows)]
+        return rows, columns
     return [dict(r) for r in report.columns], _RECORD_COLUMNS
 
 
