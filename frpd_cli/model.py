@@ -746,7 +746,8 @@ def _check_classifier(estimator, path: Path) -> None:
         n_classes = 0
     if n_classes < 2:
         raise ModelError(
-            f"The model '{path}' ({kind}) knows {n_classes} class(es) ({classes!r}); a classifier that decides "
+            f"The model '{path}' ({kind}) knows {n_classes} class(es) "
+            f"({', '.join(repr(_plain(c)) for c in classes) if n_classes else 'none'}); a classifier that decides "
             "between outcomes needs at least 2. Re-train it on data holding both decisions."
         )
 

@@ -413,7 +413,7 @@ def _infer_kind(name: str, values: pd.Series, spec: SchemaSpec, source: str):
         if not np.all(array == np.round(array)):
             bad = np.flatnonzero(array != np.round(array))[0]
             raise SchemaError(
-                f"Column '{name}' is declared integer but data row {bad + 1} of {source} holds {array[bad]!r}."
+                f"Column '{name}' is declared integer but data row {bad + 1} of {source} holds {float(array[bad])!r}."
             )
         return "integer", ()
     if np.all(array == np.round(array)):

@@ -89,6 +89,11 @@ class _Levels:
         return self._keyed.get(category_key(value))
 
 
+def _plain(value):
+    """A numpy scalar as the Python value it holds (other values unchanged)."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def _number(value) -> float | None:
     """``value`` as a float, or None when it is not a number."""
     if isinstance(value, (bool, np.bool_)) or value is None:
@@ -117,7 +122,7 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
             if name not in row:
                 found.append(Violation(i, "every feature present", f"the {what} has no value for '{name}'"))
                 continue
-            value, start = row[name], origin.get(name)
+            value, start = _plain(row[name]), _plain(origin.get(name))     # messages show no numpy reprs
             if f.is_categorical:
                 new, old = levels.get(value), levels.get(start)
                 if new is None:
@@ -222,7 +227,7 @@ def recourse_violations(encoder, model, plans) -> list[tuple[int, int, Violation
                                                    f"the model gives {prob:.6g}")))
             elif claimed is None or not math.isfinite(claimed) or abs(prob - claimed) > PROBABILITY_TOLERANCE:
                 found.append((*where[i], Violation(i, "reported probability equal to the model's",
-                                                   f"reported {reported[i]!r}, the model gives {prob!r}")))
+                                                   f"reported {_plain(reported[i])!r}, the model gives {prob!r}")))
     return found
 
 
