@@ -130,6 +130,13 @@ def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
+def progress(label: str, done: int, total: int) -> None:
+    """A progress line for a long step, rewritten in place, on a terminal only (never in a log file)."""
+    if sys.stderr.isatty():
+        end = "\n" if done >= total else ""
+        print(f"\r  {label}: {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+
 # --------------------------------------------------------------------------- data and model
 
 
@@ -246,6 +253,7 @@ def run_dice(p: Prepared, method: str, n_applicants: int):
                 recourses.append({"rank": j + 1, "features": {c: row[c] for c in p.features}})
         records.append({"applicant": p.ids[i], "status": "ok" if recourses else "infeasible", "reason": None,
                         "method": f"dice-{method}", "recourses": recourses})
+        progress(f"DiCE {method}", i + 1, len(applicants))
     return records, total / max(1, len(applicants))
 
 
@@ -481,6 +489,7 @@ def main(argv=None) -> int:
                     recs, secs = run_method(p, method, theta=theta, label=label)
                     sweep_records += recs
                     sweep_seconds[label] = secs
+                    progress(f"theta sweep {method}", THETAS.index(theta) + 1, len(THETAS))
             sweep = evaluate(p, sweep_records, sweep_seconds)
             dice_rows = summary[summary["method"].str.startswith("dice-")]
             figure = DOCS / f"paper_pareto_{spec.name.lower()}.png"
