@@ -50,9 +50,9 @@ def no_favorable_hint(n_favorable: int, n_rows: int, model, highest: float) -> s
     """No training row reaches the threshold: every applicant will be infeasible."""
     if n_favorable or not n_rows:
         return None
-    others = _others(model)
     favorable = _plain(model.favorable)
-    classes = f" (the model's classes: {', '.join(map(str, [favorable, *others]))})" if others else ""
+    classes = model_classes(model)
+    classes = f" (the model's classes: {', '.join(map(str, classes))})" if classes else ""
     return (f"Hint: the model accepts none of the {n_rows} training rows as class {favorable} at --threshold "
             f"{model.threshold:g} (highest probability {highest:.4g}), so no applicant can get a recourse. Check "
             f"--favorable{classes}, or lower --threshold below {highest:.4g}.")

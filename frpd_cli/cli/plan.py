@@ -172,7 +172,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     if hint:
         echo_err(hint)
     infeasible = counts.get("infeasible", 0)
-    if infeasible and infeasible >= max(1, n // 4):
+    if infeasible and infeasible >= max(1, n // 4) and training.favorable.any():   # else: the threshold hint
         if graph is not None:
             echo_err("Hint: many applicants reach too few favourable rows on the graph; rebuild it with a larger "
                      "--neighbors or a --radius (see each plan's reason).")

@@ -162,4 +162,4 @@ def _model_summary(model_path: Path, data: Path, report, frame, threshold: float
     classes = model_classes(model)
     listed = f" of the model's classes {', '.join(map(str, classes))}" if classes else ""
     return (f"Model '{model_path}': favourable class {model.favorable}{listed}; it accepts {accepted} of {n} "
-            f"training rows{share} at threshold {threshold:g} ({labelled} are labelled favourable)")
+            f"training rows{share} at threshold {threshold:g} ({labelled} are labelled favourable).")
