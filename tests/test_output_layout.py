@@ -240,3 +240,38 @@ def test_rows_tables_never_split_a_word():
         text = buffer.getvalue()
         for word in ("personal_status", "credit_amount", "female-div/sep/mar,", "337.93"):
             assert word in text, (width, text)
+
+
+def test_select_lists_only_changes_that_differ_numerically(sample_paths, tmp_path):
+    # integer columns spelled as floats in the training file ("24.0") against integers in the applicants file:
+    # 24.0 and 24 are the same value, not a change
+    training = pd.read_csv(sample_paths["data"])
+    training = training.astype({"age": float, "duration": float})
+    data = tmp_path / "spelled.csv"
+    training.to_csv(data, index=False)
+    assert "24.0" in data.read_text(encoding="utf-8")
+    frame = pd.read_csv(sample_paths["applicants"]).head(4)
+    applicants = tmp_path / "four.csv"
+    frame.to_csv(applicants, index=False)
+    result = runner.invoke(app, ["select", str(data), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--applicants", str(applicants), "--out",
+                                 str(tmp_path / "sel"), "--format", "jsonl", "--theta", "0"])
+    assert result.exit_code == 0, result.stderr
+    prototypes = pd.read_csv(tmp_path / "sel" / "prototypes.csv", dtype={"applicant": str})
+    frame = frame.set_index("applicant_id")
+    checked = unchanged = 0
+    for rec in map(json.loads, result.stdout.splitlines()):
+        proto = prototypes[(prototypes["applicant"] == rec["applicant"]) & (prototypes["rank"] == rec["rank"])].iloc[0]
+        listed = dict(part.split(": ", 1) for part in rec["changes"].split(", ")) if rec["changes"] else {}
+        for name in ("age", "duration"):
+            differs = float(frame.loc[rec["applicant"], name]) != float(proto[name])
+            assert (name in listed) == differs, (name, rec["changes"])
+            if differs:                                   # integers written as integers
+                assert listed[name] == f"{int(frame.loc[rec['applicant'], name])} → {int(proto[name])}"
+                checked += 1
+            else:
+                unchanged += 1
+        for old_new in listed.values():
+            old, new = old_new.split(" → ")
+            assert old != new
+    assert checked > 0 and unchanged > 0

@@ -135,3 +135,21 @@ def test_shell_completion_is_available():
     env = {**os.environ, "_FRPD_COMPLETE": "complete_bash", "COMP_WORDS": "frpd plan --lay", "COMP_CWORD": "2"}
     done = subprocess.run([_frpd()], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0 and "--layout" in done.stdout.split()
+
+
+def test_evaluate_reports_progress_for_every_plan(sample_paths):
+    from frpd_cli.cli import _options as o
+    from frpd_cli.evaluation import evaluate_plans
+
+    plans = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                "--schema", str(sample_paths["schema"]), "--applicants",
+                                str(sample_paths["applicants"]), "--format", "jsonl"])
+    import json
+
+    records = [json.loads(line) for line in plans.stdout.splitlines()]
+    flags = o.SchemaFlags(schema=sample_paths["schema"])
+    training, model, spec = o.load_training(sample_paths["data"], sample_paths["model"], flags)
+    frame, ids = o.read_applicants(sample_paths["applicants"], training, spec.id_column)
+    calls = []
+    evaluate_plans(records, training, model, frame, ids, progress=lambda done, total: calls.append((done, total)))
+    assert calls == [(i + 1, len(records)) for i in range(len(records))]
