@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
 
 from ..artifacts import read_artifact
@@ -17,7 +18,7 @@ from ..outputs import check_not_inputs, output_path, resolve_output
 from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import open_output, resolve_format, stderr_console, write_records
+from ._output import open_output, render_rows_blocks, resolve_format, stderr_console, write_records
 from .app import _flags, app
 
 __all__ = ["evaluate_command", "load_graph_artifact", "summary_cells"]
@@ -61,12 +62,17 @@ def _print_table(stream, summary) -> None:
     console = Console(file=stream)
     if not console.is_terminal:
         console = Console(file=stream, width=max(120, 16 * len(columns)))
-    table = Table(title="Plan metrics per method (mean ± std)", title_justify="left")
+    title = "Plan metrics per method (mean ± std)"
+    table = Table(title=title, title_justify="left")
     for c in columns:
         table.add_column(c, no_wrap=True, justify="left" if c == "method" else "right")
     for r in rows:
         table.add_row(*[str(r[c]) for c in columns])
-    console.print(table)
+    if console.is_terminal and Measurement.get(console, console.options.update_width(10**6), table).maximum \
+            > console.width:
+        console.print(render_rows_blocks(rows, columns, title=title))    # a block per method: no cell is cut
+    else:
+        console.print(table)
 
 
 @app.command("evaluate")
