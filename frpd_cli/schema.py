@@ -585,7 +585,7 @@ def _toml_array(values) -> str:
     return "[" + ", ".join(_toml_value(v) for v in values) + "]"
 
 
-def column_decimals(frame: pd.DataFrame, schema: Schema, *, max_decimals: int = 6) -> dict:
+def column_decimals(frame: pd.DataFrame, schema: Schema, *, max_decimals: int = 10) -> dict:
     """The number of decimals each numeric feature is written with in the training data.
 
     Integer features get 0; a continuous feature gets the fewest decimals (at most ``max_decimals``)
@@ -618,13 +618,12 @@ def column_decimals(frame: pd.DataFrame, schema: Schema, *, max_decimals: int = 
 
 
 def _decimals(values: np.ndarray, max_decimals: int) -> int:
+    # the encoder's rule (values equal to themselves rounded), so that a column shows as the decoder writes it
     values = values[np.isfinite(values)]
-    if values.size == 0:
-        return 0
-    scale = np.maximum(1.0, np.abs(values))
-    for d in range(max_decimals + 1):
-        if np.all(np.abs(np.round(values, d) - values) <= 1e-9 * scale):
-            return d
+    with np.errstate(over="ignore", invalid="ignore"):
+        for d in range(max_decimals + 1):
+            if np.all(np.round(values, d) == values):
+                return d
     return max_decimals
 
 

@@ -26,7 +26,7 @@ from ..plans import Plan, csv_columns, escape_csv_text, plan_record, plan_rows, 
 
 __all__ = ["FORMATS", "LAYOUTS", "resolve_format", "open_output", "PlanWriter", "stderr_console",
            "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
-           "render_plan", "print_plan", "plan_steps", "render_rows_blocks", "print_rows"]
+           "render_plan", "print_plan", "encoder_decimals", "plan_steps", "render_rows_blocks", "print_rows"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
 #: Table layouts: auto (wide when the changed features fit the width, else long), wide, long.
@@ -146,13 +146,19 @@ def _fmt(value) -> str:
     return format_value(value)
 
 
+def encoder_decimals(encoder) -> dict:
+    """Decimals per numeric feature as the encoder rounds decoded values (integers 0; continuous features the
+    training column's decimals, when it has few enough)."""
+    return {f.name: d for f, d in zip(encoder.schema.features, encoder.decimals) if d is not None}
+
+
 class ValueFormat:
     """Formats each feature's values with the precision of its training column.
 
     Parameters
     ----------
     decimals : dict of str to int, optional
-        Decimals per numeric feature (:func:`frpd_cli.schema.column_decimals`); other features and
+        Decimals per numeric feature (:func:`encoder_decimals`); other features and
         unknown columns are written by :func:`format_value` without a fixed precision.
     """
 

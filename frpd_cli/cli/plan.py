@@ -18,12 +18,11 @@ from ..artifacts import sha256_file
 from ..exceptions import InputError
 from ..outputs import check_not_inputs, is_stdio, resolve_output
 from ..planning import PlanSettings, plan_stream
-from ..schema import column_decimals
 from ..streaming import ResumableOutput, partial_path, sidecar_path
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
-from ._output import PlanWriter, open_output, resolve_format, stderr_console
+from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
 from .app import _flags, app
 
 __all__ = ["plan_command", "run_plan", "summarize_plans"]
@@ -114,7 +113,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     progress = Progress(TextColumn("planning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                         console=console, transient=True,
                         disable=quiet or not (scan.n_rows > 1 and console.is_terminal))
-    decimals = column_decimals(training.frame, training.schema) if fmt == "table" else None
+    decimals = encoder_decimals(training.encoder) if fmt == "table" else None
 
     def consume(plans, writer):
         for p in plans:

@@ -28,7 +28,7 @@ from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
-from ._output import PlanWriter, open_output, resolve_format, stderr_console, write_records
+from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
 from .graph import load_graph
 
@@ -171,7 +171,7 @@ def select_command(
     if hint:
         echo_err(hint)
 
-    shown = _summary_rows(prototypes, names, training.frame, raw, ids, training.schema)
+    shown = _summary_rows(prototypes, names, training.frame, raw, ids, encoder_decimals(training.encoder))
     fmt_ = resolve_format(fmt, None)
     with open_output(None) as stream:
         write_records(stream, fmt_, shown, ["applicant", "theta", "status", "rank", "row", "changes", "objective"],
@@ -179,14 +179,13 @@ def select_command(
 
 
 def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids,
-                  schema=None) -> list[dict]:
+                  decimals: dict | None = None) -> list[dict]:
     """One row per prototype; ``changes`` lists only the features whose values differ (numbers by value:
-    ``2.0`` and ``2`` are the same), written with each training column's precision."""
+    ``2.0`` and ``2`` are the same), written with each training column's precision (``decimals``)."""
     from ..interpolation import same_value
-    from ..schema import column_decimals
     from ._output import ValueFormat
 
-    values = ValueFormat(column_decimals(train, schema) if schema is not None else None)
+    values = ValueFormat(decimals)
     applicant_rows = dict(zip(ids, raw.loc[:, list(names)].to_dict("records")))
     rows = []
     for rec in prototypes.to_dict("records"):
@@ -347,13 +346,8 @@ def interpolate_command(
     write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
     if not quiet:
         echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
-    decimals = None
-    if fmt_ == "table" and train_frame is not None:
-        from ..schema import column_decimals
-
-        decimals = column_decimals(train_frame, encoder.schema)
     with open_output(output) as stream:
-        writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=decimals)
+        writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder))
         writer.write(all_plans)
         writer.close()
 
