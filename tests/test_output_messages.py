@@ -135,6 +135,11 @@ def test_shell_completion_is_available():
     env = {**os.environ, "_FRPD_COMPLETE": "complete_bash", "COMP_WORDS": "frpd plan --lay", "COMP_CWORD": "2"}
     done = subprocess.run([_frpd()], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0 and "--layout" in done.stdout.split()
+    env = {**os.environ, "_FRPD_COMPLETE": "complete_bash", "COMP_WORDS": "frpd plan --layout ", "COMP_CWORD": "3"}
+    done = subprocess.run([_frpd()], capture_output=True, text=True, env=env, check=False)
+    assert done.returncode == 0 and set(done.stdout.split()) == {"auto", "wide", "long"}
+    script = subprocess.run([_frpd(), "--show-completion", "bash"], capture_output=True, text=True, check=False)
+    assert script.returncode == 0 and "_FRPD_COMPLETE=complete_bash" in script.stdout
 
 
 def test_evaluate_reports_progress_for_every_plan(sample_paths):
