@@ -158,3 +158,28 @@ def test_evaluate_reports_progress_for_every_plan(sample_paths):
     calls = []
     evaluate_plans(records, training, model, frame, ids, progress=lambda done, total: calls.append((done, total)))
     assert calls == [(i + 1, len(records)) for i in range(len(records))]
+
+
+def test_status_line_only_on_a_terminal_and_not_when_quiet(monkeypatch):
+    import io
+
+    from frpd_cli.cli import _output
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    screen = Terminal()
+    monkeypatch.setattr(_output, "stderr_console", lambda: Console(file=screen, force_terminal=True, width=80))
+    with _output.busy("reading 'x.csv'") as status:
+        status("scoring 12 rows")
+    assert "reading 'x.csv'" in screen.getvalue() or "scoring 12 rows" in screen.getvalue()
+    screen.seek(0)
+    screen.truncate()
+    with _output.busy("reading 'x.csv'", quiet=True) as status:
+        status("scoring")
+    assert screen.getvalue() == ""
+    monkeypatch.setattr(_output, "stderr_console", lambda: Console(file=screen, force_terminal=False))
+    with _output.busy("reading 'x.csv'"):
+        pass
+    assert screen.getvalue() == ""

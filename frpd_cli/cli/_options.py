@@ -27,7 +27,7 @@ __all__ = [
     "SchemaFlags", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
-    "LayoutOpt", "QuietOpt", "LAYOUTS",
+    "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
 ]
 
 # The allowed values of choice options. Every command imports this module for its option declarations, so
@@ -254,7 +254,16 @@ class SchemaFlags:
         return resolve_spec(self.schema, flags)
 
 
-def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
+def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bool = False, **options):
+    """:func:`read_training` (same arguments and results) with a transient status line on a terminal while it
+    runs (none with ``quiet``, or when stderr is not a terminal)."""
+    from ._output import busy
+
+    with busy(f"reading '{data}' and scoring its rows with the model", quiet=quiet):
+        return read_training(data, model_path, flags, **options)
+
+
+def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
                   encoding: str = "utf-8", trusted_types=None, pool: Path | None = None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
 

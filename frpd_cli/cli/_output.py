@@ -24,7 +24,7 @@ from .. import outputs
 from ..exceptions import InputError
 from ..plans import Plan, csv_columns, escape_csv_text, plan_record, plan_rows, python_value
 
-__all__ = ["FORMATS", "LAYOUTS", "resolve_format", "open_output", "PlanWriter", "stderr_console",
+__all__ = ["FORMATS", "LAYOUTS", "busy", "resolve_format", "open_output", "PlanWriter", "stderr_console",
            "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
            "render_plan", "print_plan", "encoder_decimals", "plan_steps", "render_rows_blocks", "print_rows"]
 
@@ -35,6 +35,18 @@ LAYOUTS = ("auto", "wide", "long")
 
 def stderr_console() -> Console:
     return Console(stderr=True)
+
+
+@contextmanager
+def busy(message: str, *, quiet: bool = False):
+    """A transient status line on stderr while a long step runs, on a terminal only (nothing with ``quiet`` or
+    when stderr is a file or pipe). Yields a function that replaces the message."""
+    console = None if quiet else stderr_console()
+    if console is None or not console.is_terminal:
+        yield lambda text: None
+        return
+    with console.status(message) as status:
+        yield lambda text: status.update(text)
 
 
 def resolve_format(fmt: str | None, output: Path | None) -> str:

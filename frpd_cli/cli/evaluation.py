@@ -141,7 +141,7 @@ def evaluate_command(
                              "`pip install 'frpd-cli[plot]'`.") from None
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type)
+                                            trusted_types=trust_type, quiet=quiet)
     records = read_plans(plans)
     if applicants is not None:
         frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)

@@ -209,7 +209,7 @@ def build_graph_command(
     fmt_ = resolve_format(fmt, None)
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool)
+                                            trusted_types=trust_type, pool=pool, quiet=quiet)
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

@@ -267,7 +267,7 @@ def plan_command(
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool)
+                                            trusted_types=trust_type, pool=pool, quiet=quiet)
     loaded_graph = None
     if graph is not None:
         from .graph import load_graph

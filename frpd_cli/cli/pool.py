@@ -51,7 +51,7 @@ def build_pool_command(
     start = time.perf_counter()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, None)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                     trusted_types=trust_type)
+                                     trusted_types=trust_type, quiet=quiet)
     write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding)
     if not quiet:
         echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "

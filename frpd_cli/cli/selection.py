@@ -112,7 +112,7 @@ def select_command(
                             max_cost=max_cost, immutable_policy=immutable_policy).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool)
+                                            trusted_types=trust_type, pool=pool, quiet=quiet)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
     raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
