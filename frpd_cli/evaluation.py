@@ -37,6 +37,7 @@ __all__ = [
     "summarize_by_method",
     "summary_metrics",
     "plot_tradeoff",
+    "repeated_plans",
 ]
 
 #: Per-applicant metric columns, in table order.
@@ -126,6 +127,20 @@ def _check_records(records) -> list[dict]:
 def _method_of(rec) -> str:
     method = rec.get("method")
     return "unknown" if method is None or (isinstance(method, float) and math.isnan(method)) else str(method)
+
+
+def repeated_plans(records) -> list[tuple[str, str, int]]:
+    """(applicant, method, count) of every pair that has more than one plan, in order of first appearance.
+
+    Plans are never merged: a repeated pair (two runs with the same method
+    label concatenated) is evaluated once per plan, so it weighs twice in its
+    method's means. The command line warns about it.
+    """
+    counts: dict = {}
+    for rec in records:
+        key = (str(rec["applicant"]), _method_of(rec))
+        counts[key] = counts.get(key, 0) + 1
+    return [(a, m, n) for (a, m), n in counts.items() if n > 1]
 
 
 def _ks(records, k) -> dict:

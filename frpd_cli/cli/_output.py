@@ -123,7 +123,8 @@ def plan_table(plan: Plan) -> Table:
     changed.sort(key=lambda n: list(plan.applicant_features).index(n) if n in plan.applicant_features else 0)
     status = {"ok": "green", "already-favorable": "cyan", "infeasible": "red"}.get(plan.status, "yellow")
     title = Text.assemble(("Applicant ", "bold"), (str(plan.applicant), "bold"), "  ",
-                          (plan.status, f"bold {status}"), f"  method {plan.method}")
+                          (plan.status, f"bold {status}"), (" (partial)" if plan.partial else "", "yellow"),
+                          f"  method {plan.method}")
     caption = plan.reason or None
     if any(r.projected for r in plan.recourses):
         note = "* prototype projected onto the applicant's immutable values"
@@ -134,9 +135,10 @@ def plan_table(plan: Plan) -> Table:
         table.add_column(name, overflow="fold")
     table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("prob", justify="right", no_wrap=True)
+    table.add_column("n_changes", justify="right", no_wrap=True)
     if not plan.recourses:
         return table
-    table.add_row("now", *[_fmt(plan.applicant_features.get(n, "")) for n in changed], "", "", style="dim")
+    table.add_row("now", *[_fmt(plan.applicant_features.get(n, "")) for n in changed], "", "", "", style="dim")
     for r in plan.recourses:
         cells = []
         for name in changed:
@@ -148,7 +150,7 @@ def plan_table(plan: Plan) -> Table:
             else:
                 cells.append(Text("·", style="dim"))
         rank = f"{r.rank}*" if r.projected else str(r.rank)
-        table.add_row(rank, *cells, f"{r.cost:.3f}", f"{r.probability:.2f}")
+        table.add_row(rank, *cells, f"{r.cost:.3f}", f"{r.probability:.2f}", str(r.n_changes))
     return table
 
 

@@ -23,6 +23,7 @@ from ..planning import (
     interpolate_plans,
     select_applicants,
 )
+from ..choice import method_label
 from ..plans import plan_record
 from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
@@ -69,7 +70,7 @@ def select_command(
                                                         "--save-eigen on the same inputs: applicants whose "
                                                         "candidates are unchanged skip the decomposition.",
                                                         rich_help_panel="Selection")] = None,
-    immutable_policy: o.PolicyOpt = "filter",
+    immutable_policy: o.PolicyOpt = "auto",
     graph: o.GraphOpt = None,
     endpoint: o.EndpointOpt = "prototype",
     max_hops: o.MaxHopsOpt = None,
@@ -83,6 +84,9 @@ def select_command(
     decreasing: o.DecreasingOpt = None,
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.FeatureWeightOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
@@ -108,7 +112,8 @@ def select_command(
     settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
                             scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
                             max_cost=max_cost, immutable_policy=immutable_policy).validate()
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                   vary=vary, ranges=range_, weights=feature_weight)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
@@ -279,7 +284,9 @@ def interpolate_command(
     all_plans = []
     start = time.perf_counter()
     for theta in thetas:
-        label = method if len(thetas) == 1 else f"{method}@{theta:g}"
+        label = method_label(method, theta=theta, scheme=scheme,
+                             endpoint=settings.endpoint if settings is not None else "prototype",
+                             show_theta=len(thetas) > 1)
         outcomes, ends = [], []
         st = status[status["theta"].astype(float) == float(theta)].set_index("applicant")
         for a in ids:
@@ -319,7 +326,7 @@ def interpolate_command(
     write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
     echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
     with open_output(output) as stream:
-        writer = PlanWriter(stream, fmt_, names)
+        writer = PlanWriter(stream, fmt_, names, projected=scheme == "linear" and "projected" in prototypes.columns)
         writer.write(all_plans)
         writer.close()
 
