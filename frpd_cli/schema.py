@@ -413,7 +413,10 @@ def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
 
     A column that ``override`` gives a kind (categorical, continuous, integer,
     ordinal) loses any kind ``base`` gave it; likewise for mutability
-    (immutable, increasing, decreasing).
+    (immutable, increasing, decreasing). ``vary`` given by ``override``
+    replaces the file's, and the file's immutable, increasing and decreasing
+    columns outside it give way (every feature outside ``vary`` is immutable);
+    a column ``override`` declares immutable leaves the file's ``vary``.
     """
     kinds_over = set(override.categorical) | set(override.continuous) | set(override.integer) | set(override.ordinal)
     mut_over = set(override.immutable) | set(override.increasing) | set(override.decreasing)
@@ -430,9 +433,10 @@ def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
         target=override.target if override.target is not None else base.target,
         favorable=override.favorable if override.favorable is not None else base.favorable,
         id_column=override.id_column if override.id_column is not None else base.id_column,
-        immutable=tuple(c for c in merged("immutable", mut_over) if c not in override.vary),
-        increasing=merged("increasing", mut_over),
-        decreasing=merged("decreasing", mut_over),
+        immutable=tuple(dict.fromkeys([*(c for c in base.immutable if c not in mut_over | set(override.vary)),
+                                       *override.immutable])),
+        increasing=_kept_by_vary(merged("increasing", mut_over), base.increasing, override.vary),
+        decreasing=_kept_by_vary(merged("decreasing", mut_over), base.decreasing, override.vary),
         categorical=merged("categorical", kinds_over),
         continuous=merged("continuous", kinds_over),
         integer=merged("integer", kinds_over),
@@ -442,6 +446,13 @@ def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
         ranges={**base.ranges, **override.ranges},
         weights={**base.weights, **override.weights},
     )
+
+
+def _kept_by_vary(merged: tuple, base: tuple, vary: tuple) -> tuple:
+    """A --vary flag makes every column outside it immutable: the file's monotone columns outside it are dropped."""
+    if not vary:
+        return merged
+    return tuple(c for c in merged if c in vary or c not in base)
 
 
 def parse_favorable(value, target_values: pd.Series | None = None):
@@ -520,11 +531,15 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                 raise SchemaError(f"Column '{name}' is the target; it cannot also be declared {key}.")
     for name in spec.ordinal:
         check_exists(name, "ordinal")
-    for key, names in (("vary", spec.vary), ("with a range", spec.ranges), ("with a weight", spec.weights)):
+    for key, option, names in (("vary", "--vary", spec.vary), ("with a range", "--range", spec.ranges),
+                               ("with a weight", "--weight", spec.weights)):
         for name in names:
-            check_exists(name, key)
+            if name not in columns:
+                raise DeclarationError(option, name, f"Column '{name}' (declared {key}) is not in {source}. The "
+                                                     f"columns are: {existing}.")
             if name == target:
-                raise SchemaError(f"Column '{name}' is the target; it cannot also be declared {key}.")
+                raise DeclarationError(option, name, f"Column '{name}' is the target; it cannot also be declared "
+                                                     f"{key}.")
     for name in spec.vary:
         if name in spec.immutable:
             raise DeclarationError("--vary", name, f"Column '{name}' is declared both vary (it may change) and immutable; choose one "
@@ -539,11 +554,12 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
     if spec.id_column is not None:
         non_features.add(spec.id_column)
     feature_columns = [c for c in columns if c not in non_features]
-    for key, names in (("vary", spec.vary), ("with a range", spec.ranges), ("with a weight", spec.weights)):
+    for key, option, names in (("vary", "--vary", spec.vary), ("with a range", "--range", spec.ranges),
+                               ("with a weight", "--weight", spec.weights)):
         for name in names:
             if name in non_features:
-                raise SchemaError(f"Column '{name}' is declared {key} but is not a feature (it is excluded or the "
-                                  "id column).")
+                raise DeclarationError(option, name, f"Column '{name}' is declared {key} but is not a feature (it "
+                                                     "is excluded or the id column).")
     if not feature_columns:
         raise SchemaError(f"{source} has no feature columns besides the target '{target}'.")
 
