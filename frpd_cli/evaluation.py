@@ -18,6 +18,7 @@ The definitions, with formulas, are in ``docs/evaluation.md`` and
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -48,6 +49,8 @@ PATH_METRICS = ("path diversity", "path anti-diversity")
 MANIFOLDS = ("favorable", "labeled", "all")
 
 _ATOL = 1e-9
+#: A method label with a theta (:func:`frpd_cli.choice.method_label`): method, theta, variant suffix.
+_THETA_LABEL = re.compile(r"([^@]+)@([0-9.]+(?:e-?[0-9]+)?)(\+.*)?")
 
 
 # --------------------------------------------------------------------------- raw values
@@ -92,8 +95,9 @@ def _audit_rules(training) -> dict:
     schema, encoder = training.schema, training.encoder
     ranges, vocabularies, orders = {}, {}, {}
     for j, f in enumerate(schema.features):
-        if f.is_numeric:
-            ranges[f.name] = (float(encoder.minimum[j]), float(encoder.maximum[j]))
+        if f.is_numeric:       # the training range, narrowed by the user's --range (an unchanged value never counts)
+            ranges[f.name] = (max(float(encoder.minimum[j]), -math.inf if f.low is None else f.low),
+                              min(float(encoder.maximum[j]), math.inf if f.high is None else f.high))
         else:
             vocabularies[f.name] = list(f.levels)
             if f.kind == "ordinal":
@@ -534,8 +538,9 @@ def plot_tradeoff(summary: pd.DataFrame, path, *, label_column: str = "method", 
     summary : DataFrame
         A :func:`summarize_by_method` table (or any table with ``cost mean``,
         ``anti-diversity mean`` and ``dpp mean`` columns and a label column).
-        Rows whose label ends with ``@<theta>`` (e.g. ``quad@0.5``) are joined
-        by a line per method, in theta order: a Pareto sweep.
+        Rows whose label names a theta (``quad@0.5``, ``quad@0.5+graph``; see
+        :func:`frpd_cli.choice.method_label`) are joined by a line per method
+        and variant, in theta order: a Pareto sweep.
     path : str or Path
         The PNG file to write.
     label_column : str, default="method"
@@ -566,11 +571,8 @@ def plot_tradeoff(summary: pd.DataFrame, path, *, label_column: str = "method", 
     series: dict = {}
     for _, r in summary.iterrows():
         label = str(r[label_column])
-        base, _, theta = label.rpartition("@")
-        try:
-            key, order = (base, float(theta)) if base else (label, 0.0)
-        except ValueError:
-            key, order = label, 0.0
+        swept = _THETA_LABEL.fullmatch(label)      # METHOD@THETA[+graph[:endpoint]]: one series per method
+        key, order = (swept.group(1) + (swept.group(3) or ""), float(swept.group(2))) if swept else (label, 0.0)
         series.setdefault(key, []).append((order, r["cost mean"], r["anti-diversity mean"], r["dpp mean"]))
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for key, points in series.items():

@@ -133,4 +133,4 @@ def test_evaluate_warns_on_repeated_pairs_and_does_not_merge(tmp_path, sample_pa
 def test_table_shows_n_changes(sample_paths):
     result = _plan(sample_paths, "--format", "table")
     assert result.exit_code == 0, result.stderr
-    assert "n_changes" in result.stdout
+    assert "chg" in result.stdout

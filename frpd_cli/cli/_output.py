@@ -135,7 +135,7 @@ def plan_table(plan: Plan) -> Table:
         table.add_column(name, overflow="fold")
     table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("prob", justify="right", no_wrap=True)
-    table.add_column("n_changes", justify="right", no_wrap=True)
+    table.add_column("chg", justify="right", no_wrap=True)      # n_changes: how many features change
     if not plan.recourses:
         return table
     table.add_row("now", *[_fmt(plan.applicant_features.get(n, "")) for n in changed], "", "", "", style="dim")
