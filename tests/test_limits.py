@@ -339,6 +339,11 @@ def test_select_and_interpolate_keep_the_ranges(tiny, tmp_path):
     for rec in records:
         for r in rec["recourses"]:
             assert r["features"]["income"] <= 60 or "income" not in r["changes"]
+    other = tmp_path / "other.toml"
+    other.write_text('[weight]\nincome = 3\n[range]\nincome = ":50"\n', encoding="utf-8")
+    refused = _run("interpolate", "--selection", sel, "--model", tiny["model"], "--out", tmp_path / "plans2",
+                   "--schema", other)
+    assert refused.exit_code == 1 and "weight of 'income' 3" in refused.stderr and "range of 'income'" in refused.stderr
 
 
 def test_help_lists_the_new_options():

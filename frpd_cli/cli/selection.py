@@ -345,9 +345,34 @@ def _check_same_schema(stored, spec, selection: Path) -> None:
                 problems.append(f"{mutability} {name!r} is not a feature of the selection")
             elif stored.feature(name).mutability != mutability:
                 problems.append(f"{name!r} is {stored.feature(name).mutability} in the selection, not {mutability}")
+    problems.extend(_limit_differences(stored, spec))
     if problems:
         raise InputError(f"The selection '{selection}' was made with another schema: {'; '.join(problems)}. "
                          "Run frpd select again with these options, then interpolate.")
+
+
+def _limit_differences(stored, spec) -> list[str]:
+    """Weights and ranges of a schema file given to interpolate that differ from the selection's."""
+    from ..exceptions import SchemaError
+    from ..schema import parse_range
+
+    problems = []
+    names = set(stored.feature_names)
+    for name, weight in spec.weights.items():
+        if name in names and stored.feature(name).weight != weight:
+            problems.append(f"weight of {name!r} {weight:g} (selection: {stored.feature(name).weight:g})")
+    for name, value in spec.ranges.items():
+        if name not in names:
+            continue
+        f = stored.feature(name)
+        try:
+            wanted = parse_range(f, value)
+        except SchemaError as exc:
+            problems.append(str(exc))
+            continue
+        if (wanted.low, wanted.high, wanted.allowed) != (f.low, f.high, f.allowed):
+            problems.append(f"range of {name!r} {value!r} differs from the selection's")
+    return problems
 
 
 def _restore_types(frame: pd.DataFrame, encoder: Encoder) -> pd.DataFrame:
