@@ -179,7 +179,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         notes = []
         n_same = len(out.rows) - n_lost - len(recourses)
         if n_same:
-            notes.append(f"{n_same} prototype(s) led to the same recourse as a closer one")
+            notes.append(f"{n_same} prototype(s) led to the same recourse as another one")
         if n_lost:
             notes.append(f"{n_lost} prototype(s) are not predicted favourable once decoded")
         reason = None
