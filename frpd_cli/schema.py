@@ -332,8 +332,9 @@ def check_weight(name: str, weight) -> float:
     except (TypeError, ValueError):
         value = float("nan")
     if isinstance(weight, bool) or not (math.isfinite(value) and 0 < value <= MAX_WEIGHT):
-        raise DeclarationError("--weight", name, f"The weight of '{name}' must be a finite number > 0 and at most {MAX_WEIGHT:g} (1 is the "
-                          f"default; 2 makes a change of '{name}' cost twice as much). Got {weight!r} instead.")
+        raise DeclarationError("--weight", name,
+                               f"The weight of '{name}' must be a finite number > 0 and at most {MAX_WEIGHT:g} (1 is the "
+                               f"default; 2 makes a change of '{name}' cost twice as much). Got {weight!r} instead.")
     return value
 
 
@@ -542,8 +543,9 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                                                      f"{key}.")
     for name in spec.vary:
         if name in spec.immutable:
-            raise DeclarationError("--vary", name, f"Column '{name}' is declared both vary (it may change) and immutable; choose one "
-                              "(with --vary, every feature not listed is immutable).")
+            raise DeclarationError("--vary", name,
+                                   f"Column '{name}' is declared both vary (it may change) and immutable; choose one "
+                                   "(with --vary, every feature not listed is immutable).")
 
     _check_exclusive(spec, _MUTABILITY_KEYS, "mutabilities")
     kind_sets = {"categorical": spec.categorical, "continuous": spec.continuous, "integer": spec.integer,

@@ -14,8 +14,8 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
 from typer.testing import CliRunner
 
-from frpd_cli.cli.app import app
 from frpd_cli.choice import PlanSettings, select_for_applicant
+from frpd_cli.cli.app import app
 from frpd_cli.dataset import build_training_set
 from frpd_cli.encoding import fit_encoder
 from frpd_cli.exceptions import SchemaError
@@ -351,3 +351,34 @@ def test_help_lists_the_new_options():
         text = _run(command, "--help").stdout
         assert "--vary" in text and "--range" in text and "--weight" in text
     assert "--feature-weight" in _run("build-graph", "--help").stdout
+
+
+# ----------------------------------------------------------------------------------------------- auto policy
+
+
+def test_auto_candidates_match_brute_force(tiny):
+    """auto: same sector (categorical immutable) and debt not above (decreasing) are filtered; years (numeric
+    immutable) is projected onto the applicant's value and the row re-predicted."""
+    from frpd_cli.projection import candidate_set
+
+    training, model = _training(tiny, SchemaSpec(immutable=("years", "sector"), decreasing=("debt",)))
+    frame, est = tiny["frame"], tiny["estimator"]
+    favourable = est.predict_proba(frame[FEATURES])[:, 1] >= 0.5
+    pool = training.pool("predicted")
+    n_projected = 0
+    for _, x0 in tiny["raw"].iterrows():
+        x0_frame = x0.to_frame().T
+        x0_enc = training.encoder.encode(x0_frame)[0]
+        codes0 = training.encoder.constraint_codes(x0_frame)
+        cset = candidate_set(training, model, x0_enc, codes0, x0, pool, policy="auto")
+        group = favourable & (frame["sector"] == x0["sector"]).to_numpy() & (frame["debt"] <= x0["debt"]).to_numpy()
+        moved = frame.loc[group, FEATURES].assign(years=x0["years"])
+        keep = est.predict_proba(moved)[:, 1] >= 0.5
+        expected = {tuple(r) for r in moved[keep].itertuples(index=False)} - {tuple(x0[FEATURES])}
+        got = {tuple(r) for r in cset.raw[FEATURES].itertuples(index=False)}
+        assert got == expected and len(got) == len(cset)          # duplicates dropped, applicant excluded
+        assert (cset.raw["years"] == x0["years"]).all() and (cset.raw["sector"] == x0["sector"]).all()
+        original_years = frame["years"].to_numpy()[cset.rows]
+        assert cset.projected.tolist() == (original_years != x0["years"]).tolist()
+        n_projected += int(cset.projected.sum())
+    assert n_projected > 0

@@ -11,6 +11,7 @@ import pandas as pd
 import typer
 
 from ..artifacts import read_artifact, write_artifact
+from ..choice import method_label
 from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
 from ..exceptions import InputError
@@ -23,7 +24,6 @@ from ..planning import (
     interpolate_plans,
     select_applicants,
 )
-from ..choice import method_label
 from ..plans import plan_record
 from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
