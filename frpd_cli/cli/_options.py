@@ -219,20 +219,20 @@ PolicyOpt = Annotated[_choices(IMMUTABLE_POLICIES), typer.Option("--immutable-po
                                          "rows moved onto them and re-predicted (marked projected); auto: filter on "
                                          "categorical immutables, project on numeric ones. Graph plans always keep "
                                          "the strict edge rules.", rich_help_panel=_SEL)]
-VaryOpt = Annotated[Optional[list[str]], typer.Option("--vary", help="Only these features may change "
+VaryOpt = Annotated[Optional[list[str]], typer.Option("--vary", metavar="COL", help="Only these features may change "
                                                       "(repeatable); every other feature becomes immutable.",
                                                       rich_help_panel=_DATA)]
-RangeOpt = Annotated[Optional[list[str]], typer.Option("--range", callback=_check_ranges,
+RangeOpt = Annotated[Optional[list[str]], typer.Option("--range", callback=_check_ranges, metavar="COL=LO:HI|COL=a,b",
                                                        help="COL=LO:HI (numeric; LO: or :HI leave a side open) or "
                                                        "COL=a,b,c (categorical levels): a recourse never moves the "
                                                        "feature outside (repeatable).", rich_help_panel=_DATA)]
 FeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--weight", "--feature-weight",
-                                                               callback=_check_weights,
+                                                               callback=_check_weights, metavar="COL=W",
                                                                help="COL=W: cost weight W > 0 of a feature in every "
                                                                "distance (selection, interpolation, graph, reported "
                                                                "cost; default 1; repeatable).",
                                                                rich_help_panel=_DATA)]
-GraphFeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--feature-weight", callback=_check_weights,
+GraphFeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--feature-weight", callback=_check_weights, metavar="COL=W",
                                                                     help="COL=W: cost weight W > 0 of a feature in "
                                                                     "every distance, edge lengths included (default "
                                                                     "1; repeatable; --weight is the edge weight "
