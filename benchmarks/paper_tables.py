@@ -281,7 +281,10 @@ def run_graph_method(p: Prepared, method: str, graph, support):
         plans = [plan for chunk in plan_applicants(p.training, p.model, p.applicants, p.ids, settings, **kwargs)
                  for plan in chunk]
         seconds = (time.perf_counter() - start) / max(1, len(p.applicants))
-    return [plan_record(plan) for plan in plans], seconds
+    records = [plan_record(plan) for plan in plans]
+    for rec in records:            # the tables key graph rows by the bare method (plans say "quad+graph")
+        rec["method"] = method
+    return records, seconds
 
 
 GRAPH_NEIGHBORS = 10

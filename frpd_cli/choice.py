@@ -16,7 +16,7 @@ from .dataset import TrainingSet
 from .exceptions import InputError
 from .interpolation import ENDPOINTS, same_value
 from .plans import Plan
-from .projection import IMMUTABLE_POLICIES, candidate_mask, candidate_set
+from .projection import IMMUTABLE_POLICIES, candidate_mask, candidate_set, effective_policy, outside_ranges
 from .selection import METHODS, compute_geometry, eigen_decompose, select_prototypes
 
 __all__ = [
@@ -30,13 +30,18 @@ __all__ = [
     "constraint_breakdown",
     "empty_plan",
     "changes",
+    "method_label",
+    "DEFAULT_THETA",
 ]
 
 #: Selection methods of a plan: those of :data:`frpd_cli.selection.METHODS`, and
 #: ``"face"`` (graph scheme only).
 PLAN_METHODS = (*METHODS, "face")
 SCHEMES = ("linear", "graph")
-
+#: The default diversity weight; a plan's method label names theta only when it is another one.
+DEFAULT_THETA = 0.9
+#: Methods whose result depends on theta.
+_THETA_METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "exact")
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,13 @@ class PlanSettings:
         Graph scheme: only prototypes whose shortest path has at most this many moves.
     max_cost : float or None
         Graph scheme: only prototypes whose shortest path costs at most this much.
-    immutable_policy : {"filter", "project"}
+    immutable_policy : {"auto", "filter", "project"}
         Linear scheme: ``"filter"`` keeps only favourable rows that already
         share the applicant's immutable values (and monotone sides);
-        ``"project"`` also moves the other favourable rows onto them (see
-        :mod:`frpd_cli.projection`). Graph plans always keep the strict edge
-        rules.
+        ``"project"`` also moves the other favourable rows onto them;
+        ``"auto"`` (default) filters on categorical immutable features and
+        projects on numeric ones (see :mod:`frpd_cli.projection`). Graph plans
+        always keep the strict edge rules.
     """
 
     method: str = "quad"
@@ -90,7 +96,7 @@ class PlanSettings:
     endpoint: str = "prototype"
     max_hops: int | None = None
     max_cost: float | None = None
-    immutable_policy: str = "filter"
+    immutable_policy: str = "auto"
 
     def validate(self) -> "PlanSettings":
         if self.method not in PLAN_METHODS:
@@ -134,6 +140,41 @@ class PlanSettings:
     def to_dict(self) -> dict:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}
 
+    @property
+    def label(self) -> str:
+        """The method label of this variant in plan records (see :func:`method_label`)."""
+        return method_label(self.method, theta=self.theta, scheme=self.scheme, endpoint=self.endpoint)
+
+
+def method_label(method: str, *, theta: float = DEFAULT_THETA, scheme: str = "linear",
+                 endpoint: str = "prototype", show_theta: bool = False) -> str:
+    """The ``method`` field of a plan record: the selection method and the variant that made the plan.
+
+    Grammar: ``METHOD ["@" THETA] ["+graph" [":first-favorable"]]``. ``@THETA``
+    (shortest form, ``%g``) appears when theta is not the default 0.9, or with
+    ``show_theta`` (a selection made with several thetas), and only for methods
+    that use theta (not ``nearest`` nor ``face``); ``+graph`` marks sequential
+    recourse on the actionability graph, ``:first-favorable`` its endpoint
+    when it is not the prototype.
+
+    Examples
+    --------
+    >>> method_label("quad")
+    'quad'
+    >>> method_label("quad", theta=0.5, scheme="graph", endpoint="first-favorable")
+    'quad@0.5+graph:first-favorable'
+    >>> method_label("nearest", theta=0.1)
+    'nearest'
+    """
+    label = method
+    if method in _THETA_METHODS and (show_theta or float(theta) != DEFAULT_THETA):
+        label += f"@{float(theta):g}"
+    if scheme == "graph":
+        label += "+graph"
+        if endpoint != "prototype":
+            label += f":{endpoint}"
+    return label
+
 
 @dataclass(frozen=True)
 class SelectionOutcome:
@@ -175,13 +216,15 @@ def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd
     """
     pool = training.pool(settings.candidates) if pool is None else pool
     thetas = [settings.theta] if thetas is None else list(thetas)
-    if settings.immutable_policy == "project":
+    policy = effective_policy(training.schema, settings.immutable_policy)
+    if policy in ("project", "auto"):
         if model is None:
-            raise InputError("The 'project' immutable policy needs the model to re-predict projected rows.")
-        cset = candidate_set(training, model, x0, codes0, raw0, pool, policy="project")
+            raise InputError(f"The '{policy}' immutable policy needs the model to re-predict projected rows.")
+        cset = candidate_set(training, model, x0, codes0, raw0, pool, policy=policy)
         if len(cset) < settings.k:
             reason = infeasibility_reason(training, codes0, pool, len(cset), settings.k, raw0)
-            reason += "; even after projecting the others onto the applicant's immutable values"
+            reason += ("; even after projecting the others onto the applicant's immutable values" if policy == "project"
+                       else "; even after projecting the others onto the applicant's numeric immutable values")
             return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=len(cset))
                     for _ in thetas]
         return select_among(training, x0, cset.rows, settings, thetas, X=cset.X, projected=cset.projected,
@@ -251,8 +294,25 @@ def constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) 
         if removed:
             word = "lower" if codes.direction[j] > 0 else "higher"
             parts.append((removed, f"{removed} have {word} {name} (applicant: {raw0[name]})"))
+    parts.extend(_range_parts(training, rows, raw0))
     parts.sort(key=lambda item: -item[0])
     return [text for _, text in parts]
+
+
+def _range_parts(training: TrainingSet, rows: np.ndarray, raw0) -> list[tuple[int, str]]:
+    """How many of ``rows`` each ``--range`` rules out (a row keeping the applicant's value is never out)."""
+    parts = []
+    ranged = [f for f in training.schema.features if f.has_range]
+    for f, (_, outside) in zip(ranged, outside_ranges(training)):
+        differs = (training.frame[f.name] != raw0[f.name]).to_numpy()
+        removed = int(np.sum(rows & outside & differs))
+        if removed:
+            if f.is_categorical:
+                shown = ", ".join(str(v) for v in f.allowed)
+            else:
+                shown = f"{'' if f.low is None else f'{f.low:g}'}:{'' if f.high is None else f'{f.high:g}'}"
+            parts.append((removed, f"{removed} are outside the range of {f.name} ({shown})"))
+    return parts
 
 
 def empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method: str, raw0: dict) -> Plan:

@@ -3,7 +3,10 @@
 Continuous and integer features are min-max scaled with the training minimum
 and maximum (a constant column maps to 0); categorical and ordinal features are
 one-hot encoded (categorical levels sorted, ordinal levels in their declared
-order). Distances are Euclidean in this space, as in the paper.
+order). Distances are Euclidean in this space, as in the paper. A feature with
+a cost weight W (``--weight COL=W``) has its encoded columns multiplied by
+sqrt(W), so that every Euclidean distance in this space (selection,
+interpolation, graph edges, reported costs) is the weighted one.
 
 Decoding goes back to raw values: the argmax of each one-hot block (so relaxed,
 non-binary blocks decode too), inverse scaling, integers rounded, values clipped
@@ -68,6 +71,15 @@ class Encoder:
                 names.append(f.name)
         return tuple(names)
 
+    @property
+    def column_scale(self) -> np.ndarray | None:
+        """sqrt(weight) of each encoded column, or None when every feature has weight 1."""
+        weights = [f.weight for f in self.schema.features]
+        if all(w == 1.0 for w in weights):
+            return None
+        widths = np.diff(self.offsets)
+        return np.repeat(np.sqrt(np.asarray(weights, dtype=np.float64)), widths)
+
     def block(self, name: str) -> slice:
         """The encoded columns of feature ``name``."""
         j = self.schema.feature_names.index(name)
@@ -119,6 +131,10 @@ class Encoder:
                 span = self.maximum[j] - self.minimum[j]
                 with np.errstate(over="ignore", invalid="ignore"):
                     Z[:, start] = (array - self.minimum[j]) / span if span > 0 else array - self.minimum[j]
+        scale = self.column_scale
+        if scale is not None:
+            with np.errstate(over="ignore", invalid="ignore"):
+                Z *= scale
         self._check_distances(Z, frame, source)
         return Z
 
@@ -129,7 +145,8 @@ class Encoder:
         with np.errstate(over="ignore", invalid="ignore"):
             if np.abs(Z).max() <= _SAFE_ENCODED:       # the usual case: one vectorised pass
                 return
-            bound = np.einsum("ij,ij->i", np.abs(Z) + 1.0, np.abs(Z) + 1.0)   # >= squared distance to any training row
+            reach = 1.0 if self.column_scale is None else self.column_scale     # training rows: in [0, sqrt(W)]
+            bound = np.einsum("ij,ij->i", np.abs(Z) + reach, np.abs(Z) + reach)  # >= squared distance to any training row
         bad = np.flatnonzero(~np.isfinite(bound))
         if bad.size == 0:
             return
@@ -185,6 +202,9 @@ class Encoder:
             raise InputError(
                 f"Encoded rows must have {self.n_features_out} columns. Got {Z.shape[1]} instead."
             )
+        scale = self.column_scale
+        if scale is not None:
+            Z = Z / scale
         columns = {}
         for j, f in enumerate(self.schema.features):
             start, stop = int(self.offsets[j]), int(self.offsets[j + 1])

@@ -18,6 +18,7 @@ The definitions, with formulas, are in ``docs/evaluation.md`` and
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -37,6 +38,7 @@ __all__ = [
     "summarize_by_method",
     "summary_metrics",
     "plot_tradeoff",
+    "repeated_plans",
 ]
 
 #: Per-applicant metric columns, in table order.
@@ -47,6 +49,8 @@ PATH_METRICS = ("path diversity", "path anti-diversity")
 MANIFOLDS = ("favorable", "labeled", "all")
 
 _ATOL = 1e-9
+#: A method label with a theta (:func:`frpd_cli.choice.method_label`): method, theta, variant suffix.
+_THETA_LABEL = re.compile(r"([^@]+)@([0-9.]+(?:e-?[0-9]+)?)(\+.*)?")
 
 
 # --------------------------------------------------------------------------- raw values
@@ -91,8 +95,9 @@ def _audit_rules(training) -> dict:
     schema, encoder = training.schema, training.encoder
     ranges, vocabularies, orders = {}, {}, {}
     for j, f in enumerate(schema.features):
-        if f.is_numeric:
-            ranges[f.name] = (float(encoder.minimum[j]), float(encoder.maximum[j]))
+        if f.is_numeric:       # the training range, narrowed by the user's --range (an unchanged value never counts)
+            ranges[f.name] = (max(float(encoder.minimum[j]), -math.inf if f.low is None else f.low),
+                              min(float(encoder.maximum[j]), math.inf if f.high is None else f.high))
         else:
             vocabularies[f.name] = list(f.levels)
             if f.kind == "ordinal":
@@ -126,6 +131,20 @@ def _check_records(records) -> list[dict]:
 def _method_of(rec) -> str:
     method = rec.get("method")
     return "unknown" if method is None or (isinstance(method, float) and math.isnan(method)) else str(method)
+
+
+def repeated_plans(records) -> list[tuple[str, str, int]]:
+    """(applicant, method, count) of every pair that has more than one plan, in order of first appearance.
+
+    Plans are never merged: a repeated pair (two runs with the same method
+    label concatenated) is evaluated once per plan, so it weighs twice in its
+    method's means. The command line warns about it.
+    """
+    counts: dict = {}
+    for rec in records:
+        key = (str(rec["applicant"]), _method_of(rec))
+        counts[key] = counts.get(key, 0) + 1
+    return [(a, m, n) for (a, m), n in counts.items() if n > 1]
 
 
 def _ks(records, k) -> dict:
@@ -524,8 +543,9 @@ def plot_tradeoff(summary: pd.DataFrame, path, *, label_column: str = "method", 
     summary : DataFrame
         A :func:`summarize_by_method` table (or any table with ``cost mean``,
         ``anti-diversity mean`` and ``dpp mean`` columns and a label column).
-        Rows whose label ends with ``@<theta>`` (e.g. ``quad@0.5``) are joined
-        by a line per method, in theta order: a Pareto sweep.
+        Rows whose label names a theta (``quad@0.5``, ``quad@0.5+graph``; see
+        :func:`frpd_cli.choice.method_label`) are joined by a line per method
+        and variant, in theta order: a Pareto sweep.
     path : str or Path
         The PNG file to write.
     label_column : str, default="method"
@@ -556,11 +576,8 @@ def plot_tradeoff(summary: pd.DataFrame, path, *, label_column: str = "method", 
     series: dict = {}
     for _, r in summary.iterrows():
         label = str(r[label_column])
-        base, _, theta = label.rpartition("@")
-        try:
-            key, order = (base, float(theta)) if base else (label, 0.0)
-        except ValueError:
-            key, order = label, 0.0
+        swept = _THETA_LABEL.fullmatch(label)      # METHOD@THETA[+graph[:endpoint]]: one series per method
+        key, order = (swept.group(1) + (swept.group(3) or ""), float(swept.group(2))) if swept else (label, 0.0)
         series.setdefault(key, []).append((order, r["cost mean"], r["anti-diversity mean"], r["dpp mean"]))
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
     for key, points in series.items():

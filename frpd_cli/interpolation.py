@@ -76,7 +76,8 @@ def decode_from(encoder: Encoder, Z: np.ndarray, X0: np.ndarray, raw0: pd.DataFr
     A feature whose encoded block is still the applicant's keeps the
     applicant's raw value exactly (decoding would otherwise round or clip it to
     the training data's precision and range). Increasing features never decode
-    below the applicant's value and decreasing ones never above it.
+    below the applicant's value and decreasing ones never above it, and numeric
+    features with a ``--range`` never outside it.
 
     Parameters
     ----------
@@ -97,6 +98,10 @@ def decode_from(encoder: Encoder, Z: np.ndarray, X0: np.ndarray, raw0: pd.DataFr
         if f.is_numeric and f.mutability in ("increasing", "decreasing"):
             column = column.astype(np.result_type(column.dtype, original.dtype))
             column = np.maximum(column, original) if f.mutability == "increasing" else np.minimum(column, original)
+        if f.is_numeric and f.has_range:       # --range: a changed value never leaves the user's range
+            low = -np.inf if f.low is None else (np.ceil(f.low) if f.kind == "integer" else f.low)
+            high = np.inf if f.high is None else (np.floor(f.high) if f.kind == "integer" else f.high)
+            column = np.clip(column, low, high).astype(column.dtype) if low <= high else column
         if unchanged.any():
             column = column.astype(np.result_type(column.dtype, original.dtype)) if f.is_numeric else column
             column[unchanged] = original[unchanged]

@@ -42,7 +42,7 @@ from .dataset import TrainingSet
 from .exceptions import InputError
 from .interpolation import GraphReach, interpolate_linear
 from .plans import Plan, Recourse
-from .projection import candidate_mask
+from .projection import candidate_mask, may_project
 from .sequential import graph_candidates, graph_infeasibility_reason, graph_plans, select_on_graph
 from .verification import verify_plans
 
@@ -103,10 +103,10 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
             outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw_rows[i], settings,
                                                  pool=pool, model=model)[0])
     if settings.scheme == "graph":
-        return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.method,
+        return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.label,
                            settings=settings, reaches=reaches)
     ends = [None if out is None else (training.X[out.rows] if out.ends is None else out.ends) for out in outcomes]
-    return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.method,
+    return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.label,
                              k=settings.k, tol=settings.tol)
 
 
@@ -158,7 +158,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         if out is None or out.status != "ok":
             plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
             continue
-        recourses, seen, n_lost = [], set(), 0
+        drafts, seen, n_lost = [], set(), 0
         for j in range(len(out.rows)):
             s = cursor + j
             if not result.found[s]:
@@ -169,21 +169,25 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             if key in seen:
                 continue
             seen.add(key)
-            recourses.append(Recourse(rank=len(recourses) + 1, features=features, changes=changes(raw0, features),
-                                      cost=float(costs[s]), probability=float(result.probability[s]),
-                                      prototype=int(seg_rows[s]), projected=bool(seg_proj[s])))
+            drafts.append((float(costs[s]), s, features))
+        drafts.sort(key=lambda d: d[0])        # rank 1 the cheapest; ties keep the prototypes' order (stable)
+        recourses = [Recourse(rank=rank, features=features, changes=changes(raw0, features), cost=cost,
+                              probability=float(result.probability[s]), prototype=int(seg_rows[s]),
+                              projected=bool(seg_proj[s]))
+                     for rank, (cost, s, features) in enumerate(drafts, start=1)]
         cursor += len(out.rows)
         notes = []
         n_same = len(out.rows) - n_lost - len(recourses)
         if n_same:
-            notes.append(f"{n_same} prototype(s) led to the same recourse as a closer one")
+            notes.append(f"{n_same} prototype(s) led to the same recourse as another one")
         if n_lost:
             notes.append(f"{n_lost} prototype(s) are not predicted favourable once decoded")
         reason = None
         if notes:
             reason = "; ".join(notes) + f"; {len(recourses)} distinct recourse(s) kept"
         status = "ok" if recourses else "infeasible"
-        plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0))
+        plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0,
+                          partial=bool(recourses) and len(recourses) < k))
     return plans
 
 
@@ -203,7 +207,7 @@ def _chunk_plans(training, model, applicants, ids, settings, graph, invalid):
                               [ids[i] for i in keep], settings, graph) if keep else [])
     names = list(training.schema.feature_names)
     rows = applicants.loc[:, names].to_dict("records")
-    return [Plan(ids[i], "invalid-input", invalid[i], settings.method, (), rows[i]) if i in invalid
+    return [Plan(ids[i], "invalid-input", invalid[i], settings.label, (), rows[i]) if i in invalid
             else next(planned) for i in range(len(applicants))]
 
 
@@ -390,7 +394,8 @@ class SelectionTable:
         One row per chosen prototype (one row without prototype for an
         applicant that has none): ``applicant, status, method, theta, rank,
         row, objective``, every feature's raw value, and ``projected`` when the
-        immutable policy is ``project``.
+        immutable policy can project (``project``; ``auto`` with a numeric
+        immutable feature).
     status : DataFrame
         ``applicant, theta, status, reason, n_candidates`` per applicant and theta.
     screening : dict of ndarray
@@ -445,7 +450,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
     pool = training.pool(settings.candidates)
     raw_rows = raw.to_dict("records")
-    projected_column = settings.immutable_policy == "project" and graph is None
+    projected_column = may_project(training.schema, settings.immutable_policy) and graph is None
     proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
     pending = []  # positions in proto_rows of prototypes that are training rows
     n_reused = 0

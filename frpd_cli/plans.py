@@ -30,6 +30,7 @@ __all__ = [
     "python_value",
     "escape_csv_text",
     "unescape_csv_text",
+    "TRAILING_COLUMNS",
 ]
 
 STATUSES = ("ok", "already-favorable", "infeasible", "invalid-input")
@@ -74,7 +75,7 @@ class Recourse:
     Attributes
     ----------
     rank : int
-        1..K, closest prototype first.
+        1..K, cheapest recourse first (ties keep the prototypes' order).
     features : dict
         Raw value of every feature.
     changes : dict
@@ -104,10 +105,19 @@ class Recourse:
     steps: list | None = None
     projected: bool = False
 
+    @property
+    def n_changes(self) -> int:
+        """How many features the recourse changes."""
+        return len(self.changes)
+
 
 @dataclass(frozen=True)
 class Plan:
-    """One applicant's plan (possibly empty, with the reason)."""
+    """One applicant's plan (possibly empty, with the reason).
+
+    ``partial`` is true for an ``ok`` plan with fewer than K distinct
+    recourses (the reason says why); the status stays ``ok``.
+    """
 
     applicant: str
     status: str
@@ -115,6 +125,7 @@ class Plan:
     method: str
     recourses: tuple = ()
     applicant_features: dict = field(default_factory=dict)
+    partial: bool = False
 
 
 def python_value(value):
@@ -151,6 +162,7 @@ def plan_record(plan: Plan) -> dict:
             ]
         if r.projected:
             item["projected"] = True
+        item["n_changes"] = r.n_changes
         recourses.append(item)
     return {
         "applicant": plan.applicant,
@@ -158,13 +170,19 @@ def plan_record(plan: Plan) -> dict:
         "reason": plan.reason,
         "method": plan.method,
         "recourses": recourses,
+        "partial": bool(plan.partial),
     }
 
 
+#: Columns of the ``csv`` format after the features, cost and probability (and ``projected``), in order.
+TRAILING_COLUMNS = ("n_changes", "partial")
+
+
 def csv_columns(feature_names, *, projected: bool = False) -> list[str]:
-    """Column order of the ``csv`` format (``projected`` appends the column of that name)."""
+    """Column order of the ``csv`` format (``projected`` adds the column of that name before the trailing ones)."""
     extra = ["projected"] if projected else []
-    return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability", *extra]
+    return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability", *extra,
+            *TRAILING_COLUMNS]
 
 
 def plan_rows(plan: Plan, feature_names) -> list[dict]:
@@ -179,7 +197,8 @@ def plan_rows(plan: Plan, feature_names) -> list[dict]:
         row = {"applicant": applicant, "status": plan.status, "reason": plan.reason or "", "rank": "",
                "method": plan.method}
         row.update({name: "" for name in feature_names})
-        row.update({"cost": "", "probability": "", "projected": ""})
+        row.update({"cost": "", "probability": "", "projected": "", "n_changes": "",
+                    "partial": "true" if plan.partial else "false"})
         return [row]
     rows = []
     for r in plan.recourses:
@@ -187,7 +206,8 @@ def plan_rows(plan: Plan, feature_names) -> list[dict]:
                "method": plan.method}
         row.update({name: escape_csv_text(python_value(r.features[name])) for name in feature_names})
         row.update({"cost": _rounded(r.cost), "probability": _rounded(r.probability),
-                    "projected": "true" if r.projected else "false"})
+                    "projected": "true" if r.projected else "false", "n_changes": r.n_changes,
+                    "partial": "true" if plan.partial else "false"})
         rows.append(row)
     return rows
 
@@ -198,8 +218,10 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
     Returns
     -------
     records : list of dict
-        One ``jsonl``-style object per (method, applicant), in file order. CSV
-        input is regrouped into the same objects (without ``changes``).
+        One ``jsonl``-style object per plan, in file order. CSV input is
+        regrouped into the same objects (without ``changes``): consecutive rows
+        of one (method, applicant) pair make one plan, and a pair that comes
+        back later, or restarts at rank 1, is another plan (never merged).
     """
     path = Path(path)
     if not path.exists():
@@ -215,16 +237,20 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
     missing = sorted(required - set(frame.columns))
     if missing:
         raise InputError(f"The plans file '{path}' lacks the column(s) {', '.join(missing)}; expected output of frpd plan.")
-    features = ([c for c in frame.columns if c not in required and c != "projected"] if feature_names is None
-                else list(feature_names))
+    features = ([c for c in frame.columns if c not in required and c not in ("projected", *TRAILING_COLUMNS)]
+                if feature_names is None else list(feature_names))
     for column in ["applicant", *features]:        # text cells were escaped for spreadsheets when written
         if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
             frame[column] = frame[column].map(unescape_csv_text)
-    records: dict = {}
+    records: list = []
+    last = None
     for _, row in frame.iterrows():
         key = (row["method"], row["applicant"])
-        rec = records.setdefault(key, {"applicant": row["applicant"], "status": row["status"],
-                                       "reason": row["reason"] or None, "method": row["method"], "recourses": []})
+        if key != last or str(row["rank"]) in ("", "1"):
+            records.append({"applicant": row["applicant"], "status": row["status"],
+                            "reason": row["reason"] or None, "method": row["method"], "recourses": []})
+            last = key
+        rec = records[-1]
         if str(row["rank"]) != "":
             rec["recourses"].append({
                 "rank": int(row["rank"]),
@@ -232,7 +258,7 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
                 "cost": float(row["cost"]),
                 "probability": float(row["probability"]),
             })
-    return list(records.values())
+    return records
 
 
 def _read_json_plans(path: Path, text: str) -> list[dict]:

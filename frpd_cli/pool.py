@@ -162,6 +162,8 @@ def pool_difference(stored: dict, encoder: Encoder) -> str | None:
         for key in ("kind", "mutability"):
             if f.get(key) != g.get(key):
                 return f"feature '{name}' is {f.get(key)} in the pool but {g.get(key)} now"
+        if f.get("weight", 1.0) != g.get("weight", 1.0):
+            return f"feature '{name}' has weight {f.get('weight', 1.0)} in the pool but {g.get('weight', 1.0)} now"
         if [str(v) for v in f.get("levels", [])] != [str(v) for v in g.get("levels", [])]:
             return f"feature '{name}' has levels {f.get('levels')} in the pool but {g.get('levels')} now"
     fresh = encoder.to_dict()

@@ -1,4 +1,4 @@
-"""The ``project`` immutable-feature policy: favourable rows moved onto the applicant's immutable values.
+"""Candidate prototypes and the immutable-feature policies (``filter``, ``project``, ``auto``).
 
 With the default ``filter`` policy a training row is a candidate prototype only
 if it already shares the applicant's immutable values and sits on the allowed
@@ -12,6 +12,17 @@ re-predicted. Projected rows the model still predicts favourable become
 candidates too, flagged as projected. Recourses built from them never change an
 immutable feature, but their prototypes are not real cases any more: they may
 sit off the data manifold (the manifold-distance metric shows by how much).
+
+The ``auto`` policy (the default) filters on categorical immutable features
+(prototypes come from the applicant's own group) and projects on numeric ones
+(age): a favourable row that shares the applicant's categorical immutable values
+and sits on the allowed side of every monotone feature, but differs in a
+numeric immutable value, gets the applicant's value and is re-predicted. Without
+numeric immutable features it is exactly ``filter``.
+
+The user's ranges (``--range``) apply under every policy: a row whose value of a
+ranged feature lies outside the range, and differs from the applicant's own
+value, is not a candidate.
 """
 
 from __future__ import annotations
@@ -21,13 +32,62 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from .constraints import actionable_mask
+from .constraints import ConstraintCodes, actionable_mask
 from .dataset import TrainingSet
 from .exceptions import InputError
 
-__all__ = ["IMMUTABLE_POLICIES", "CandidateSet", "candidate_mask", "project_rows", "candidate_set"]
+__all__ = ["IMMUTABLE_POLICIES", "CandidateSet", "candidate_mask", "project_rows", "candidate_set",
+           "effective_policy", "may_project", "within_ranges", "outside_ranges"]
 
-IMMUTABLE_POLICIES = ("filter", "project")
+IMMUTABLE_POLICIES = ("filter", "project", "auto")
+
+
+def _numeric_immutables(schema) -> list[str]:
+    return [f.name for f in schema.features if f.mutability == "immutable" and f.is_numeric]
+
+
+def effective_policy(schema, policy: str) -> str:
+    """The policy that runs: ``auto`` without numeric immutable features is ``filter``."""
+    if policy == "auto" and not _numeric_immutables(schema):
+        return "filter"
+    return policy
+
+
+def may_project(schema, policy: str) -> bool:
+    """Whether plans under ``policy`` can hold projected recourses (the csv output then has the column)."""
+    return effective_policy(schema, policy) in ("project", "auto")
+
+
+def outside_ranges(training: TrainingSet) -> list[tuple]:
+    """Per feature with a ``--range``: ``(encoded columns, rows outside the range)``; remembered per training set.
+
+    Returns
+    -------
+    outside : list of (slice, ndarray of bool of shape (n_rows,))
+    """
+    cached = training.__dict__.get("_outside_ranges")
+    if cached is None and training.schema is None:     # bare encoded rows (no schema): no ranges
+        return []
+    if cached is None:
+        cached = [(training.encoder.block(f.name), ~f.in_range(training.frame[f.name].to_numpy()))
+                  for f in training.schema.features if f.has_range]
+        object.__setattr__(training, "_outside_ranges", cached)
+    return cached
+
+
+def within_ranges(training: TrainingSet, x0: np.ndarray) -> np.ndarray:
+    """Training rows whose every ranged feature is inside its range or equal to the applicant's value.
+
+    Returns
+    -------
+    ok : ndarray of bool, shape (n_rows,)
+    """
+    ok = np.ones(training.n_rows, dtype=bool)
+    for block, outside in outside_ranges(training):
+        rows = np.flatnonzero(outside)
+        same = np.all(training.X[rows, block] == x0[block], axis=1)
+        ok[rows[~same]] = False
+    return ok
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,7 +124,13 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     """
     rows, X_rows = training.pool_rows(pool)         # check the (usually much smaller) pool only
     at = _actionable_rows(codes0, training.codes, rows, np.arange(rows.size))
-    same = _equal_rows(X_rows, at, np.asarray(x0))
+    x0 = np.asarray(x0)
+    for block, outside in outside_ranges(training):
+        out = outside[rows[at]]
+        if out.any():
+            out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
+            at = at[~out]
+    same = _equal_rows(X_rows, at, x0)
     if same.size:
         at = np.setdiff1d(at, same, assume_unique=True)
     mask = np.zeros(pool.shape[0], dtype=bool)
@@ -145,7 +211,9 @@ def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd
         The applicant's raw values.
     pool : ndarray of bool, shape (n_rows,)
         Training rows eligible before per-applicant constraints.
-    policy : {"filter", "project"}
+    policy : {"filter", "project", "auto"}
+        ``auto``: rows that share the applicant's categorical immutable values
+        and monotone sides are projected onto its numeric immutable values.
 
     Returns
     -------
@@ -168,24 +236,41 @@ def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd
     X = [training.X[strict]]
     raw = [training.frame.iloc[strict].reset_index(drop=True)]
     flags = [np.zeros(strict.size, dtype=bool)]
-    if policy == "project":
-        others = np.flatnonzero(pool & ~actionable_mask(codes0, training.codes))
+    policy = effective_policy(training.schema, policy)
+    if policy in ("project", "auto"):
+        eligible = pool & ~actionable_mask(codes0, training.codes)
+        if policy == "auto":       # categorical immutables and monotone sides are filtered, not projected
+            codes = training.codes
+            keep_cols = [j for j, name in enumerate(codes.immutable_names)
+                         if training.schema.feature(name).is_categorical]
+            kept = ConstraintCodes(immutable=codes.immutable[:, keep_cols], monotone=codes.monotone,
+                                   direction=codes.direction)
+            eligible &= actionable_mask(ConstraintCodes(immutable=codes0.immutable[:, keep_cols],
+                                                        monotone=codes0.monotone, direction=codes0.direction), kept)
+        others = np.flatnonzero(eligible)
         if others.size:
             projected = project_rows(training, others, raw0)
-            Xp = training.encoder.encode(projected, source="the projected candidates")
-            keep = np.asarray(model.favorable_probability(projected), dtype=np.float64) >= model.threshold
-            keep &= ~np.all(Xp == x0, axis=1)
-            # Drop projected rows equal to an earlier candidate (strict or projected).
-            seen = {row.tobytes() for row in X[0]}
-            for j in np.flatnonzero(keep):
-                key = Xp[j].tobytes()
-                if key in seen:
-                    keep[j] = False
-                else:
-                    seen.add(key)
-            rows.append(others[keep])
-            X.append(Xp[keep])
-            raw.append(projected[keep].reset_index(drop=True))
-            flags.append(np.ones(int(keep.sum()), dtype=bool))
+            in_range = np.ones(len(projected), dtype=bool)
+            for f in training.schema.features:
+                if f.has_range:
+                    values = projected[f.name]
+                    in_range &= f.in_range(values.to_numpy()) | (values == raw0[f.name]).to_numpy()
+            projected, others = projected[in_range].reset_index(drop=True), others[in_range]
+            if others.size:
+                Xp = training.encoder.encode(projected, source="the projected candidates")
+                keep = np.asarray(model.favorable_probability(projected), dtype=np.float64) >= model.threshold
+                keep &= ~np.all(Xp == x0, axis=1)
+                # Drop projected rows equal to an earlier candidate (strict or projected).
+                seen = {row.tobytes() for row in X[0]}
+                for j in np.flatnonzero(keep):
+                    key = Xp[j].tobytes()
+                    if key in seen:
+                        keep[j] = False
+                    else:
+                        seen.add(key)
+                rows.append(others[keep])
+                X.append(Xp[keep])
+                raw.append(projected[keep].reset_index(drop=True))
+                flags.append(np.ones(int(keep.sum()), dtype=bool))
     return CandidateSet(rows=np.concatenate(rows).astype(np.int64), X=np.vstack(X),
                         projected=np.concatenate(flags), raw=pd.concat(raw, ignore_index=True))

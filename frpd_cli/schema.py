@@ -17,9 +17,17 @@ The TOML file format::
     continuous = ["duration"]     # force continuous (real-valued)
     integer = ["age"]             # force integer-valued continuous
     exclude = ["notes"]           # columns that are not features
+    vary = ["duration", "savings"]  # only these may change: every other feature is immutable
 
     [ordinal]                     # categoricals with a declared order (lowest first)
     savings = ["none", "little", "moderate", "rich"]
+
+    [range]                       # the values a recourse may move a feature to
+    duration = "6:48"             # numeric: "LO:HI", open ends "LO:" and ":HI", or [LO, HI]
+    housing = ["own", "rent"]     # categorical: the allowed levels (or "own,rent")
+
+    [weight]                      # cost weight of a feature in every distance (> 0; default 1)
+    duration = 2.0
 """
 
 from __future__ import annotations
@@ -52,13 +60,37 @@ __all__ = [
     "id_like_columns",
     "SchemaReport",
     "inspect_schema",
+    "parse_range",
+    "check_weight",
+    "MAX_WEIGHT",
+    "DeclarationError",
 ]
 
 FEATURE_KINDS = ("continuous", "integer", "categorical", "ordinal")
 MUTABILITIES = ("free", "immutable", "increasing", "decreasing")
 _KIND_KEYS = ("categorical", "continuous", "integer")
 _MUTABILITY_KEYS = ("immutable", "increasing", "decreasing")
-_FILE_KEYS = {"target", "favorable", "id_column", "exclude", "ordinal", *_KIND_KEYS, *_MUTABILITY_KEYS}
+_FILE_KEYS = {"target", "favorable", "id_column", "exclude", "ordinal", "vary", "range", "weight", *_KIND_KEYS,
+              *_MUTABILITY_KEYS}
+#: Largest feature weight: encoded columns are scaled by sqrt(weight), and squared distances must stay finite.
+MAX_WEIGHT = 1e6
+
+
+class DeclarationError(SchemaError):
+    """A ``vary``, ``range`` or ``weight`` declaration that does not fit the data.
+
+    Attributes
+    ----------
+    option : str
+        The command-line option of the declaration (``--range``).
+    column : str
+        The column it names.
+    """
+
+    def __init__(self, option: str, column: str, message: str):
+        self.option = option
+        self.column = column
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -76,12 +108,56 @@ class Feature:
         Categorical: the training levels, sorted. Ordinal: the declared order,
         lowest first. Empty for numeric features.
     mutability : {"free", "immutable", "increasing", "decreasing"}
+    weight : float
+        Cost weight in every distance (default 1): the feature's encoded
+        columns are scaled by ``sqrt(weight)``.
+    low, high : float or None
+        Numeric features: the values a recourse may move the feature to
+        (``None``: no limit on that side).
+    allowed : tuple
+        Categorical features: the levels a recourse may move the feature to
+        (empty: every level).
     """
 
     name: str
     kind: str
     levels: tuple = ()
     mutability: str = "free"
+    weight: float = 1.0
+    low: float | None = None
+    high: float | None = None
+    allowed: tuple = ()
+
+    @property
+    def has_range(self) -> bool:
+        """Whether the user limited the values a recourse may take (``--range``)."""
+        return self.low is not None or self.high is not None or bool(self.allowed)
+
+    def in_range(self, values) -> np.ndarray:
+        """Which of ``values`` (raw values of this feature) a recourse may move to.
+
+        Parameters
+        ----------
+        values : array-like of shape (n,)
+
+        Returns
+        -------
+        ok : ndarray of bool, shape (n,)
+        """
+        if self.is_categorical:
+            if not self.allowed:
+                return np.ones(len(values), dtype=bool)
+            from .encoding import category_key
+
+            keys = {category_key(v) for v in self.allowed}
+            return np.array([category_key(v) in keys for v in values], dtype=bool)
+        array = np.asarray(values, dtype=np.float64)
+        ok = np.ones(array.shape[0], dtype=bool)
+        if self.low is not None:
+            ok &= array >= self.low
+        if self.high is not None:
+            ok &= array <= self.high
+        return ok
 
     @property
     def is_categorical(self) -> bool:
@@ -92,7 +168,15 @@ class Feature:
         return self.kind in ("continuous", "integer")
 
     def to_dict(self) -> dict:
-        return {"name": self.name, "kind": self.kind, "levels": list(self.levels), "mutability": self.mutability}
+        out = {"name": self.name, "kind": self.kind, "levels": list(self.levels), "mutability": self.mutability}
+        # the user's limits only when set: artifacts made without them keep their exact form
+        if self.weight != 1.0:
+            out["weight"] = float(self.weight)
+        if self.low is not None or self.high is not None:
+            out["range"] = [self.low, self.high]
+        if self.allowed:
+            out["allowed"] = list(self.allowed)
+        return out
 
 
 @dataclass(frozen=True)
@@ -129,7 +213,9 @@ class Schema:
     def from_dict(cls, data: dict) -> "Schema":
         try:
             features = tuple(
-                Feature(name=f["name"], kind=f["kind"], levels=tuple(f["levels"]), mutability=f["mutability"])
+                Feature(name=f["name"], kind=f["kind"], levels=tuple(f["levels"]), mutability=f["mutability"],
+                        weight=float(f.get("weight", 1.0)), low=(f.get("range") or [None, None])[0],
+                        high=(f.get("range") or [None, None])[1], allowed=tuple(f.get("allowed", ())))
                 for f in data["features"]
             )
             return cls(features=features, target=data["target"], favorable=data["favorable"],
@@ -153,10 +239,15 @@ class SchemaSpec:
     integer: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     ordinal: dict = field(default_factory=dict)
+    vary: tuple[str, ...] = ()
+    ranges: dict = field(default_factory=dict)
+    weights: dict = field(default_factory=dict)
 
     def __post_init__(self):
-        for key in (*_MUTABILITY_KEYS, *_KIND_KEYS):
+        for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "vary"):
             _check_disjoint_within(self, key)
+        for name, weight in self.weights.items():
+            check_weight(name, weight)
 
 
 def _check_disjoint_within(spec: SchemaSpec, key: str) -> None:
@@ -205,7 +296,7 @@ def load_schema_file(path) -> SchemaSpec:
             kwargs[key] = data[key]
     if "favorable" in data:
         kwargs["favorable"] = data["favorable"]
-    for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "exclude"):
+    for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "exclude", "vary"):
         if key in data:
             value = data[key]
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -218,7 +309,112 @@ def load_schema_file(path) -> SchemaSpec:
                 f"[ordinal] in '{path}' must map column names to non-empty lists of levels, lowest first."
             )
         kwargs["ordinal"] = {k: tuple(v) for k, v in ordinal.items()}
+    if "range" in data:
+        ranges = data["range"]
+        if not isinstance(ranges, dict) or not all(
+                (isinstance(v, str) and v) or (isinstance(v, list) and v) for v in ranges.values()):
+            raise SchemaError(
+                f"[range] in '{path}' must map column names to \"LO:HI\" (numeric; open ends \"LO:\" and "
+                "\":HI\"), [LO, HI], or a non-empty list of allowed levels (categorical).")
+        kwargs["ranges"] = {k: (v if isinstance(v, str) else tuple(v)) for k, v in ranges.items()}
+    if "weight" in data:
+        weights = data["weight"]
+        if not isinstance(weights, dict) or not all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) for v in weights.values()):
+            raise SchemaError(f"[weight] in '{path}' must map column names to numbers > 0 (the cost weight of "
+                              "each feature; default 1).")
+        kwargs["weights"] = {k: float(v) for k, v in weights.items()}
     return SchemaSpec(**kwargs)
+
+
+def check_weight(name: str, weight) -> float:
+    """A feature's cost weight: a finite number in (0, MAX_WEIGHT].
+
+    Raises
+    ------
+    SchemaError
+        Naming the feature and the value received.
+    """
+    try:
+        value = float(weight)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if isinstance(weight, bool) or not (math.isfinite(value) and 0 < value <= MAX_WEIGHT):
+        raise DeclarationError("--weight", name,
+                               f"The weight of '{name}' must be a finite number > 0 and at most {MAX_WEIGHT:g} (1 is the "
+                               f"default; 2 makes a change of '{name}' cost twice as much). Got {weight!r} instead.")
+    return value
+
+
+def parse_range(feature: Feature, value) -> Feature:
+    """``feature`` with the user's range: ``"LO:HI"`` or ``[LO, HI]`` (numeric), levels (categorical).
+
+    Parameters
+    ----------
+    feature : Feature
+    value : str or sequence
+        Numeric features: ``"LO:HI"`` (``"LO:"`` and ``":HI"`` leave a side
+        open) or a pair of numbers. Categorical features: ``"a,b,c"`` or a
+        list of levels (from the training vocabulary).
+
+    Raises
+    ------
+    SchemaError
+        The value does not fit the feature's kind, a bound is not a number,
+        ``LO > HI``, or a level is unknown.
+
+    Examples
+    --------
+    >>> f = parse_range(Feature("age", "integer"), "18:")
+    >>> (f.low, f.high)
+    (18.0, None)
+    """
+    from dataclasses import replace
+
+    name = feature.name
+    if feature.is_categorical:
+        from .encoding import category_key
+
+        items = [v.strip() for v in value.split(",")] if isinstance(value, str) else list(value)
+        items = [v for v in items if not (isinstance(v, str) and v == "")]
+        known = {category_key(level): level for level in feature.levels}
+        unknown = [str(v) for v in items if category_key(v) not in known]
+        if not items or unknown:
+            raise DeclarationError("--range", name, 
+                f"The range of the categorical feature '{name}' must list allowed levels of its training "
+                f"vocabulary ({', '.join(str(v) for v in feature.levels)}). Got "
+                f"{', '.join(unknown) if unknown else repr(value)} instead."
+            )
+        allowed = tuple(dict.fromkeys(known[category_key(v)] for v in items))
+        return replace(feature, allowed=allowed)
+    usage = (f"The range of the numeric feature '{name}' must be LO:HI (open ends LO: and :HI allowed, e.g. "
+             f"{name}=18:65) or a pair [LO, HI]")
+    if isinstance(value, str):
+        if value.count(":") != 1:
+            raise DeclarationError("--range", name, f"{usage}. Got {value!r} instead.")
+        parts = [p.strip() for p in value.split(":")]
+    elif len(value) == 2:
+        parts = list(value)
+    else:
+        raise DeclarationError("--range", name, f"{usage}. Got {list(value)!r} instead.")
+    bounds = []
+    for part in parts:
+        if part == "" or part is None:
+            bounds.append(None)
+            continue
+        try:
+            number = float(part)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if isinstance(part, bool) or not math.isfinite(number):
+            raise DeclarationError("--range", name, f"{usage}; the bounds must be finite numbers. Got {value!r} instead.")
+        bounds.append(number)
+    low, high = bounds
+    if low is None and high is None:
+        raise DeclarationError("--range", name, f"{usage}; at least one bound is needed. Got {value!r} instead.")
+    if low is not None and high is not None and low > high:
+        raise DeclarationError("--range", name, f"{usage}, with LO <= HI. Got {value!r} instead.")
+    return replace(feature, low=low, high=high)
 
 
 def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
@@ -226,7 +422,10 @@ def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
 
     A column that ``override`` gives a kind (categorical, continuous, integer,
     ordinal) loses any kind ``base`` gave it; likewise for mutability
-    (immutable, increasing, decreasing).
+    (immutable, increasing, decreasing). ``vary`` given by ``override``
+    replaces the file's, and the file's immutable, increasing and decreasing
+    columns outside it give way (every feature outside ``vary`` is immutable);
+    a column ``override`` declares immutable leaves the file's ``vary``.
     """
     kinds_over = set(override.categorical) | set(override.continuous) | set(override.integer) | set(override.ordinal)
     mut_over = set(override.immutable) | set(override.increasing) | set(override.decreasing)
@@ -237,19 +436,32 @@ def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
 
     ordinal = {k: v for k, v in base.ordinal.items() if k not in kinds_over}
     ordinal.update(override.ordinal)
+    # --vary and --immutable are two ways to say the same thing: a column the flags put in one leaves the other
+    vary = override.vary or tuple(c for c in base.vary if c not in override.immutable)
     return SchemaSpec(
         target=override.target if override.target is not None else base.target,
         favorable=override.favorable if override.favorable is not None else base.favorable,
         id_column=override.id_column if override.id_column is not None else base.id_column,
-        immutable=merged("immutable", mut_over),
-        increasing=merged("increasing", mut_over),
-        decreasing=merged("decreasing", mut_over),
+        immutable=tuple(dict.fromkeys([*(c for c in base.immutable if c not in mut_over | set(override.vary)),
+                                       *override.immutable])),
+        increasing=_kept_by_vary(merged("increasing", mut_over), base.increasing, override.vary),
+        decreasing=_kept_by_vary(merged("decreasing", mut_over), base.decreasing, override.vary),
         categorical=merged("categorical", kinds_over),
         continuous=merged("continuous", kinds_over),
         integer=merged("integer", kinds_over),
         exclude=tuple(dict.fromkeys(base.exclude + override.exclude)),
         ordinal=ordinal,
+        vary=vary,
+        ranges={**base.ranges, **override.ranges},
+        weights={**base.weights, **override.weights},
     )
+
+
+def _kept_by_vary(merged: tuple, base: tuple, vary: tuple) -> tuple:
+    """A --vary flag makes every column outside it immutable: the file's monotone columns outside it are dropped."""
+    if not vary:
+        return merged
+    return tuple(c for c in merged if c in vary or c not in base)
 
 
 def parse_favorable(value, target_values: pd.Series | None = None):
@@ -328,6 +540,20 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                 raise SchemaError(f"Column '{name}' is the target; it cannot also be declared {key}.")
     for name in spec.ordinal:
         check_exists(name, "ordinal")
+    for key, option, names in (("vary", "--vary", spec.vary), ("with a range", "--range", spec.ranges),
+                               ("with a weight", "--weight", spec.weights)):
+        for name in names:
+            if name not in columns:
+                raise DeclarationError(option, name, f"Column '{name}' (declared {key}) is not in {source}. The "
+                                                     f"columns are: {existing}.")
+            if name == target:
+                raise DeclarationError(option, name, f"Column '{name}' is the target; it cannot also be declared "
+                                                     f"{key}.")
+    for name in spec.vary:
+        if name in spec.immutable:
+            raise DeclarationError("--vary", name,
+                                   f"Column '{name}' is declared both vary (it may change) and immutable; choose one "
+                                   "(with --vary, every feature not listed is immutable).")
 
     _check_exclusive(spec, _MUTABILITY_KEYS, "mutabilities")
     kind_sets = {"categorical": spec.categorical, "continuous": spec.continuous, "integer": spec.integer,
@@ -338,6 +564,12 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
     if spec.id_column is not None:
         non_features.add(spec.id_column)
     feature_columns = [c for c in columns if c not in non_features]
+    for key, option, names in (("vary", "--vary", spec.vary), ("with a range", "--range", spec.ranges),
+                               ("with a weight", "--weight", spec.weights)):
+        for name in names:
+            if name in non_features:
+                raise DeclarationError(option, name, f"Column '{name}' is declared {key} but is not a feature (it "
+                                                     "is excluded or the id column).")
     if not feature_columns:
         raise SchemaError(f"{source} has no feature columns besides the target '{target}'.")
 
@@ -352,12 +584,25 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
             )
         kind, levels = _infer_kind(name, values, spec, source)
         mutability = next((m for m in _MUTABILITY_KEYS if name in getattr(spec, m)), "free")
+        if spec.vary and name not in spec.vary:
+            if mutability in ("increasing", "decreasing"):
+                raise DeclarationError(
+                    "--vary", name,
+                    f"Column '{name}' is declared {mutability} but is not in the vary list "
+                    f"({', '.join(spec.vary)}): with --vary every feature not listed is immutable. Add --vary "
+                    f"{name}, or drop --{mutability} {name}."
+                )
+            mutability = "immutable"
         if kind == "categorical" and mutability in ("increasing", "decreasing"):
             raise SchemaError(
                 f"Column '{name}' is categorical without an order, so it cannot be {mutability}. "
                 f"Declare its order under [ordinal] in the schema file (e.g. {name} = [lowest, ..., highest])."
             )
-        features.append(Feature(name=name, kind=kind, levels=levels, mutability=mutability))
+        feature = Feature(name=name, kind=kind, levels=levels, mutability=mutability,
+                          weight=check_weight(name, spec.weights.get(name, 1.0)))
+        if name in spec.ranges:
+            feature = parse_range(feature, spec.ranges[name])
+        features.append(feature)
 
     favorable = spec.favorable if spec.favorable is not None else 1
     favorable = _json_scalar(parse_favorable(favorable, frame[target]))

@@ -23,7 +23,7 @@ from .constraints import actionable_mask
 from .dataset import TrainingSet
 from .interpolation import GraphReach, graph_path, interpolate_graph, reach_from
 from .plans import Plan, Recourse
-from .projection import candidate_mask
+from .projection import candidate_mask, within_ranges
 from .selection.baselines import rank_order
 
 __all__ = ["graph_infeasibility_reason", "graph_candidates", "select_on_graph", "graph_plans"]
@@ -82,7 +82,16 @@ def graph_infeasibility_reason(training: TrainingSet, graph, reach: GraphReach, 
     return text + f"; {n_linear} favourable rows are actionable but not reachable: {remedy}"
 
 
-def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: int, endpoint: str) -> np.ndarray:
+def _ends(training: TrainingSet, x0: np.ndarray) -> np.ndarray:
+    """Nodes a graph recourse may end at: favourable, and inside every ``--range`` (or keeping the applicant's
+    value there)."""
+    if not any(f.has_range for f in training.schema.features):
+        return training.favorable
+    return training.favorable & within_ranges(training, x0)
+
+
+def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: int, endpoint: str,
+               x0: np.ndarray | None = None) -> np.ndarray:
     """FACE: the ``k`` cheapest distinct end points among the candidates' paths.
 
     Candidates are taken by path cost (ties by row index). With
@@ -92,9 +101,10 @@ def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: in
     Rows identical to one already taken are skipped.
     """
     order = rank_order(reach.dist, cand)
+    favorable = training.favorable if x0 is None else _ends(training, x0)
     chosen: list[int] = []
     for row in order:
-        end = graph_path(reach, int(row), endpoint=endpoint, favorable=training.favorable)[-1]
+        end = graph_path(reach, int(row), endpoint=endpoint, favorable=favorable)[-1]
         if any(end == c or np.array_equal(training.X[end], training.X[c]) for c in chosen):
             continue
         chosen.append(int(end))
@@ -141,7 +151,7 @@ def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, 
         return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
                 for _ in thetas], reach
     if settings.method == "face":
-        rows = _face_rows(training, reach, cand, settings.k, settings.endpoint)
+        rows = _face_rows(training, reach, cand, settings.k, settings.endpoint, x0)
         objective = float(reach.dist[rows].sum())
         return [SelectionOutcome("ok", None, rows, objective, None, int(cand.size)) for _ in thetas], reach
     return select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep), reach
@@ -188,7 +198,7 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
         reach = reaches[i] if reaches is not None and reaches[i] is not None else reach_from(
             graph, training.X, training.codes, X0[i], codes0.row(i), max_cost=settings.max_cost)
         found = interpolate_graph(reach, out.rows, columns, raw_rows[i], endpoint=settings.endpoint,
-                                  favorable=training.favorable)
+                                  favorable=_ends(training, X0[i]))
         found.sort(key=lambda g: (g.cost, g.path[-1]))
         kept, ends, seen = [], set(), set()
         for g in found:
@@ -220,5 +230,5 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
                 reason += f": {lost} prototype(s) dropped because {why}"
             else:
                 reason += ": fewer distinct reachable rows than asked for"
-        plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0))
+        plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0, partial=len(recourses) < k))
     return plans

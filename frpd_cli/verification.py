@@ -149,6 +149,9 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
                 elif (new < old) if f.mutability == "increasing" else (new > old):
                     found.append(Violation(i, f"{f.mutability} feature '{name}' moves only its allowed way",
                                            f"the applicant has {start!r}, the {what} {value!r}"))
+            if f.has_range and not same and not f.in_range([value])[0]:
+                found.append(Violation(i, f"a changed '{name}' inside its --range",
+                                       f"the applicant has {start!r}, the {what} {value!r}"))
     return found
 
 
@@ -174,7 +177,9 @@ def _suspects(f: Feature, rows: list[dict], origins: list[dict]):
             bad |= ~same & (new != np.round(new))
         if f.mutability == "immutable":
             bad |= ~same
-        elif f.mutability == "increasing":
+        if f.has_range:
+            bad |= ~same & ~f.in_range(new)
+        if f.mutability == "increasing":
             bad |= ~same & ~(new >= old)
         elif f.mutability == "decreasing":
             bad |= ~same & ~(new <= old)

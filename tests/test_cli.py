@@ -59,14 +59,31 @@ def test_out_of_range_option_is_a_usage_error(sample_paths):
     assert result.stdout == ""
 
 
+def _same_number(a, b) -> bool:
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return False
+
+
 def test_plan_csv_contract(sample_paths):
     result = runner.invoke(app, _plan_args(sample_paths, "--format", "csv"))
     assert result.exit_code == 0, result.stderr
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     features = ["age", "personal_status", "duration", "credit_amount", "housing", "job", "savings"]
     assert list(rows[0].keys()) == ["applicant", "status", "reason", "rank", "method", *features, "cost",
-                                    "probability"]
+                                    "probability", "n_changes", "partial"]
     applicants = pd.read_csv(sample_paths["applicants"])
+    # n_changes counts the features that differ from the applicant's; ranks go by cost; partial < K recourses
+    by_id = applicants.set_index(applicants["applicant_id"].astype(str))
+    for r in rows:
+        x0 = by_id.loc[r["applicant"]]
+        assert int(r["n_changes"]) == sum(str(x0[f]) != r[f] and not _same_number(x0[f], r[f]) for f in features)
+    for a in dict.fromkeys(r["applicant"] for r in rows):
+        mine = [r for r in rows if r["applicant"] == a]
+        costs = [float(r["cost"]) for r in mine]
+        assert costs == sorted(costs) and [int(r["rank"]) for r in mine] == list(range(1, len(mine) + 1))
+        assert {r["partial"] for r in mine} == {"true" if len(mine) < 3 else "false"}
     # the schema file names applicant_id as the id column; every applicant appears, in input order
     seen = list(dict.fromkeys(r["applicant"] for r in rows))
     assert seen == applicants["applicant_id"].tolist()
@@ -92,11 +109,15 @@ def test_plan_jsonl_contract_with_id_column(sample_paths):
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["applicant"] for r in records] == pd.read_csv(sample_paths["applicants"])["applicant_id"].tolist()
     first = records[0]
-    assert set(first) == {"applicant", "status", "reason", "method", "recourses"}
+    assert list(first) == ["applicant", "status", "reason", "method", "recourses", "partial"]
     rec = first["recourses"][0]
-    assert set(rec) == {"rank", "features", "changes", "cost", "probability"}
+    assert list(rec) == ["rank", "features", "changes", "cost", "probability", "n_changes"]
     for name, (old, new) in rec["changes"].items():
         assert rec["features"][name] == new and old != new
+    for record in records:
+        assert record["partial"] == (record["status"] == "ok" and len(record["recourses"]) < 3)
+        for r in record["recourses"]:
+            assert r["n_changes"] == len(r["changes"])
 
 
 def test_json_is_the_jsonl_objects_as_an_array(sample_paths):

@@ -83,9 +83,12 @@ def test_plan_graph_jsonl_has_paths_and_steps(sample_paths, graph_dir):
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["applicant"] for r in records] == pd.read_csv(sample_paths["applicants"])["applicant_id"].tolist()
     for rec in records:
-        assert rec["status"] == "ok"
+        assert rec["status"] == "ok" and rec["method"] == "quad+graph"
+        costs = [r["cost"] for r in rec["recourses"]]
+        assert costs == sorted(costs)                       # rank 1 the cheapest
         for r in rec["recourses"]:
-            assert set(r) == {"rank", "features", "changes", "cost", "probability", "path", "steps"}
+            assert list(r) == ["rank", "features", "changes", "cost", "probability", "path", "steps", "n_changes"]
+            assert r["n_changes"] == len(r["changes"])
             assert len(r["path"]) == len(r["steps"]) >= 1 and r["probability"] >= 0.5
 
 
@@ -93,7 +96,8 @@ def test_plan_graph_csv_columns_unchanged(sample_paths, graph_dir):
     result = _plan(sample_paths, graph_dir, "--format", "csv")
     assert result.exit_code == 0, result.stderr
     header = result.stdout.splitlines()[0].split(",")
-    assert header[:5] == ["applicant", "status", "reason", "rank", "method"] and header[-2:] == ["cost", "probability"]
+    assert header[:5] == ["applicant", "status", "reason", "rank", "method"]
+    assert header[-4:] == ["cost", "probability", "n_changes", "partial"]      # graph plans never project
 
 
 def test_table_shows_numbered_steps(sample_paths, graph_dir):
@@ -120,7 +124,7 @@ def test_face_plan_runs(sample_paths, graph_dir):
     result = _plan(sample_paths, graph_dir, "--format", "jsonl", "--method", "face", "--endpoint", "first-favorable")
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
-    assert all(r["method"] == "face" and len(r["recourses"]) == 3 for r in records)
+    assert all(r["method"] == "face+graph:first-favorable" and len(r["recourses"]) == 3 for r in records)
 
 
 def test_stale_graph_refused_naming_the_input(sample_paths, graph_dir, tmp_path):

@@ -113,7 +113,7 @@ def test_already_favorable_and_infeasible_statuses(sample):
     spec = SchemaSpec(immutable=("personal_status", "credit_amount"), increasing=("age",))
     strict, strict_model = _setup(paths["data"], paths["model"], spec)
     x0 = applicants.iloc[0]
-    plans = _plans(strict, strict_model, applicants.head(1), PlanSettings(k=3))
+    plans = _plans(strict, strict_model, applicants.head(1), PlanSettings(k=3, immutable_policy="filter"))
     assert plans[0].status == "infeasible" and plans[0].recourses == ()
     n_fav = int(strict.favorable.sum())
     differ_amount = int((strict.favorable & (strict.frame["credit_amount"] != x0["credit_amount"])).sum())
@@ -124,6 +124,12 @@ def test_already_favorable_and_infeasible_statuses(sample):
     assert f"{differ_amount} differ in credit_amount" in reason
     assert f"{differ_status} differ in personal_status" in reason
     assert f"{younger} have lower age" in reason
+    # the default policy (auto) projects the numeric immutable credit_amount: the applicant gets a plan that keeps it
+    plans = _plans(strict, strict_model, applicants.head(1), PlanSettings(k=3))
+    assert plans[0].status == "ok" and plans[0].recourses
+    for r in plans[0].recourses:
+        assert r.features["credit_amount"] == x0["credit_amount"] and r.projected
+        assert r.features["personal_status"] == x0["personal_status"] and r.features["age"] >= x0["age"]
 
 
 # ------------------------------------------------------------------ batch invariance

@@ -58,7 +58,7 @@ def _plan(c, *extra):
 
 
 def test_filter_reports_exact_counts(crafted):
-    result = _plan(crafted)
+    result = _plan(crafted, "--immutable-policy", "filter")
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     frame, est = crafted["frame"], crafted["estimator"]
@@ -93,7 +93,7 @@ def test_project_gives_valid_plans_keeping_immutables(crafted):
         assert all(r.get("projected") is True for r in rec["recourses"])   # no real row shares calls
     csv_out = _plan(crafted, "--immutable-policy", "project", "--format", "csv")
     header = csv_out.stdout.splitlines()[0].split(",")
-    assert header[-1] == "projected" and header[-3:-1] == ["cost", "probability"]
+    assert header[-3:] == ["projected", "n_changes", "partial"] and header[-5:-3] == ["cost", "probability"]
     table = _plan(crafted, "--immutable-policy", "project", "--format", "table")
     assert "* prototype projected onto the applicant's" in table.stdout
 
@@ -110,6 +110,25 @@ def test_graph_plans_keep_strict_rules_whatever_the_policy(crafted, tmp_path):
     assert {r["status"] for r in records} == {"infeasible"}
 
 
-def test_default_output_has_no_projected_column(crafted):
-    result = _plan(crafted, "--format", "csv")
+def test_filter_output_has_no_projected_column(crafted):
+    result = _plan(crafted, "--format", "csv", "--immutable-policy", "filter")
     assert "projected" not in result.stdout.splitlines()[0]
+
+
+def test_auto_is_the_default_and_projects_only_numeric_immutables(crafted):
+    """auto: calls (numeric) is projected, region (categorical) and age (increasing) are filtered."""
+    result = _plan(crafted)
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    est, frame = crafted["estimator"], crafted["frame"]
+    for rec, (_, x0) in zip(records, crafted["raw_applicants"].iterrows()):
+        assert rec["status"] == "ok"
+        rows = pd.DataFrame([r["features"] for r in rec["recourses"]])
+        assert (est.predict_proba(rows[["calls", "region", "age", "income"]])[:, 1] >= 0.5).all()
+        assert (rows["calls"] == x0["calls"]).all() and (rows["region"] == x0["region"]).all()
+        assert (rows["age"] >= x0["age"]).all()
+        assert all(r.get("projected") is True for r in rec["recourses"])
+        # every prototype came from the applicant's own region, never from the other one
+        assert rec["method"] == "quad"
+    header = _plan(crafted, "--format", "csv").stdout.splitlines()[0].split(",")
+    assert header[-3:] == ["projected", "n_changes", "partial"]

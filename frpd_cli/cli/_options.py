@@ -28,6 +28,7 @@ __all__ = [
     "ManifoldOpt", "WeightOpt", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
     "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
+    "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
 ]
 
 # The allowed values of choice options. Every command imports this module for its option declarations, so
@@ -39,7 +40,7 @@ SCHEMES = ("linear", "graph")
 CANDIDATE_POOLS = ("predicted", "labeled")
 MANIFOLDS = ("favorable", "labeled", "all")
 ENDPOINTS = ("prototype", "first-favorable")
-IMMUTABLE_POLICIES = ("filter", "project")
+IMMUTABLE_POLICIES = ("filter", "project", "auto")
 FORMATS = ("table", "csv", "json", "jsonl")
 LAYOUTS = ("auto", "wide", "long")
 
@@ -94,6 +95,61 @@ def _check_theta_list(value: str) -> str:
         raise typer.BadParameter(f"The 'theta' option must be a number or a comma list of numbers in [0, 1] "
                                  f"(e.g. 0.1,0.5,0.9). Got {value!r} instead.")
     return value
+
+
+def _split_assignment(option: str, text: str) -> tuple[str, str]:
+    name, sep, value = str(text).partition("=")
+    if not sep or not name.strip() or not value.strip():
+        example = "age=18:65" if option == "--range" else "duration=2"
+        raise typer.BadParameter(f"The '{option}' option takes COLUMN=VALUE (e.g. {option} {example}). "
+                                 f"Got {text!r} instead.")
+    return name.strip(), value.strip()
+
+
+def _check_ranges(values):
+    """A callback: every --range is COL=LO:HI (numbers, LO <= HI, one side may be open) or COL=a,b,c."""
+    seen = set()
+    for text in values or ():
+        name, value = _split_assignment("--range", text)
+        if name in seen:
+            raise typer.BadParameter(f"Column '{name}' has two --range options; give one.")
+        seen.add(name)
+        if ":" in value:
+            parts = [p.strip() for p in value.split(":")]
+            try:
+                bounds = [None if p == "" else float(p) for p in parts]
+            except ValueError:
+                bounds = []
+            if (len(bounds) != 2 or bounds == [None, None]
+                    or any(b is not None and not math.isfinite(b) for b in bounds)
+                    or (None not in bounds and bounds[0] > bounds[1])):
+                raise typer.BadParameter(f"The '--range' option takes COLUMN=LO:HI with finite numbers LO <= HI "
+                                         f"(open ends LO: and :HI allowed), or COLUMN=a,b,c for categorical levels. "
+                                         f"Got {text!r} instead.")
+    return values
+
+
+def _check_weights(values):
+    """A callback: every --weight is COL=W with W a finite number in (0, 1e6]."""
+    seen = set()
+    for text in values or ():
+        name, value = _split_assignment("--weight", text)
+        if name in seen:
+            raise typer.BadParameter(f"Column '{name}' has two --weight options; give one.")
+        seen.add(name)
+        try:
+            weight = float(value)
+        except ValueError:
+            weight = float("nan")
+        if not (math.isfinite(weight) and 0 < weight <= 1e6):
+            raise typer.BadParameter(f"The '--weight' option takes COLUMN=W with W a number > 0 and at most 1e6 "
+                                     f"(1 is the default cost weight). Got {text!r} instead.")
+    return values
+
+
+def parse_assignments(values) -> dict:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}`` (values already checked by the option's callback)."""
+    return {k.strip(): v.strip() for k, v in (str(t).split("=", 1) for t in values or ())}
 
 
 _DATA = "Data and schema"
@@ -169,8 +225,27 @@ TrustTypeOpt = Annotated[Optional[list[str]], typer.Option("--trust-type", help=
 PolicyOpt = Annotated[_choices(IMMUTABLE_POLICIES), typer.Option("--immutable-policy", case_sensitive=False,
                                                                  help="filter: prototypes are favourable rows that "
                                          "already share the applicant's immutable values; project: also favourable "
-                                         "rows moved onto them and re-predicted (marked projected). Graph plans "
-                                         "always keep the strict edge rules.", rich_help_panel=_SEL)]
+                                         "rows moved onto them and re-predicted (marked projected); auto: filter on "
+                                         "categorical immutables, project on numeric ones. Graph plans always keep "
+                                         "the strict edge rules.", rich_help_panel=_SEL)]
+VaryOpt = Annotated[Optional[list[str]], typer.Option("--vary", metavar="COL", help="Only these features may change "
+                                                      "(repeatable); every other feature becomes immutable.",
+                                                      rich_help_panel=_DATA)]
+RangeOpt = Annotated[Optional[list[str]], typer.Option("--range", callback=_check_ranges, metavar="COL=LO:HI|COL=a,b",
+                                                       help="COL=LO:HI (numeric; LO: or :HI leave a side open) or "
+                                                       "COL=a,b,c (categorical levels): a recourse never moves the "
+                                                       "feature outside (repeatable).", rich_help_panel=_DATA)]
+FeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--weight", "--feature-weight",
+                                                               callback=_check_weights, metavar="COL=W",
+                                                               help="COL=W: cost weight W > 0 of a feature in every "
+                                                               "distance (selection, interpolation, graph, reported "
+                                                               "cost; default 1; repeatable).",
+                                                               rich_help_panel=_DATA)]
+GraphFeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--feature-weight", callback=_check_weights, metavar="COL=W",
+                                                                    help="COL=W: cost weight W > 0 of a feature in "
+                                                                    "every distance, edge lengths included (default "
+                                                                    "1; repeatable; --weight is the edge weight "
+                                                                    "here).", rich_help_panel=_DATA)]
 DropMissingOpt = Annotated[bool, typer.Option("--drop-missing", help="Report applicants with missing feature values "
                                               "as invalid-input instead of refusing the file.",
                                               rich_help_panel=_DATA)]
@@ -240,6 +315,9 @@ class SchemaFlags:
     categorical: Optional[list] = None
     continuous: Optional[list] = None
     id_column: Optional[str] = None
+    vary: Optional[list] = None
+    ranges: Optional[list] = None
+    weights: Optional[list] = None
 
     def spec(self) -> SchemaSpec:
         from ..dataset import resolve_spec
@@ -249,9 +327,27 @@ class SchemaFlags:
             target=self.target, favorable=self.favorable, id_column=self.id_column,
             immutable=tuple(self.immutable or ()), increasing=tuple(self.increasing or ()),
             decreasing=tuple(self.decreasing or ()), categorical=tuple(self.categorical or ()),
-            continuous=tuple(self.continuous or ()),
+            continuous=tuple(self.continuous or ()), vary=tuple(self.vary or ()),
+            ranges=parse_assignments(self.ranges), weights=_weights(self.weights),
         )
         return resolve_spec(self.schema, flags)
+
+    def usage_error(self, exc):
+        """An :class:`OptionError` (exit 2) for a declaration error caused by these flags, else None."""
+        from ..exceptions import OptionError
+
+        option, column = getattr(exc, "option", None), getattr(exc, "column", None)
+        given = {"--range": parse_assignments(self.ranges), "--weight": _weights(self.weights),
+                 "--vary": dict.fromkeys(self.vary or ())}.get(option, {})
+        if option == "--vary" and self.vary:
+            return OptionError(option, str(exc))
+        if column in given:
+            return OptionError(option, str(exc))
+        return None
+
+
+def _weights(values) -> dict:
+    return {k: float(v) for k, v in parse_assignments(values).items()}
 
 
 def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bool = False, **options):
@@ -280,9 +376,14 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     from ..model import load_model
     from ..schema import infer_schema
 
+    from ..schema import DeclarationError
+
     spec = flags.spec()
     frame = read_training_frame(data, encoding=encoding)
-    schema = infer_schema(frame, spec, source=f"'{data}'")
+    try:
+        schema = infer_schema(frame, spec, source=f"'{data}'")
+    except DeclarationError as exc:
+        raise (flags.usage_error(exc) or exc) from None
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                        threshold=threshold, trusted_types=trusted_types or None)
     if pool is not None:

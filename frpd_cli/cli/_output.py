@@ -212,7 +212,8 @@ def _changed_features(plan: Plan) -> list[str]:
 def _plan_title(plan: Plan) -> Text:
     status = {"ok": "green", "already-favorable": "cyan", "infeasible": "red"}.get(plan.status, "yellow")
     return Text.assemble(("Applicant ", "bold"), (str(plan.applicant), "bold"), "  ",
-                         (plan.status, f"bold {status}"), f"  method {plan.method}")
+                         (plan.status, f"bold {status}"), (" (partial)" if plan.partial else "", "yellow"),
+                         f"  method {plan.method}")
 
 
 def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool = False) -> Table:
@@ -234,9 +235,10 @@ def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool
         table.add_column(name, no_wrap=True)
     table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("prob", justify="right", no_wrap=True)
+    table.add_column("chg", justify="right", no_wrap=True)      # n_changes: how many features change
     if not plan.recourses:
         return table
-    table.add_row("now", *[values(n, plan.applicant_features.get(n, "")) for n in changed], "", "", style="dim")
+    table.add_row("now", *[values(n, plan.applicant_features.get(n, "")) for n in changed], "", "", "", style="dim")
     for r in plan.recourses:
         cells = []
         for name in changed:
@@ -246,7 +248,7 @@ def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool
             else:
                 cells.append(Text("·", style="dim"))
         rank = f"{r.rank}*" if r.projected else str(r.rank)
-        table.add_row(rank, *cells, f"{r.cost:.3f}", f"{r.probability:.2f}")
+        table.add_row(rank, *cells, f"{r.cost:.3f}", f"{r.probability:.2f}", str(r.n_changes))
     return table
 
 

@@ -110,6 +110,9 @@ def evaluate_command(
     decreasing: o.DecreasingOpt = None,
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.FeatureWeightOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     seed: o.SeedOpt = 0,
@@ -139,10 +142,20 @@ def evaluate_command(
         except ImportError:
             raise InputError("--plot needs matplotlib: install the plot extra with "
                              "`pip install 'frpd-cli[plot]'`.") from None
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                   vary=vary, ranges=range_, weights=feature_weight)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, quiet=quiet)
     records = read_plans(plans)
+    from ..evaluation import repeated_plans
+
+    repeated = repeated_plans(records)
+    if repeated:
+        a, mth, n = repeated[0]
+        echo_err(f"Warning: {len(repeated)} (applicant, method) pair(s) have more than one plan in '{plans}' (first: "
+                 f"applicant {a!r}, method {mth!r}, {n} plans); each plan is evaluated on its own, so these "
+                 "applicants weigh more in their method's means. Give each run its own method label (e.g. --theta, "
+                 "--graph, --endpoint) or evaluate the files separately.")
     if applicants is not None:
         frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
     else:

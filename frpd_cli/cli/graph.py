@@ -50,6 +50,9 @@ def _schema_difference(stored: list, current: list) -> str | None:
         for key in ("kind", "mutability", "levels"):
             if f.get(key) != new[name].get(key):
                 return f"feature '{name}' has {key} {f.get(key)!r} in the graph but {new[name].get(key)!r} now"
+        if f.get("weight", 1.0) != new[name].get("weight", 1.0):     # edge lengths are weighted distances
+            return (f"feature '{name}' has weight {f.get('weight', 1.0)!r} in the graph but "
+                    f"{new[name].get('weight', 1.0)!r} now")
     return None
 
 
@@ -180,6 +183,9 @@ def build_graph_command(
     decreasing: o.DecreasingOpt = None,
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.GraphFeatureWeightOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
@@ -207,7 +213,8 @@ def build_graph_command(
     if kde_bandwidth is not None and weight != "density":
         raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
     fmt_ = resolve_format(fmt, None)
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                   vary=vary, ranges=range_, weights=feature_weight)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool, quiet=quiet)
 

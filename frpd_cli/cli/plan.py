@@ -27,7 +27,7 @@ from .app import _flags, app
 
 __all__ = ["plan_command", "run_plan", "summarize_plans"]
 
-_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher) ([^ (;]+)")
+_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of) ([^ (;]+)")
 
 
 def _reason_key(reason: str | None) -> str:
@@ -105,7 +105,9 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                          "--format csv or jsonl (formats written chunk by chunk).")
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    projected = settings.immutable_policy == "project"
+    from ..projection import effective_policy, may_project
+
+    projected = graph is None and may_project(training.schema, settings.immutable_policy)
     start = time.perf_counter()
     counts: dict = {}
     reasons: dict = {}
@@ -175,7 +177,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         if graph is not None:
             echo_err("Hint: many applicants reach too few favourable rows on the graph; rebuild it with a larger "
                      "--neighbors or a --radius (see each plan's reason).")
-        elif settings.immutable_policy == "filter":
+        elif effective_policy(training.schema, settings.immutable_policy) == "filter":
             echo_err("Hint: many applicants have too few candidates; try --immutable-policy project, or declare "
                      "fewer immutable or monotone features (see each plan's reason).")
         else:
@@ -208,7 +210,7 @@ def plan_command(
     theta: o.ThetaOpt = 0.9,
     bandwidth: o.BandwidthOpt = 1.0,
     candidates: o.CandidatesOpt = "predicted",
-    immutable_policy: o.PolicyOpt = "filter",
+    immutable_policy: o.PolicyOpt = "auto",
     fmt: o.FormatOpt = None,
     layout: o.LayoutOpt = "auto",
     quiet: o.QuietOpt = False,
@@ -240,6 +242,9 @@ def plan_command(
     decreasing: o.DecreasingOpt = None,
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.FeatureWeightOpt = None,
     id_column: o.IdColumnOpt = None,
     drop_missing: o.DropMissingOpt = False,
     threshold: o.ThresholdOpt = 0.5,
@@ -265,7 +270,8 @@ def plan_command(
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
     if scheduler is not None and backend != "dask":
         raise InputError("--scheduler needs --backend dask.")
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                   vary=vary, ranges=range_, weights=feature_weight)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool, quiet=quiet)
     loaded_graph = None

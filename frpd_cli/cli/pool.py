@@ -29,6 +29,9 @@ def build_pool_command(
     decreasing: o.DecreasingOpt = None,
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.FeatureWeightOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
@@ -49,7 +52,8 @@ def build_pool_command(
     check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": schema})
     check_artifact_folder(out)
     start = time.perf_counter()
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, None)
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, None,
+                   vary=vary, ranges=range_, weights=feature_weight)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                      trusted_types=trust_type, quiet=quiet)
     write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding)

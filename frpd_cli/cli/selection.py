@@ -11,6 +11,7 @@ import pandas as pd
 import typer
 
 from ..artifacts import read_artifact, write_artifact
+from ..choice import method_label
 from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
 from ..exceptions import InputError
@@ -70,7 +71,7 @@ def select_command(
                                                         "--save-eigen on the same inputs: applicants whose "
                                                         "candidates are unchanged skip the decomposition.",
                                                         rich_help_panel="Selection")] = None,
-    immutable_policy: o.PolicyOpt = "filter",
+    immutable_policy: o.PolicyOpt = "auto",
     graph: o.GraphOpt = None,
     endpoint: o.EndpointOpt = "prototype",
     max_hops: o.MaxHopsOpt = None,
@@ -85,6 +86,9 @@ def select_command(
     decreasing: o.DecreasingOpt = None,
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.FeatureWeightOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
@@ -110,7 +114,8 @@ def select_command(
     settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
                             scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
                             max_cost=max_cost, immutable_policy=immutable_policy).validate()
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column)
+    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                   vary=vary, ranges=range_, weights=feature_weight)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool, quiet=quiet)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
@@ -306,7 +311,9 @@ def interpolate_command(
     all_plans = []
     start = time.perf_counter()
     for theta in thetas:
-        label = method if len(thetas) == 1 else f"{method}@{theta:g}"
+        label = method_label(method, theta=theta, scheme=scheme,
+                             endpoint=settings.endpoint if settings is not None else "prototype",
+                             show_theta=len(thetas) > 1)
         outcomes, ends = [], []
         st = status[status["theta"].astype(float) == float(theta)].set_index("applicant")
         for a in ids:
@@ -347,7 +354,8 @@ def interpolate_command(
     if not quiet:
         echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
     with open_output(output) as stream:
-        writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder))
+        writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder),
+                            projected=scheme == "linear" and "projected" in prototypes.columns)
         writer.write(all_plans)
         writer.close()
 
@@ -366,9 +374,34 @@ def _check_same_schema(stored, spec, selection: Path) -> None:
                 problems.append(f"{mutability} {name!r} is not a feature of the selection")
             elif stored.feature(name).mutability != mutability:
                 problems.append(f"{name!r} is {stored.feature(name).mutability} in the selection, not {mutability}")
+    problems.extend(_limit_differences(stored, spec))
     if problems:
         raise InputError(f"The selection '{selection}' was made with another schema: {'; '.join(problems)}. "
                          "Run frpd select again with these options, then interpolate.")
+
+
+def _limit_differences(stored, spec) -> list[str]:
+    """Weights and ranges of a schema file given to interpolate that differ from the selection's."""
+    from ..exceptions import SchemaError
+    from ..schema import parse_range
+
+    problems = []
+    names = set(stored.feature_names)
+    for name, weight in spec.weights.items():
+        if name in names and stored.feature(name).weight != weight:
+            problems.append(f"weight of {name!r} {weight:g} (selection: {stored.feature(name).weight:g})")
+    for name, value in spec.ranges.items():
+        if name not in names:
+            continue
+        f = stored.feature(name)
+        try:
+            wanted = parse_range(f, value)
+        except SchemaError as exc:
+            problems.append(str(exc))
+            continue
+        if (wanted.low, wanted.high, wanted.allowed) != (f.low, f.high, f.allowed):
+            problems.append(f"range of {name!r} {value!r} differs from the selection's")
+    return problems
 
 
 def _restore_types(frame: pd.DataFrame, encoder: Encoder) -> pd.DataFrame:
