@@ -151,6 +151,11 @@ FormatOpt = Annotated[Optional[_choices(FORMATS)], typer.Option("--format", case
                                                   "a terminal, csv otherwise].", rich_help_panel=_OUT)]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the data to this file "
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
+ProvenanceOpt = Annotated[Optional[Path], typer.Option("--provenance", help="Also write a JSON document tying the "
+                                                       "plans to what made them: sha256 of the model, data and "
+                                                       "applicants files, the settings, the frpd version and the "
+                                                       "plans' own sha256 (written atomically when the run succeeds; "
+                                                       "plan records are unchanged).", rich_help_panel=_OUT)]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
                                       "on it.", rich_help_panel=_OUT)]
 TrustTypeOpt = Annotated[Optional[list[str]], typer.Option("--trust-type", help="For .skops models: a type to "

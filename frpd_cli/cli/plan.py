@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 import re
@@ -24,7 +25,7 @@ from ._errors import echo_err, handle_errors
 from ._output import PlanWriter, open_output, resolve_format, stderr_console
 from .app import _flags, app
 
-__all__ = ["plan_command", "run_plan", "summarize_plans"]
+__all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
 
 _REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher) ([^ (;]+)")
 
@@ -84,11 +85,12 @@ def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> di
 def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings, *, fmt: str | None,
              output: Path | None, jobs: int, chunk_size: int = 256, graph=None, backend: str = "loky",
              scheduler: str | None = None, resume: bool = False,
-             fingerprint: Callable[[], dict] | None = None) -> None:
+             fingerprint: Callable[[], dict] | None = None, digest=None) -> None:
     """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk.
 
     ``fingerprint`` returns what identifies the run (input hashes, parameters) for ``--resume``; it is
-    called only when writing to a file, after the applicants are validated.
+    called only when writing to a file, after the applicants are validated. ``digest`` (a hashlib object)
+    is fed the UTF-8 text written when the records do not go to a regular file (for ``--provenance``).
     """
     fmt = resolve_format(fmt, output)
     target = None if output is None else resolve_output(output)   # a folder, a missing folder: refused now
@@ -151,6 +153,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                 raise
         else:
             with open_output(output) as stream:
+                if digest is not None:
+                    stream = _Digesting(stream, digest)
                 writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected)
                 done = 0
                 for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
@@ -172,6 +176,60 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         else:
             echo_err("Hint: many applicants have too few candidates even with projection; declare fewer "
                      "immutable or monotone features (see each plan's reason).")
+
+
+class _Digesting:
+    """A text stream that also feeds what is written, as UTF-8, to a hashlib object."""
+
+    def __init__(self, stream, digest):
+        self._stream = stream
+        self._digest = digest
+
+    def write(self, text):
+        self._digest.update(text.encode("utf-8"))
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def check_provenance_output(provenance: Path | None, outputs: dict, inputs: dict) -> None:
+    """Refuse a --provenance path that is stdout beside stdout data, another output, or an input."""
+    if provenance is None:
+        return
+    from ..exceptions import OptionError
+
+    data_to_stdout = all(path is None or is_stdio(path) for path in outputs.values())
+    if is_stdio(provenance) and data_to_stdout:
+        raise OptionError("--provenance", "--provenance - would mix the provenance document into the plans on "
+                          "stdout. Give it a file name (e.g. plans.provenance.json), or write the plans with --output.")
+    resolve_output(provenance)
+    if not is_stdio(provenance):
+        real = os.path.realpath(provenance)
+        for name, path in outputs.items():
+            if path is None or is_stdio(path):
+                continue
+            other = os.path.realpath(path)
+            if other == real or real.startswith(other.rstrip(os.sep) + os.sep):
+                raise OptionError("--provenance", f"--provenance '{provenance}' is {name} or inside it; give the "
+                                  "provenance document its own file name (e.g. plans.provenance.json) outside it.")
+    check_not_inputs({"--provenance": provenance}, inputs)
+
+
+def write_provenance(provenance: Path, record: dict) -> None:
+    """Write the provenance document through the output layer (atomic for a regular file)."""
+    from ..provenance import provenance_json
+
+    with open_output(provenance) as stream:
+        stream.write(provenance_json(record))
+    echo_err(f"Provenance written to '{provenance}'.")
+
+
+def _plans_sha256(output: Path | None, digest) -> str:
+    """The sha256 of the plans: of the file when they went to a regular file, else of the text written."""
+    if output is not None and resolve_output(output).kind == "file":
+        return sha256_file(output)
+    return digest.hexdigest()
 
 
 def _check_outputs(output: Path | None, inputs: dict) -> None:
@@ -236,6 +294,7 @@ def plan_command(
     pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
+    provenance: o.ProvenanceOpt = None,
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
@@ -249,6 +308,8 @@ def plan_command(
     """
     _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": schema,
                             "graph": graph, "pool": pool})
+    check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
+                                                              "schema": schema, "graph": graph, "pool": pool})
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
@@ -272,5 +333,21 @@ def plan_command(
         return _fingerprint(inputs, settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
                             drop_missing=drop_missing)
 
+    digest = hashlib.sha256() if provenance is not None else None
     run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
-             graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint)
+             graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint,
+             digest=digest)
+    if provenance is not None:
+        from ..provenance import describe_file, provenance_record
+
+        shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph}
+        fmt_ = resolve_format(fmt, output)
+        record = provenance_record(
+            "plan",
+            inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},
+            settings={**settings.to_dict(), "schema": training.schema.to_dict(), "threshold": threshold, "seed": seed,
+                      "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
+                      "encoding": encoding},
+            outputs=[{"path": "-" if output is None else str(output), "format": fmt_,
+                      "sha256": _plans_sha256(output, digest)}])
+        write_provenance(provenance, record)
