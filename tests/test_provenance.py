@@ -173,3 +173,16 @@ def test_interpolate_provenance_describes_both_plan_files(sample_paths, tmp_path
     inside = runner.invoke(app, ["interpolate", "--selection", str(selection), *common, "--out", str(plans_dir),
                                  "--provenance", str(plans_dir / "p.json")])
     assert inside.exit_code == 2 and "inside" in inside.stderr
+
+
+def test_resumable_output_gets_the_hash_of_the_finished_file(sample_paths, tmp_path):
+    out, provenance = tmp_path / "plans.csv", tmp_path / "p.json"
+    result = _plan(sample_paths, "--format", "csv", "--output", str(out), "--resume", "--provenance", str(provenance))
+    assert result.exit_code == 0, result.stderr
+    record = json.loads(provenance.read_text(encoding="utf-8"))
+    assert record["outputs"][0]["sha256"] == _sha(out)
+    # a second --resume run finds the output complete and plans nothing: it does not vouch for that file again
+    provenance.unlink()
+    again = _plan(sample_paths, "--format", "csv", "--output", str(out), "--resume", "--provenance", str(provenance))
+    assert again.exit_code == 0, again.stderr
+    assert not provenance.exists() and "left as it was" in again.stderr

@@ -85,12 +85,13 @@ def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> di
 def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings, *, fmt: str | None,
              output: Path | None, jobs: int, chunk_size: int = 256, graph=None, backend: str = "loky",
              scheduler: str | None = None, resume: bool = False,
-             fingerprint: Callable[[], dict] | None = None, digest=None) -> None:
+             fingerprint: Callable[[], dict] | None = None, digest=None) -> bool:
     """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk.
 
     ``fingerprint`` returns what identifies the run (input hashes, parameters) for ``--resume``; it is
     called only when writing to a file, after the applicants are validated. ``digest`` (a hashlib object)
     is fed the UTF-8 text written when the records do not go to a regular file (for ``--provenance``).
+    Returns False when ``--resume`` found ``output`` already complete (nothing was planned), else True.
     """
     fmt = resolve_format(fmt, output)
     target = None if output is None else resolve_output(output)   # a folder, a missing folder: refused now
@@ -132,7 +133,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                     if out.note:
                         echo_err(out.note)
                     if out.state == "complete":
-                        return
+                        return False
                     if out.done:
                         echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
                     writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
@@ -176,6 +177,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         else:
             echo_err("Hint: many applicants have too few candidates even with projection; declare fewer "
                      "immutable or monotone features (see each plan's reason).")
+    return True
 
 
 class _Digesting:
@@ -334,10 +336,14 @@ def plan_command(
                             drop_missing=drop_missing)
 
     digest = hashlib.sha256() if provenance is not None else None
-    run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
-             graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint,
-             digest=digest)
-    if provenance is not None:
+    planned = run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs,
+                       chunk_size=chunk_size, graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume,
+                       fingerprint=fingerprint, digest=digest)
+    if provenance is not None and not planned:
+        # frpd cannot tell which run wrote a complete output: keep (or leave missing) the provenance of that run
+        echo_err(f"Note: '{output}' was already complete; --provenance '{provenance}' is left as it was (frpd "
+                 "cannot tell which run wrote that file). Remove the output to plan and record it again.")
+    elif provenance is not None:
         from ..provenance import describe_file, provenance_record
 
         shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph}
