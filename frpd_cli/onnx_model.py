@@ -286,7 +286,7 @@ def _layout(inputs: dict, feature_names: tuple[str, ...], metadata: dict, path: 
     """Per-column inputs, or one numeric tensor: ("columns" | "tensor", the columns read)."""
     names = list(inputs)
     features = set(feature_names)
-    for name, (kind, rank) in inputs.items():
+    for name, (kind, _rank) in inputs.items():
         if kind not in _ELEMENT_TYPES:
             raise ModelError(f"The ONNX model '{path}' has an input '{name}' of type {kind}; frpd feeds only "
                              f"{', '.join(_ELEMENT_TYPES)}. Export the model with one of these input types.")
