@@ -331,3 +331,20 @@ def test_loading_a_pickle_does_not_import_onnxruntime(sample_paths):
             "print('onnxruntime' in sys.modules, 'frpd_cli.onnx_model' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["False", "False"]
+
+
+def test_onnx_plans_identical_with_worker_processes(sample_paths, onnx_models, credit, tmp_path):
+    """Forked workers rebuild their onnxruntime session; the bytes do not depend on --jobs."""
+    applicants = credit[FEATURES].head(200).copy()
+    applicants.insert(0, "applicant_id", [f"X{i}" for i in range(len(applicants))])
+    path = tmp_path / "applicants.csv"
+    applicants.to_csv(path, index=False)
+    paths = {**sample_paths, "applicants": path}
+    outputs = []
+    for jobs in ("1", "2"):
+        result = runner.invoke(app, ["plan", str(paths["data"]), "--model", str(onnx_models["tensor"]), "--schema",
+                                     str(paths["schema"]), "--applicants", str(path), "--format", "csv", "--jobs",
+                                     jobs])
+        assert result.exit_code == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1] and outputs[0].count("\n") > 100
