@@ -102,7 +102,8 @@ _GRAPH = "Graph (sequential recourse)"
 DataArg = Annotated[Path, typer.Argument(help="Training CSV (header row; features and the target column).",
                                          show_default=False)]
 ModelOpt = Annotated[Path, typer.Option("--model", help="Trusted model file (.pkl/.joblib run code when loaded; "
-                                        ".skops with a trusted-type list).", show_default=False,
+                                        ".skops with a trusted-type list; .onnx, extra 'onnx', runs no code).",
+                                        show_default=False,
                                         rich_help_panel=_DATA)]
 SchemaOpt = Annotated[Optional[Path], typer.Option("--schema", help="Schema TOML file (feature roles, target, "
                                                    "favourable class). Flags override it.", rich_help_panel=_DATA)]
