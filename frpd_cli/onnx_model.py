@@ -438,6 +438,9 @@ def _column(series: pd.Series, kind: str, *, input_name: str, column: str, path:
     """One feature column as the element type of the input that reads it."""
     dtype = _ELEMENT_TYPES[kind]
     if kind == "tensor(string)":
+        if isinstance(series.dtype, pd.StringDtype) or (series.dtype == object
+                                                        and pd.api.types.infer_dtype(series, skipna=False) == "string"):
+            return series.to_numpy(dtype=object)       # already Python strings (the common case): no conversion
         return series.astype(str).to_numpy(dtype=object)
     if kind == "tensor(bool)":
         values = series.to_numpy()
@@ -446,6 +449,8 @@ def _column(series: pd.Series, kind: str, *, input_name: str, column: str, path:
                              f"{kind}); the column holds {values.dtype} values. Export the model with the column's "
                              "type.")
         return values
+    if series.dtype.kind in "iu" and dtype in (np.float32, np.float64, np.int64):
+        return series.to_numpy(dtype=dtype)            # whole numbers into a numeric input: a plain cast
     try:
         values = pd.to_numeric(series, errors="raise").to_numpy(dtype=np.float64)
     except (ValueError, TypeError):
@@ -455,7 +460,7 @@ def _column(series: pd.Series, kind: str, *, input_name: str, column: str, path:
                          "the input takes strings, or use data whose column is numeric.") from None
     if np.issubdtype(dtype, np.integer):
         if not np.all(np.isfinite(values)) or not np.all(values == np.round(values)):
-            bad = values[~(np.isfinite(values) & (values == np.round(values)))][0]
+            bad = float(values[~(np.isfinite(values) & (values == np.round(values)))][0])
             raise ModelError(f"The ONNX model '{path}' reads column '{column}' as integers (input '{input_name}', "
                              f"{kind}) but got {bad!r}. Declare the column as an integer feature, or export the "
                              "model with a float input.")

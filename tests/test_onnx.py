@@ -348,3 +348,25 @@ def test_onnx_plans_identical_with_worker_processes(sample_paths, onnx_models, c
         assert result.exit_code == 0, result.stderr
         outputs.append(result.stdout)
     assert outputs[0] == outputs[1] and outputs[0].count("\n") > 100
+
+
+def test_columns_fed_with_each_input_type(tmp_path):
+    """An int64 column and a double column, each its own input: cast as declared; fractions refused for int64."""
+    nodes = [helper.make_node("Cast", ["n"], ["n_double"], to=TensorProto.DOUBLE),
+             helper.make_node("Concat", ["n_double", "x"], ["both"], axis=1),
+             helper.make_node("Softmax", ["both"], ["probabilities"], axis=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("n", TensorProto.INT64, [None, 1]),
+                                           helper.make_tensor_value_info("x", TensorProto.DOUBLE, [None, 1])],
+                              [helper.make_tensor_value_info("probabilities", TensorProto.DOUBLE, [None, 2])])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    helper.set_model_props(proto, {"frpd.classes": '["low", "high"]'})
+    path = tmp_path / "t.onnx"
+    onnx.save(proto, str(path))
+    model = load_model(path, favorable="high", feature_names=["x", "n"])
+    rows = pd.DataFrame({"x": [0.25, 3.0, -1.5], "n": [2, 0, 7]})
+    expected = 1.0 / (1.0 + np.exp(rows["n"].to_numpy(float) - rows["x"].to_numpy()))    # softmax of (n, x), column x
+    assert np.allclose(model.favorable_probability(rows), expected, rtol=0, atol=1e-12)
+    assert np.allclose(model.favorable_probability(rows.astype({"n": float})), expected, rtol=0, atol=1e-12)
+    with pytest.raises(ModelError, match=r"reads column 'n' as integers .* got 2\.5"):
+        model.favorable_probability(pd.DataFrame({"x": [0.0], "n": [2.5]}))
