@@ -37,9 +37,11 @@ from .exceptions import InputError
 __all__ = [
     "PROVENANCE_KIND",
     "PROVENANCE_VERSION",
+    "HashingWriter",
     "ProvenanceMismatchError",
     "check_provenance",
     "describe_file",
+    "plans_sha256",
     "provenance_json",
     "provenance_record",
     "read_provenance",
@@ -104,6 +106,33 @@ def describe_file(shown, path) -> dict:
     except OSError:
         regular = False
     return {"path": str(shown), "sha256": sha256_file(path) if regular else None}
+
+
+class HashingWriter:
+    """A text stream wrapper that also feeds what is written, encoded as UTF-8, to a hashlib object.
+
+    Used when the plans go to stdout, a FIFO or a device, which cannot be read back to hash them.
+    """
+
+    def __init__(self, stream, digest):
+        self._stream = stream
+        self.digest = digest
+
+    def write(self, text):
+        self.digest.update(text.encode("utf-8"))
+        return self._stream.write(text)
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def plans_sha256(output, digest) -> str:
+    """The plans' sha256: of the file when ``output`` is a regular file, else of the text fed to ``digest``."""
+    from .outputs import resolve_output
+
+    if output is not None and resolve_output(output).kind == "file":
+        return sha256_file(output)
+    return digest.hexdigest()
 
 
 def provenance_json(record: Mapping) -> str:

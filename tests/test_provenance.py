@@ -173,6 +173,9 @@ def test_interpolate_provenance_describes_both_plan_files(sample_paths, tmp_path
     inside = runner.invoke(app, ["interpolate", "--selection", str(selection), *common, "--out", str(plans_dir),
                                  "--provenance", str(plans_dir / "p.json")])
     assert inside.exit_code == 2 and "inside" in inside.stderr
+    mixed = runner.invoke(app, ["interpolate", "--selection", str(selection), *common, "--out", str(plans_dir),
+                                "--format", "csv", "--provenance", "-"])
+    assert mixed.exit_code == 2 and mixed.stdout == ""
 
 
 def test_resumable_output_gets_the_hash_of_the_finished_file(sample_paths, tmp_path):

@@ -155,7 +155,9 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         else:
             with open_output(output) as stream:
                 if digest is not None:
-                    stream = _Digesting(stream, digest)
+                    from ..provenance import HashingWriter
+
+                    stream = HashingWriter(stream, digest)
                 writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected)
                 done = 0
                 for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
@@ -180,29 +182,14 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     return True
 
 
-class _Digesting:
-    """A text stream that also feeds what is written, as UTF-8, to a hashlib object."""
-
-    def __init__(self, stream, digest):
-        self._stream = stream
-        self._digest = digest
-
-    def write(self, text):
-        self._digest.update(text.encode("utf-8"))
-        return self._stream.write(text)
-
-    def __getattr__(self, name):
-        return getattr(self._stream, name)
-
-
 def check_provenance_output(provenance: Path | None, outputs: dict, inputs: dict) -> None:
     """Refuse a --provenance path that is stdout beside stdout data, another output, or an input."""
     if provenance is None:
         return
     from ..exceptions import OptionError
 
-    data_to_stdout = all(path is None or is_stdio(path) for path in outputs.values())
-    if is_stdio(provenance) and data_to_stdout:
+    records = outputs.get("--output")
+    if is_stdio(provenance) and (records is None or is_stdio(records)):
         raise OptionError("--provenance", "--provenance - would mix the provenance document into the plans on "
                           "stdout. Give it a file name (e.g. plans.provenance.json), or write the plans with --output.")
     resolve_output(provenance)
@@ -225,13 +212,6 @@ def write_provenance(provenance: Path, record: dict) -> None:
     with open_output(provenance) as stream:
         stream.write(provenance_json(record))
     echo_err(f"Provenance written to '{provenance}'.")
-
-
-def _plans_sha256(output: Path | None, digest) -> str:
-    """The sha256 of the plans: of the file when they went to a regular file, else of the text written."""
-    if output is not None and resolve_output(output).kind == "file":
-        return sha256_file(output)
-    return digest.hexdigest()
 
 
 def _check_outputs(output: Path | None, inputs: dict) -> None:
@@ -344,7 +324,7 @@ def plan_command(
         echo_err(f"Note: '{output}' was already complete; --provenance '{provenance}' is left as it was (frpd "
                  "cannot tell which run wrote that file). Remove the output to plan and record it again.")
     elif provenance is not None:
-        from ..provenance import describe_file, provenance_record
+        from ..provenance import describe_file, plans_sha256, provenance_record
 
         shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph}
         fmt_ = resolve_format(fmt, output)
@@ -355,5 +335,5 @@ def plan_command(
                       "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
                       "encoding": encoding},
             outputs=[{"path": "-" if output is None else str(output), "format": fmt_,
-                      "sha256": _plans_sha256(output, digest)}])
+                      "sha256": plans_sha256(output, digest)}])
         write_provenance(provenance, record)

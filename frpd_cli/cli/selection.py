@@ -329,10 +329,10 @@ def interpolate_command(
         if provenance is not None:
             import hashlib
 
-            from .plan import _Digesting
+            from ..provenance import HashingWriter
 
             digest = hashlib.sha256()
-            stream = _Digesting(stream, digest)
+            stream = HashingWriter(stream, digest)
         writer = PlanWriter(stream, fmt_, names)
         writer.write(all_plans)
         writer.close()
@@ -346,8 +346,8 @@ def _write_interpolate_provenance(provenance, artifact, *, selection, model, gra
                                   settings) -> None:
     """The provenance of interpolate's plans: the model now, the data and applicants the selection recorded."""
     from ..artifacts import sha256_file
-    from ..provenance import describe_file, provenance_record
-    from .plan import _plans_sha256, write_provenance
+    from ..provenance import describe_file, plans_sha256, provenance_record
+    from .plan import write_provenance
 
     recorded = artifact.manifest.get("inputs", {})
     inputs = {"model": describe_file(model, model),
@@ -361,7 +361,7 @@ def _write_interpolate_provenance(provenance, artifact, *, selection, model, gra
     artifact_plans = Path(out) / "plans.jsonl"
     outputs = [{"path": str(artifact_plans), "format": "jsonl", "sha256": sha256_file(artifact_plans)},
                {"path": "-" if output is None else str(output), "format": fmt,
-                "sha256": _plans_sha256(output, digest)}]
+                "sha256": plans_sha256(output, digest)}]
     write_provenance(provenance, provenance_record("interpolate", inputs=inputs, settings=settings, outputs=outputs))
 
 
