@@ -34,6 +34,7 @@ bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_batch.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_select_cli.py
+	$(BIN)/python benchmarks/bench_onnx.py
 
 # The paper's tables on the real datasets (../shared/datasets); slow, not part of `make test`.
 paper-tables: $(STAMP)

@@ -462,7 +462,9 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
     path : str or Path
         ``.pkl``, ``.pickle`` or ``.joblib`` (read with joblib: **runs code from the file,
         load only trusted models**) or ``.skops`` (read with skops.io, needs
-        ``pip install 'frpd-cli[safe]'``).
+        ``pip install 'frpd-cli[safe]'``) or ``.onnx`` (an ONNX graph scored with onnxruntime,
+        needs ``pip install 'frpd-cli[onnx]'``; runs no code from the file, see
+        :mod:`frpd_cli.onnx_model`).
     favorable : object
         The favourable class. Matched against ``classes_`` by value, then by its string
         form, so ``"1"`` (from the command line) matches ``1`` and vice versa.
@@ -524,10 +526,15 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
     elif suffix in SKOPS_SUFFIXES:
         with model_output_to_stderr():
             estimator = _with_version_warnings(path, lambda p: _load_skops(p, trusted_types))
+    elif suffix in _ONNX_SUFFIXES:
+        from .onnx_model import load_onnx  # onnxruntime is imported only for .onnx files
+
+        with model_output_to_stderr():
+            estimator = load_onnx(path, feature_names=feature_names)
     else:
         raise ModelError(
             f"The model file '{path}' has the extension '{path.suffix}'; expected one of {_suffix_list()}. "
-            "Save the model with joblib.dump (.joblib/.pkl) or skops.io.dump (.skops)."
+            "Save the model with joblib.dump (.joblib/.pkl), skops.io.dump (.skops) or export it to ONNX (.onnx)."
         )
 
     uses_proba = callable(getattr(estimator, "predict_proba", None))
@@ -852,5 +859,8 @@ def _names(columns) -> str:
     return ", ".join(f"'{c}'" for c in columns)
 
 
+_ONNX_SUFFIXES = (".onnx",)  # frpd_cli.onnx_model.ONNX_SUFFIXES, without importing that module here
+
+
 def _suffix_list() -> str:
-    return ", ".join(PICKLE_SUFFIXES + SKOPS_SUFFIXES)
+    return ", ".join(PICKLE_SUFFIXES + SKOPS_SUFFIXES + _ONNX_SUFFIXES)

@@ -160,7 +160,8 @@ _GRAPH = "Graph (sequential recourse)"
 DataArg = Annotated[Path, typer.Argument(help="Training CSV (header row; features and the target column).",
                                          show_default=False)]
 ModelOpt = Annotated[Path, typer.Option("--model", help="Trusted model file (.pkl/.joblib run code when loaded; "
-                                        ".skops with a trusted-type list).", show_default=False,
+                                        ".skops with a trusted-type list; .onnx, extra 'onnx', runs no code).",
+                                        show_default=False,
                                         rich_help_panel=_DATA)]
 SchemaOpt = Annotated[Optional[Path], typer.Option("--schema", help="Schema TOML file (feature roles, target, "
                                                    "favourable class). Flags override it.", rich_help_panel=_DATA)]
@@ -216,6 +217,11 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary line a
                                         "(warnings, hints and errors still show).", rich_help_panel=_OUT)]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the data to this file "
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
+ProvenanceOpt = Annotated[Optional[Path], typer.Option("--provenance", help="Also write a JSON document tying the "
+                                                       "plans to what made them: sha256 of the model, data and "
+                                                       "applicants files, the settings, the frpd version and the "
+                                                       "plans' own sha256 (written atomically when the run succeeds; "
+                                                       "plan records are unchanged).", rich_help_panel=_OUT)]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
                                       "on it.", rich_help_panel=_OUT)]
 TrustTypeOpt = Annotated[Optional[list[str]], typer.Option("--trust-type", help="For .skops models: a type to "

@@ -118,6 +118,10 @@ def evaluate_command(
     seed: o.SeedOpt = 0,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
+    provenance: Annotated[Optional[Path], typer.Option("--provenance", help="The provenance document written with "
+                                                       "the plans (plan/interpolate --provenance): the plans must be "
+                                                       "the file it describes, made with this --model, data and "
+                                                       "--applicants (same sha256); refused otherwise.")] = None,
 ) -> None:
     """Recompute the paper's metrics for plan files, per method (mean and std).
 
@@ -132,7 +136,14 @@ def evaluate_command(
             resolve_output(path)               # a folder or a missing folder is refused before the work
     check_not_inputs({"--output": output, "--plot": plot},
                      {"data": data, "model": model, "plans": plans, "applicants": applicants, "graph": graph,
-                      "schema": schema})
+                      "schema": schema, "provenance": provenance})
+    if provenance is not None:
+        from ..provenance import check_provenance, read_provenance
+
+        check_provenance(read_provenance(provenance), source=provenance, plans=plans,
+                         files={"model": model, "data": data, "applicants": applicants})
+        checked = "the plans, model, data and applicants" if applicants is not None else "the plans, model and data"
+        echo_err(f"Provenance '{provenance}': {checked} are the ones recorded.")
     if manifold not in MANIFOLDS:
         raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
     fmt = resolve_format(fmt, output)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import os
 import re
@@ -25,7 +26,7 @@ from ._hints import already_favorable_hint
 from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
 from .app import _flags, app
 
-__all__ = ["plan_command", "run_plan", "summarize_plans"]
+__all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
 
 _REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of) ([^ (;]+)")
 
@@ -85,12 +86,15 @@ def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> di
 def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings, *, fmt: str | None,
              output: Path | None, jobs: int, chunk_size: int = 256, graph=None, backend: str = "loky",
              scheduler: str | None = None, resume: bool = False,
-             fingerprint: Callable[[], dict] | None = None, layout: str = "auto", quiet: bool = False) -> None:
+             fingerprint: Callable[[], dict] | None = None, layout: str = "auto", quiet: bool = False,
+             digest=None) -> bool:
     """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk.
 
     ``fingerprint`` returns what identifies the run (input hashes, parameters) for ``--resume``; it is
-    called only when writing to a file, after the applicants are validated. ``layout`` is the table
-    layout; ``quiet`` drops the progress bar and the summary line.
+    called only when writing to a file, after the applicants are validated. ``digest`` (a hashlib object)
+    is fed the UTF-8 text written when the records do not go to a regular file (for ``--provenance``).
+    ``layout`` is the table layout; ``quiet`` drops the progress bar and the summary line.
+    Returns False when ``--resume`` found ``output`` already complete (nothing was planned), else True.
     """
     fmt = resolve_format(fmt, output)
     target = None if output is None else resolve_output(output)   # a folder, a missing folder: refused now
@@ -136,7 +140,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                     if out.note:
                         echo_err(out.note)
                     if out.state == "complete":
-                        return
+                        return False
                     if out.done:
                         echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
                     writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
@@ -157,6 +161,10 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                 raise
         else:
             with open_output(output) as stream:
+                if digest is not None:
+                    from ..provenance import HashingWriter
+
+                    stream = HashingWriter(stream, digest)
                 writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected, layout=layout,
                                     decimals=decimals)
                 done = 0
@@ -183,6 +191,39 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         else:
             echo_err("Hint: many applicants have too few candidates even with projection; declare fewer "
                      "immutable or monotone features (see each plan's reason).")
+    return True
+
+
+def check_provenance_output(provenance: Path | None, outputs: dict, inputs: dict) -> None:
+    """Refuse a --provenance path that is stdout beside stdout data, another output, or an input."""
+    if provenance is None:
+        return
+    from ..exceptions import OptionError
+
+    records = outputs.get("--output")
+    if is_stdio(provenance) and (records is None or is_stdio(records)):
+        raise OptionError("--provenance", "--provenance - would mix the provenance document into the plans on "
+                          "stdout. Give it a file name (e.g. plans.provenance.json), or write the plans with --output.")
+    resolve_output(provenance)
+    if not is_stdio(provenance):
+        real = os.path.realpath(provenance)
+        for name, path in outputs.items():
+            if path is None or is_stdio(path):
+                continue
+            other = os.path.realpath(path)
+            if other == real or real.startswith(other.rstrip(os.sep) + os.sep):
+                raise OptionError("--provenance", f"--provenance '{provenance}' is {name} or inside it; give the "
+                                  "provenance document its own file name (e.g. plans.provenance.json) outside it.")
+    check_not_inputs({"--provenance": provenance}, inputs)
+
+
+def write_provenance(provenance: Path, record: dict) -> None:
+    """Write the provenance document through the output layer (atomic for a regular file)."""
+    from ..provenance import provenance_json
+
+    with open_output(provenance) as stream:
+        stream.write(provenance_json(record))
+    echo_err(f"Provenance written to '{provenance}'.")
 
 
 def _check_outputs(output: Path | None, inputs: dict) -> None:
@@ -252,6 +293,7 @@ def plan_command(
     pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
+    provenance: o.ProvenanceOpt = None,
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
@@ -265,6 +307,8 @@ def plan_command(
     """
     _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": schema,
                             "graph": graph, "pool": pool})
+    check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
+                                                              "schema": schema, "graph": graph, "pool": pool})
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
@@ -289,6 +333,25 @@ def plan_command(
         return _fingerprint(inputs, settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
                             drop_missing=drop_missing)
 
-    run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs, chunk_size=chunk_size,
-             graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume, fingerprint=fingerprint,
-             layout=layout, quiet=quiet)
+    digest = hashlib.sha256() if provenance is not None else None
+    planned = run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs,
+                       chunk_size=chunk_size, graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume,
+                       fingerprint=fingerprint, layout=layout, quiet=quiet, digest=digest)
+    if provenance is not None and not planned:
+        # frpd cannot tell which run wrote a complete output: keep (or leave missing) the provenance of that run
+        echo_err(f"Note: '{output}' was already complete; --provenance '{provenance}' is left as it was (frpd "
+                 "cannot tell which run wrote that file). Remove the output to plan and record it again.")
+    elif provenance is not None:
+        from ..provenance import describe_file, plans_sha256, provenance_record
+
+        shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph}
+        fmt_ = resolve_format(fmt, output)
+        record = provenance_record(
+            "plan",
+            inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},
+            settings={**settings.to_dict(), "schema": training.schema.to_dict(), "threshold": threshold, "seed": seed,
+                      "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
+                      "encoding": encoding},
+            outputs=[{"path": "-" if output is None else str(output), "format": fmt_,
+                      "sha256": plans_sha256(output, digest)}])
+        write_provenance(provenance, record)

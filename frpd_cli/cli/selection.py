@@ -242,6 +242,7 @@ def interpolate_command(
     increasing: o.IncreasingOpt = None,
     decreasing: o.DecreasingOpt = None,
     seed: o.SeedOpt = 0,
+    provenance: o.ProvenanceOpt = None,
 ) -> None:
     """Turn a selection artifact into recourse plans (a plan artifact, and the records on stdout).
 
@@ -254,6 +255,11 @@ def interpolate_command(
         resolve_output(output)
     check_not_inputs({"--out": out, "--output": output}, {"selection": selection, "model": model, "graph": graph,
                                                           "data": data, "schema": schema})
+    if provenance is not None:
+        from .plan import check_provenance_output
+
+        check_provenance_output(provenance, {"--output": output, "--out": out},
+                                {"selection": selection, "model": model, "graph": graph, "data": data, "schema": schema})
     check_artifact_folder(out)
     if scheme not in ("linear", "graph"):
         raise InputError(f"The 'scheme' option must be linear or graph. Got {scheme!r} instead.")
@@ -353,11 +359,46 @@ def interpolate_command(
     write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
     if not quiet:
         echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
+    digest = None
     with open_output(output) as stream:
+        if provenance is not None:
+            import hashlib
+
+            from ..provenance import HashingWriter
+
+            digest = hashlib.sha256()
+            stream = HashingWriter(stream, digest)
         writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder),
                             projected=scheme == "linear" and "projected" in prototypes.columns)
         writer.write(all_plans)
         writer.close()
+    if provenance is not None:
+        _write_interpolate_provenance(provenance, artifact, selection=selection, model=model, graph=graph, out=out,
+                                      output=output, fmt=fmt_, digest=digest,
+                                      settings={**plan_params, "threshold": loaded.threshold})
+
+
+def _write_interpolate_provenance(provenance, artifact, *, selection, model, graph, out, output, fmt, digest,
+                                  settings) -> None:
+    """The provenance of interpolate's plans: the model now, the data and applicants the selection recorded."""
+    from ..artifacts import sha256_file
+    from ..provenance import describe_file, plans_sha256, provenance_record
+    from .plan import write_provenance
+
+    recorded = artifact.manifest.get("inputs", {})
+    inputs = {"model": describe_file(model, model),
+              "selection": describe_file(selection, Path(selection) / "manifest.json")}
+    for name in ("data", "applicants"):
+        entry = recorded.get(name)
+        if isinstance(entry, dict):
+            inputs[name] = {"path": entry.get("path"), "sha256": entry.get("sha256")}
+    if graph is not None:
+        inputs["graph"] = describe_file(graph, Path(graph) / "manifest.json")
+    artifact_plans = Path(out) / "plans.jsonl"
+    outputs = [{"path": str(artifact_plans), "format": "jsonl", "sha256": sha256_file(artifact_plans)},
+               {"path": "-" if output is None else str(output), "format": fmt,
+                "sha256": plans_sha256(output, digest)}]
+    write_provenance(provenance, provenance_record("interpolate", inputs=inputs, settings=settings, outputs=outputs))
 
 
 def _check_same_schema(stored, spec, selection: Path) -> None:

@@ -1,0 +1,107 @@
+"""Gradient-boosted trees (LightGBM, XGBoost scikit-learn classifiers) in a Pipeline, as pickles and .skops files."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+from frpd_cli.exceptions import ModelError
+from frpd_cli.model import load_model
+
+runner = CliRunner()
+FEATURES = ["age", "personal_status", "duration", "credit_amount", "housing", "job", "savings"]
+CATEGORICAL = ["personal_status", "housing", "job", "savings"]
+
+#: The types a .skops file of each pipeline holds beyond frpd's built-in list: what the user passes with --trust-type.
+TRUST = {
+    "lightgbm": ["lightgbm.sklearn.LGBMClassifier", "lightgbm.basic.Booster", "collections.OrderedDict"],
+    "xgboost": ["xgboost.sklearn.XGBClassifier", "xgboost.core.Booster"],
+}
+
+
+def _classifier(library: str):
+    if library == "lightgbm":
+        lightgbm = pytest.importorskip("lightgbm", reason="lightgbm is not installed (dev extra)")
+        return lightgbm.LGBMClassifier(n_estimators=40, num_leaves=15, n_jobs=1, random_state=0, verbose=-1)
+    xgboost = pytest.importorskip("xgboost", reason="xgboost is not installed (dev extra: xgboost-cpu)")
+    return xgboost.XGBClassifier(n_estimators=40, max_depth=4, n_jobs=1, random_state=0)
+
+
+@pytest.fixture(scope="module", params=["lightgbm", "xgboost"])
+def boosted(request, sample_paths, tmp_path_factory):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    library = request.param
+    classifier = _classifier(library)
+    credit = pd.read_csv(sample_paths["data"])
+    pipeline = Pipeline([("pre", ColumnTransformer([("oh", OneHotEncoder(handle_unknown="ignore"), CATEGORICAL)],
+                                                   remainder="passthrough")),
+                         ("gbt", classifier)]).fit(credit[FEATURES], credit["label"])
+    folder = tmp_path_factory.mktemp(library)
+    joblib.dump(pipeline, folder / "model.pkl")
+    skops_path = None
+    try:
+        import skops.io as sio
+    except ImportError:
+        pass
+    else:
+        skops_path = folder / "model.skops"
+        sio.dump(pipeline, skops_path)
+    return {"library": library, "pipeline": pipeline, "pkl": folder / "model.pkl", "skops": skops_path,
+            "frame": credit[FEATURES]}
+
+
+def _plan(paths, model, *extra):
+    return runner.invoke(app, ["plan", str(paths["data"]), "--model", str(model), "--schema", str(paths["schema"]),
+                               "--applicants", str(paths["applicants"]), "--format", "csv", *extra])
+
+
+def test_pickled_boosted_pipeline_plans_valid_recourses(sample_paths, boosted):
+    result = _plan(sample_paths, boosted["pkl"])
+    assert result.exit_code == 0, result.stderr
+    rows = [r for r in csv.DictReader(io.StringIO(result.stdout)) if r["status"] == "ok"]
+    assert rows, "the sample applicants should get plans"
+    recourses = pd.DataFrame([{c: r[c] for c in FEATURES} for r in rows])
+    for column in ("age", "duration"):
+        recourses[column] = recourses[column].astype(np.int64)
+    recourses["credit_amount"] = recourses["credit_amount"].astype(float)
+    # oracle: the pipeline itself, called directly, accepts every recourse with the reported probability
+    proba = boosted["pipeline"].predict_proba(recourses)[:, list(boosted["pipeline"].classes_).index(1)]
+    assert np.all(proba >= 0.5)
+    assert np.allclose(proba, [float(r["probability"]) for r in rows], atol=1e-6)
+
+
+def test_boosted_scores_do_not_depend_on_the_batch(boosted):
+    model = load_model(boosted["pkl"], favorable=1, feature_names=FEATURES)
+    frame = boosted["frame"]
+    whole = model.favorable_probability(frame)
+    order = np.random.default_rng(1).permutation(len(frame))
+    assert np.array_equal(model.favorable_probability(frame.iloc[order]), whole[order])
+    assert model.favorable_probability(frame.iloc[[5]])[0] == whole[5]
+
+
+def test_skops_refuses_boosted_types_until_trusted(sample_paths, boosted):
+    if boosted["skops"] is None:
+        pytest.skip("skops is not installed (extra 'safe')")
+    with pytest.raises(ModelError, match="types frpd does not trust") as refused:
+        load_model(boosted["skops"], favorable=1, feature_names=FEATURES)
+    for name in TRUST[boosted["library"]]:
+        assert name in str(refused.value)
+    trusted = load_model(boosted["skops"], favorable=1, feature_names=FEATURES, trusted_types=TRUST[boosted["library"]])
+    pickled = load_model(boosted["pkl"], favorable=1, feature_names=FEATURES)
+    frame = boosted["frame"]
+    assert np.array_equal(trusted.favorable_probability(frame), pickled.favorable_probability(frame))
+    # and at the command line, with --trust-type: the same plans as the pickle
+    flags = [arg for name in TRUST[boosted["library"]] for arg in ("--trust-type", name)]
+    from_skops = _plan(sample_paths, boosted["skops"], *flags)
+    assert from_skops.exit_code == 0, from_skops.stderr
+    assert from_skops.stdout == _plan(sample_paths, boosted["pkl"]).stdout
