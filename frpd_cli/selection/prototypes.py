@@ -40,16 +40,17 @@ METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", 
 EIGEN_METHODS = ("quad", "quad-dp", "quad-paper", "quad-dp-paper")
 
 #: ``quad`` and ``quad-dp`` solve the full problem exactly (enumeration) when ``C(N, k)`` is at most this.
-FULL_ENUMERATION = 20_000
+FULL_ENUMERATION = 100_000
 
 # Strengthened QUAD: subsets scored in the enlarged reduced problem; dual-ascent iterations with lambda = 1;
 # best-response iterations from the greedy start; nearest rows (times k) added to Z; swap partners per chosen
 # row and rounds of the exact problem over them.
 _REDUCED_BUDGET = 6_000
+_REDUCED_BUDGET_LARGE_K = 40_000  # k >= 4: C(m, k) grows fast; 40,000 subsets keep 32 rows at k = 4
 _DUAL_ITER = 8
 _RESTART_ITER = 5
 _NEAREST_FACTOR = 2
-_NEIGHBOURS = 10
+_NEIGHBOURS = 1_000
 _NEIGHBOURHOOD_ROUNDS = 3
 _GREEDY_LS = False
 
@@ -325,7 +326,8 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
         extra.append(screen_dual_ascent(eigen, distances, k, theta, _DUAL_ITER, 1.0, bounds=bounds)[::-1])
     if _RESTART_ITER:
         extra.append(screen_best_response(eigen, distances, k, theta, _RESTART_ITER, start=greedy)[0][::-1])
-    limit = max(_largest_enumerable(k, _REDUCED_BUDGET), paper_z.size)
+    budget = _REDUCED_BUDGET if k <= 3 else _REDUCED_BUDGET_LARGE_K
+    limit = max(_largest_enumerable(k, budget), paper_z.size)
     parts = [paper_z, paper, greedy, k_nearest(distances, min(n, _NEAREST_FACTOR * k))]
     for iterates in extra:
         parts.extend(iterates)
@@ -344,7 +346,7 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
         if value < best_value:
             best, best_value, products = found, value, found_products
     rounds = 0
-    per_position = min(_NEIGHBOURS, (_largest_enumerable(k, _REDUCED_BUDGET) - k) // k)
+    per_position = min(_NEIGHBOURS, (_largest_enumerable(k, budget) - k) // k)
     while per_position >= 1 and rounds < _NEIGHBOURHOOD_ROUNDS:
         rows = np.union1d(best, swap_neighbours(products, distances, best, theta, per_position))
         found = _enumerate_over(directions, distances, rows, k, theta)
@@ -446,7 +448,7 @@ def select_prototypes(
     max_enumeration : int, default=1_000_000
         The exact (reduced) problem is solved by enumeration when ``C(n, k)`` is at most this, and by
         the OA-MILP on HiGHS otherwise.
-    full_enumeration : int, default=20_000
+    full_enumeration : int, default=100_000
         ``quad`` and ``quad-dp`` enumerate the full problem when ``C(N, k)`` is at most this
         (0: never; the improved heuristic runs whatever ``N``).
     exact_fallback : bool, default=True
@@ -470,7 +472,8 @@ def select_prototypes(
     Costs (``N`` candidates, ``p`` features, ``M <= p`` eigenpairs): geometry ``O(N p)``; eigenpairs
     ``O(N p^2)``; ``quad-paper`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1)
     k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add 8 dual-ascent and up to 5
-    best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets of the enlarged ``Z``,
+    best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets (40,000 for ``k >= 4``) of the
+    enlarged ``Z``,
     ``O(N p)`` per local-search move and ``O(N k)`` per exact solve over swap partners. ``info`` then
     holds ``paper_objective`` (the paper procedure's value, never below the result), ``lower_bound``
     and ``objective_gap`` (objective minus the best lower bound: the Lagrangian values
