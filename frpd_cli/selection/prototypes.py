@@ -40,14 +40,14 @@ METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", 
 EIGEN_METHODS = ("quad", "quad-dp", "quad-paper", "quad-dp-paper")
 
 #: ``quad`` and ``quad-dp`` solve the full problem exactly (enumeration) when ``C(N, k)`` is at most this.
-FULL_ENUMERATION = 100_000
+FULL_ENUMERATION = 20_000
 
 # Strengthened QUAD: subsets scored in the enlarged reduced problem; dual-ascent iterations with lambda = 1;
 # best-response iterations from the greedy start; nearest rows (times k) added to Z; swap partners per chosen
 # row and rounds of the exact problem over them.
 _REDUCED_BUDGET = 6_000
 _REDUCED_BUDGET_LARGE_K = 40_000  # k >= 4: C(m, k) grows fast; 40,000 subsets keep 32 rows at k = 4
-_DUAL_ITER = 8
+_DUAL_ITER = 5
 _RESTART_ITER = 5
 _NEAREST_FACTOR = 2
 _NEIGHBOURS = 1_000
@@ -448,7 +448,7 @@ def select_prototypes(
     max_enumeration : int, default=1_000_000
         The exact (reduced) problem is solved by enumeration when ``C(n, k)`` is at most this, and by
         the OA-MILP on HiGHS otherwise.
-    full_enumeration : int, default=100_000
+    full_enumeration : int, default=20_000
         ``quad`` and ``quad-dp`` enumerate the full problem when ``C(N, k)`` is at most this
         (0: never; the improved heuristic runs whatever ``N``).
     exact_fallback : bool, default=True
@@ -471,7 +471,7 @@ def select_prototypes(
     -----
     Costs (``N`` candidates, ``p`` features, ``M <= p`` eigenpairs): geometry ``O(N p)``; eigenpairs
     ``O(N p^2)``; ``quad-paper`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1)
-    k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add 8 dual-ascent and up to 5
+    k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add 5 dual-ascent and up to 5
     best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets (40,000 for ``k >= 4``) of the
     enlarged ``Z``,
     ``O(N p)`` per local-search move and ``O(N k)`` per exact solve over swap partners. ``info`` then
