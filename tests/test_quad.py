@@ -149,7 +149,7 @@ def test_lower_bound_and_gap_are_sound():
         else:
             n_proven += 1
             assert sel.objective == pytest.approx(optimum, abs=1e-9)
-    # theta = 0.3 instances are often proven by the bound at the answer's own direction sum
+    # small-theta instances are often proven by the bound at the answer's own direction sum
     assert n_proven >= 1
 
 

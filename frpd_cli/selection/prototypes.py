@@ -299,10 +299,10 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
     rows: dual-ascent iterates with the authors' ``lambda = 1``, best-response iterates from the greedy
     solution, the nearest rows; (3) the exact problem over this union (enumeration, at most
     ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
-    answer and from the greedy one; (5) the exact problem over the answer and its best swap partners, then
+    answer; (5) the exact problem over the answer and its best swap partners, then
     local search again, while it improves. Each step starts from the previous answer: never worse than
-    the paper's. A lower bound (Lagrangian values of the dual iterates and at the answer's own
-    direction sum) gives ``objective_gap``; 0 means proven optimal.
+    the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
+    gives ``objective_gap``; 0 means proven optimal.
     """
     distances, directions = geometry.distances, geometry.directions
     n = distances.shape[0]
@@ -312,10 +312,9 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
                                                       "lower_bound": quad_objective_values(directions, distances,
                                                                                            local, theta),
                                                       "stage": "full"}
-    bounds: list[float] = []
     paper_method = "quad-paper" if method == "quad" else "quad-dp-paper"
     paper, paper_z, info, eigen = _select_quad_paper(geometry, k, paper_method, theta, eigen, n_iter, tau, step,
-                                                     time_limit, max_enumeration, bounds=bounds)
+                                                     time_limit, max_enumeration)
     paper = np.sort(paper)
     paper_value = quad_objective_values(directions, distances, paper, theta)
     greedy = np.sort(_greedy_unit(directions, distances, k, theta))
@@ -323,7 +322,7 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
     if method == "quad-dp":
         extra.append(screen_best_response(eigen, distances, k, theta, n_iter)[0][::-1])
     if _DUAL_ITER and (method == "quad" or step != 1.0):
-        extra.append(screen_dual_ascent(eigen, distances, k, theta, _DUAL_ITER, 1.0, bounds=bounds)[::-1])
+        extra.append(screen_dual_ascent(eigen, distances, k, theta, _DUAL_ITER, 1.0)[::-1])
     if _RESTART_ITER:
         extra.append(screen_best_response(eigen, distances, k, theta, _RESTART_ITER, start=greedy)[0][::-1])
     budget = _REDUCED_BUDGET if k <= 3 else _REDUCED_BUDGET_LARGE_K
@@ -357,9 +356,11 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
         found, value, n_moves, found_products = swap_local_search(directions, distances, found, theta)
         moves += n_moves
         best, best_value, products = found, value, found_products
-    v = directions[best].sum(axis=0)
-    bounds.append(lagrangian_bound(directions, distances, k, theta, v, aw=products.sum(axis=1)))
-    lower = max(bounds)
+    # Lower bounds at w = s v(best), s in {0, 1/2, 1} (A w from the kept cosines: no extra product). Only
+    # quantities of the encoded space enter, not the eigenpairs: a stored float32 decomposition (select
+    # --reuse-eigen) gives the same bound, hence the same objective_gap.
+    v, av = directions[best].sum(axis=0), products.sum(axis=1)
+    lower = max(lagrangian_bound(directions, distances, k, theta, scale * v, aw=scale * av) for scale in (0.0, 0.5, 1.0))
     gap = max(best_value - lower, 0.0)
     if gap <= 1e-9 * max(1.0, abs(best_value)):
         gap = 0.0
@@ -472,13 +473,12 @@ def select_prototypes(
     Costs (``N`` candidates, ``p`` features, ``M <= p`` eigenpairs): geometry ``O(N p)``; eigenpairs
     ``O(N p^2)``; ``quad-paper`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1)
     k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add 5 dual-ascent and up to 5
-    best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets (40,000 for ``k >= 4``) of the
-    enlarged ``Z``,
-    ``O(N p)`` per local-search move and ``O(N k)`` per exact solve over swap partners. ``info`` then
+    best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets (40,000 for ``k >= 4``)
+    of the enlarged ``Z``, ``O(N p)`` per local-search move and ``O(N k)`` per exact solve over swap partners. ``info`` then
     holds ``paper_objective`` (the paper procedure's value, never below the result), ``lower_bound``
-    and ``objective_gap`` (objective minus the best lower bound: the Lagrangian values
-    ``min_z L(z, gamma)`` of the dual-ascent iterates and :func:`~frpd_cli.selection.quad.lagrangian_bound`
-    at the answer's direction sum; 0 means proven optimal, always so after a full enumeration). These
+    and ``objective_gap`` (objective minus the best lower bound:
+    :func:`~frpd_cli.selection.quad.lagrangian_bound` at ``w = s v`` for ``s`` in 0, 1/2, 1 and ``v`` the
+    answer's direction sum; 0 means proven optimal, always so after a full enumeration). These
     relaxation bounds are often loose: a positive gap does not mean the answer is not optimal.
     ``dpp-greedy`` ``O(N k (p + k))``; ``dpp-ls`` ``O(N k^2 + N p)`` per
     move; ``quad-greedy`` ``O(N p k)``; ``nearest`` ``O(N)``. No ``N x N`` matrix is formed. The
