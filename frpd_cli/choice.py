@@ -17,7 +17,7 @@ from .exceptions import InputError
 from .interpolation import ENDPOINTS, same_value
 from .plans import Plan
 from .projection import IMMUTABLE_POLICIES, candidate_mask, candidate_set, effective_policy, outside_ranges
-from .selection import METHODS, compute_geometry, eigen_decompose, select_prototypes
+from .selection import EIGEN_METHODS, METHODS, compute_geometry, eigen_decompose, select_prototypes
 
 __all__ = [
     "PLAN_METHODS",
@@ -190,6 +190,7 @@ class SelectionOutcome:
     projected: np.ndarray | None = None   # per prototype: moved onto the applicant's immutable values
     candidates: np.ndarray | None = None  # candidate training rows (only when asked for, with ``eigen``)
     eigen: object = None                  # the eigendecomposition used (quad, quad-dp), when asked for
+    objective_gap: float | None = None    # objective minus a proven lower bound (0: optimal), when known
 
 
 def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_found: int, k: int,
@@ -251,7 +252,7 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
         geometry = _geometry_of_rows(training, cand, x0)
     else:
         geometry = compute_geometry(X, x0)
-    needs_eigen = settings.method in ("quad", "quad-dp")
+    needs_eigen = settings.method in EIGEN_METHODS
     if eigen is not None and eigen.vectors.shape[0] != cand.size:
         eigen = None
     if eigen is None and needs_eigen and any(t > 0 for t in thetas):
@@ -269,8 +270,9 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
                      else projected[idx]}
         if keep:
             extra.update(candidates=cand, eigen=eigen)
-        outcomes.append(SelectionOutcome("ok", None, cand[idx], float(sel.objective), screening, int(cand.size),
-                                         **extra))
+        extra["objective_gap"] = sel.info.get("objective_gap")
+        outcomes.append(SelectionOutcome("ok", sel.info.get("fallback_reason"), cand[idx], float(sel.objective),
+                                         screening, int(cand.size), **extra))
     return outcomes
 
 

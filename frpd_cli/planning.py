@@ -159,6 +159,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
             continue
         drafts, seen, n_lost = [], set(), 0
+        notes = [out.reason] if out.reason else []  # a selection note (e.g. exact ran quad instead)
         for j in range(len(out.rows)):
             s = cursor + j
             if not result.found[s]:
@@ -176,15 +177,14 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
                               projected=bool(seg_proj[s]))
                      for rank, (cost, s, features) in enumerate(drafts, start=1)]
         cursor += len(out.rows)
-        notes = []
         n_same = len(out.rows) - n_lost - len(recourses)
         if n_same:
             notes.append(f"{n_same} prototype(s) led to the same recourse as another one")
         if n_lost:
             notes.append(f"{n_lost} prototype(s) are not predicted favourable once decoded")
-        reason = None
-        if notes:
-            reason = "; ".join(notes) + f"; {len(recourses)} distinct recourse(s) kept"
+        reason = "; ".join(notes) or None
+        if len(notes) > bool(out.reason):
+            reason += f"; {len(recourses)} distinct recourse(s) kept"
         status = "ok" if recourses else "infeasible"
         plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0,
                           partial=bool(recourses) and len(recourses) < k))
@@ -393,11 +393,13 @@ class SelectionTable:
     prototypes : DataFrame
         One row per chosen prototype (one row without prototype for an
         applicant that has none): ``applicant, status, method, theta, rank,
-        row, objective``, every feature's raw value, and ``projected`` when the
+        row, objective``, every feature's raw value, ``projected`` when the
         immutable policy can project (``project``; ``auto`` with a numeric
-        immutable feature).
+        immutable feature), and ``objective_gap``.
     status : DataFrame
-        ``applicant, theta, status, reason, n_candidates`` per applicant and theta.
+        ``applicant, theta, status, reason, n_candidates, objective_gap`` per
+        applicant and theta; ``objective_gap`` is the objective minus a proven
+        lower bound (0: proven optimal), empty when no bound is known.
     screening : dict of ndarray
         Screening sets of quad-family methods (flattened, with offsets).
     eigen : dict of ndarray
@@ -484,8 +486,9 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
             eigen_arrays[f"vectors_{i}"] = np.asarray(first.eigen.vectors, dtype=np.float32)
             eigen_arrays[f"candidates_{i}"] = np.asarray(first.candidates, dtype=np.int64)
         for theta, sel in zip(thetas, outcomes):
+            gap = "" if sel.objective_gap is None else sel.objective_gap
             status_rows.append({"applicant": ids[i], "theta": theta, "status": sel.status,
-                                "reason": sel.reason or "", "n_candidates": sel.n_candidates})
+                                "reason": sel.reason or "", "n_candidates": sel.n_candidates, "objective_gap": gap})
             if sel.screening is not None:
                 screening.append((i, theta, sel.screening))
             if sel.status != "ok":
@@ -493,6 +496,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                        "rank": "", "row": "", "objective": "", **{n: "" for n in names}}
                 if projected_column:
                     row["projected"] = ""
+                row["objective_gap"] = ""
                 proto_rows.append(row)
                 continue
             if sel.ends is not None:
@@ -508,6 +512,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                     pending.append(len(proto_rows))
                 if projected_column:
                     row["projected"] = bool(sel.projected[rank - 1]) if sel.projected is not None else False
+                row["objective_gap"] = gap
                 proto_rows.append(row)
         if progress:
             progress(i + 1, len(raw))
@@ -519,9 +524,11 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]
     if projected_column:
         columns.append("projected")
+    columns.append("objective_gap")
     return SelectionTable(
         prototypes=pd.DataFrame(proto_rows, columns=columns),
-        status=pd.DataFrame(status_rows, columns=["applicant", "theta", "status", "reason", "n_candidates"]),
+        status=pd.DataFrame(status_rows, columns=["applicant", "theta", "status", "reason", "n_candidates",
+                                                  "objective_gap"]),
         screening=_screening_arrays(screening),
         eigen=eigen_arrays,
         n_reused=n_reused,

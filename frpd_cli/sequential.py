@@ -220,15 +220,16 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
             recourses.append(Recourse(rank=rank, features=g.features, changes=g.changes, cost=g.cost,
                                       probability=float(training.probability[g.path[-1]]), prototype=g.prototype,
                                       path=list(g.path), steps=list(g.steps)))
-        reason = None
+        reason = out.reason  # a selection note (e.g. exact ran quad instead)
         if len(recourses) < k:
             lost = len(out.rows) - len(recourses)
             why = ("their paths reach the same first favourable node as a cheaper one"
                    if settings.endpoint == "first-favorable" else "they end at the same row as a cheaper one")
-            reason = f"{len(recourses)} distinct recourse(s) kept, need {k}"
+            note = f"{len(recourses)} distinct recourse(s) kept, need {k}"
             if lost > 0:
-                reason += f": {lost} prototype(s) dropped because {why}"
+                note += f": {lost} prototype(s) dropped because {why}"
             else:
-                reason += ": fewer distinct reachable rows than asked for"
+                note += ": fewer distinct reachable rows than asked for"
+            reason = note if reason is None else f"{reason}; {note}"
         plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0, partial=len(recourses) < k))
     return plans

@@ -241,7 +241,7 @@ def test_select_with_projection_marks_prototypes(sample_paths, tmp_path):
                                  "--immutable-policy", "project", "--out", str(tmp_path / "s")])
     assert result.exit_code == 0, result.stderr
     protos = pd.read_csv(tmp_path / "s" / "prototypes.csv", dtype={"applicant": str})
-    assert protos.columns[-1] == "projected"
+    assert list(protos.columns[-2:]) == ["projected", "objective_gap"]  # new columns go after existing ones
     applicants = pd.read_csv(sample_paths["applicants"]).set_index("applicant_id")
     for _, row in protos.iterrows():
         x0 = applicants.loc[row["applicant"]]

@@ -14,6 +14,7 @@ import pytest
 from frpd_cli.exceptions import InputError, SolverError
 from frpd_cli.selection import (
     EXACT_MAX_CANDIDATES,
+    EIGEN_METHODS,
     METHODS,
     Eigen,
     Geometry,
@@ -162,7 +163,7 @@ def test_oa_milp_path_equals_enumeration(seed):
     assert milp.objective == pytest.approx(enum.objective, abs=1e-9)
 
 
-@pytest.mark.parametrize("method", ["quad", "quad-dp"])
+@pytest.mark.parametrize("method", ["quad-paper", "quad-dp-paper"])
 def test_quad_milp_reduced_problem_equals_enumeration(method):
     g, _, _ = _instance(7, n=12, p=4)
     enum = select_prototypes(g, k=3, method=method, theta=0.9)
@@ -173,8 +174,8 @@ def test_quad_milp_reduced_problem_equals_enumeration(method):
     assert milp.objective == pytest.approx(enum.objective, abs=1e-9)
 
 
-@pytest.mark.parametrize("method", ["quad", "quad-dp"])
-def test_quad_reaches_optimum_in_most_instances_and_never_below(method):
+@pytest.mark.parametrize("method", ["quad-paper", "quad-dp-paper"])
+def test_paper_quad_reaches_optimum_in_most_instances_and_never_below(method):
     hits = 0
     for seed in SEEDS:
         g, k, theta = _instance(seed)
@@ -198,7 +199,7 @@ def test_quad_greedy_objective_consistent_and_not_below_optimum(seed):
 
 def test_quad_screening_is_union_of_last_iterates():
     g, _, _ = _instance(11, n=12, p=3)
-    short = select_prototypes(g, k=3, method="quad-dp", n_iter=30, tau=0)
+    short = select_prototypes(g, k=3, method="quad-dp-paper", n_iter=30, tau=0)
     # tau = 0: Z is the last iterate alone.
     assert short.screening.size == 3
     np.testing.assert_array_equal(np.sort(short.indices), short.screening)
@@ -288,7 +289,7 @@ def test_indices_in_rank_order_and_types(method):
     assert np.all(np.diff(g.distances[sel.indices]) >= 0)
     assert len(set(sel.indices.tolist())) == 3
     assert sel.info["n_candidates"] == 12
-    if method in ("quad", "quad-dp"):
+    if method in EIGEN_METHODS:
         assert sel.screening.dtype == np.int64
         assert sel.info["n_screened"] == sel.screening.size
     else:
@@ -348,12 +349,17 @@ def test_wrong_geometry_and_eigen():
         dpp_log_det(g, [8], theta=0.5, bandwidth=1.0)
 
 
-def test_exact_refuses_large_problems():
+def test_exact_on_large_problems_falls_back_to_quad_or_refuses():
     rng = np.random.default_rng(0)
     n = EXACT_MAX_CANDIDATES + 1
     g = compute_geometry(rng.normal(size=(n, 3)), np.zeros(3))
     with pytest.raises(SolverError, match="limited to"):
-        select_prototypes(g, k=3, method="exact")
+        select_prototypes(g, k=3, method="exact", exact_fallback=False)
+    sel = select_prototypes(g, k=3, method="exact")
+    quad = select_prototypes(g, k=3, method="quad")
+    assert sel.info["fallback"] == "quad" and "limited to 300 candidates" in sel.info["fallback_reason"]
+    assert sel.indices.tolist() == quad.indices.tolist() and sel.objective == quad.objective
+    assert sel.method == "exact" and sel.screening is None
     # k = 1 is solved in closed form whatever N.
     assert select_prototypes(g, k=1, method="exact").indices.tolist() == [int(np.argmin(g.distances))]
 
@@ -417,7 +423,7 @@ def test_best_response_screening_equals_full_run(seed):
     # Early stop at a repeated iterate must give the Z of the full T-iteration run.
     g, _, theta = _instance(seed, n=12)
     k, tau, n_iter = 3, [0, 1, 3, 20][seed % 4], [5, 6, 100][seed % 3]
-    sel = select_prototypes(g, k=k, method="quad", theta=theta, n_iter=n_iter, tau=tau)
+    sel = select_prototypes(g, k=k, method="quad-paper", theta=theta, n_iter=n_iter, tau=tau)
     np.testing.assert_array_equal(sel.screening, _naive_best_response_Z(g, k, theta, n_iter, tau))
 
 

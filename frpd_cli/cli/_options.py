@@ -35,7 +35,8 @@ __all__ = [
 # these are spelled out here instead of imported from the numerical modules (start-up time);
 # tests/test_startup.py checks that they equal the library's own constants.
 BACKENDS = ("loky", "dask")
-PLAN_METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact", "face")
+PLAN_METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact", "quad-paper",
+                "quad-dp-paper", "face")
 SCHEMES = ("linear", "graph")
 CANDIDATE_POOLS = ("predicted", "labeled")
 MANIFOLDS = ("favorable", "labeled", "all")
@@ -194,7 +195,8 @@ EncodingOpt = Annotated[str, typer.Option("--encoding", callback=_check_encoding
                                           help="Text encoding of the CSV files.", rich_help_panel=_DATA)]
 MethodOpt = Annotated[_choices(PLAN_METHODS), typer.Option("--method", case_sensitive=False,
                                                           help="quad, quad-dp, quad-greedy, dpp-greedy, dpp-ls, "
-                                                          "nearest, exact (face with --graph).",
+                                                          "nearest, exact, quad-paper, quad-dp-paper (the "
+                                                          "paper's plain QUAD procedures; face with --graph).",
                                                           rich_help_panel=_SEL)]
 KOpt = Annotated[int, typer.Option("-k", "--k", min=1, help="Recourses per plan.", rich_help_panel=_SEL)]
 ThetaOpt = Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Diversity weight (0: nearest, "

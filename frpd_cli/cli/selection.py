@@ -337,7 +337,7 @@ def interpolate_command(
             projected = None
             if "projected" in rows.columns:
                 projected = rows["projected"].astype(str).str.lower().eq("true").to_numpy()
-            outcomes.append(SelectionOutcome("ok", None, rows["row"].astype(np.int64).to_numpy(),
+            outcomes.append(SelectionOutcome("ok", s["reason"] or None, rows["row"].astype(np.int64).to_numpy(),
                                              projected=projected))
             ends.append(encoder.encode(_restore_types(rows.loc[:, names].reset_index(drop=True), encoder),
                                        source="the selection's prototypes"))

@@ -9,7 +9,9 @@ chooses ``k`` diverse prototypes with one of :data:`METHODS`.
 from frpd_cli.selection.exact import MAX_ENUMERATION
 from frpd_cli.selection.geometry import Eigen, Geometry, compute_geometry, eigen_decompose
 from frpd_cli.selection.prototypes import (
+    EIGEN_METHODS,
     EXACT_MAX_CANDIDATES,
+    FULL_ENUMERATION,
     METHODS,
     Selection,
     dpp_log_det,
@@ -24,6 +26,8 @@ __all__ = [
     "METHODS",
     "EXACT_MAX_CANDIDATES",
     "MAX_ENUMERATION",
+    "EIGEN_METHODS",
+    "FULL_ENUMERATION",
     "compute_geometry",
     "eigen_decompose",
     "select_prototypes",

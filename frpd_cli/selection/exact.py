@@ -45,7 +45,7 @@ def combinations_array(n: int, k: int) -> np.ndarray:
     Returns
     -------
     ndarray of shape (C(n, k), k), int64
-        Read-only when ``C(n, k) <= 4096`` (small tables are cached and shared).
+        Read-only when ``C(n, k) <= 8192`` (small tables are cached and shared).
 
     Examples
     --------
@@ -61,9 +61,9 @@ def combinations_array(n: int, k: int) -> np.ndarray:
     return _build_combinations(n, k)
 
 
-# The exact reduced problem asks for the same small subset tables once per applicant: keep the small ones
-# (read-only, at most 64 tables of at most 4,096 rows).
-_CACHED_COMBINATIONS = 4096
+# The exact reduced problems ask for the same small subset tables for every applicant: keep the small ones
+# (read-only, at most 64 tables of at most 8,192 rows: 12 MB at k = 3).
+_CACHED_COMBINATIONS = 8192
 
 
 @functools.lru_cache(maxsize=64)
@@ -89,9 +89,31 @@ def _objective(directions: np.ndarray, distances: np.ndarray, subset: np.ndarray
     return float(theta * (v @ v) + (1.0 - theta) * distances[subset].sum())
 
 
+# Largest number of k-subsets scored in one vectorised pass over the whole subset table (about 10 MB at k = 4).
+_ONE_PASS = 1 << 18
+
+
+def _enumerate_one_pass(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
+    """Best ``k``-subset of a small problem: the whole subset table at once, pair sums of the Gram matrix."""
+    combos = combinations_array(distances.shape[0], k)
+    gram = directions @ directions.T
+    quad = np.zeros(combos.shape[0])
+    dist = np.zeros(combos.shape[0])
+    for a in range(k):
+        col = combos[:, a]
+        quad += gram[col, col]
+        dist += distances[col]
+        for b in range(a + 1, k):
+            quad += 2.0 * gram[col, combos[:, b]]
+    values = theta * quad + (1.0 - theta) * dist
+    return combos[int(np.argmin(values))].astype(np.int64)
+
+
 def _enumerate(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
-    """Best ``k``-subset by scoring all of them, chunked by first element; ties: lexicographic first."""
+    """Best ``k``-subset by scoring all of them (chunked by first element when many); ties: lexicographic first."""
     n = distances.shape[0]
+    if math.comb(n, k) <= _ONE_PASS and n <= _GRAM_MAX:
+        return _enumerate_one_pass(directions, distances, k, theta)
     use_gram = n <= _GRAM_MAX
     gram = directions @ directions.T if use_gram else None
     best_value, best = np.inf, None

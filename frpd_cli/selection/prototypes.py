@@ -14,15 +14,45 @@ from frpd_cli.selection.dpp import DppKernel, dpp_greedy, dpp_local_search
 from frpd_cli.selection.exact import MAX_ENUMERATION, solve_subset_qp
 from frpd_cli.selection.geometry import Eigen, Geometry, compute_geometry, eigen_decompose  # noqa: F401 (doctest)
 from frpd_cli.selection.quad import (
+    lagrangian_bound,
     quad_objective_values,
     screen_best_response,
     screen_dual_ascent,
     screening_set,
+    swap_local_search,
+    swap_neighbours,
 )
 
-__all__ = ["METHODS", "EXACT_MAX_CANDIDATES", "Selection", "select_prototypes", "quad_objective", "dpp_log_det"]
+__all__ = [
+    "METHODS",
+    "EIGEN_METHODS",
+    "EXACT_MAX_CANDIDATES",
+    "FULL_ENUMERATION",
+    "Selection",
+    "select_prototypes",
+    "quad_objective",
+    "dpp_log_det",
+]
 
-METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact")
+METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact", "quad-paper", "quad-dp-paper")
+
+#: Methods that screen with the eigendecomposition of ``S`` (they use a precomputed ``eigen``).
+EIGEN_METHODS = ("quad", "quad-dp", "quad-paper", "quad-dp-paper")
+
+#: ``quad`` and ``quad-dp`` solve the full problem exactly (enumeration) when ``C(N, k)`` is at most this.
+FULL_ENUMERATION = 20_000
+
+# Strengthened QUAD: subsets scored in the enlarged reduced problem; dual-ascent iterations with lambda = 1;
+# best-response iterations from the greedy start; nearest rows (times k) added to Z; swap partners per chosen
+# row and rounds of the exact problem over them.
+_REDUCED_BUDGET = 6_000
+_REDUCED_BUDGET_LARGE_K = 40_000  # k >= 4: C(m, k) grows fast; 40,000 subsets keep 32 rows at k = 4
+_DUAL_ITER = 5
+_RESTART_ITER = 5
+_NEAREST_FACTOR = 2
+_NEIGHBOURS = 1_000
+_NEIGHBOURHOOD_ROUNDS = 3
+_GREEDY_LS = False
 
 #: Largest number of candidates for ``method="exact"`` when enumeration is too large
 #: (``C(N, k) > max_enumeration``). Measured here with the OA-MILP, ``k = 3``: 63 candidates
@@ -44,12 +74,17 @@ class Selection:
         ``quad-dp``, ``quad-greedy``, ``nearest`` and ``exact``; ``log det L_z`` (higher is better)
         for ``dpp-greedy`` and ``dpp-ls``.
     screening : ndarray of shape (n_screened,), int64, or None
-        Screening set ``Z`` (sorted) for ``quad`` and ``quad-dp``; None otherwise.
+        Screening set ``Z`` (sorted) for ``quad``, ``quad-dp`` (the enlarged set, or every candidate when
+        the full problem was enumerated), ``quad-paper`` and ``quad-dp-paper``; None otherwise.
     method : str
     theta : float
     info : dict
-        Method details: ``n_candidates`` always; ``iterations``, ``n_screened``, ``solver``, ``gap`` for
-        the QUAD family; ``greedy_objective``, ``swaps``, ``converged`` for ``dpp-ls``.
+        Method details: ``n_candidates`` always; ``iterations``, ``n_screened``, ``solver``, ``gap`` (of
+        the exact solver on its own problem) for the QUAD family; ``objective_gap`` (objective minus a
+        proven lower bound on the full problem, 0 when proven optimal; absent when no bound is known),
+        ``lower_bound``, ``paper_objective`` for ``quad`` and ``quad-dp``; ``fallback`` and
+        ``fallback_reason`` when ``exact`` ran ``quad`` instead; ``greedy_objective``, ``swaps``,
+        ``converged`` for ``dpp-ls``.
 
     Notes
     -----
@@ -179,14 +214,17 @@ def dpp_log_det(geometry: Geometry, indices, *, theta: float, bandwidth: float) 
 # ----------------------------------------------------------------------------------------------
 
 
-def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration):
+def _select_quad_paper(geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration,
+                       bounds=None):
+    """The paper's procedure: screening (Algorithm 1 or 2), then the exact reduced problem over ``Z``."""
     distances, directions = geometry.distances, geometry.directions
     if eigen is None:
         eigen = eigen_decompose(geometry)
-    if method == "quad":
+    if method in ("quad", "quad-paper"):
         iterates, cycle_start = screen_best_response(eigen, distances, k, theta, n_iter)
     else:
-        iterates, cycle_start = screen_dual_ascent(eigen, distances, k, theta, n_iter, step), None
+        iterates = screen_dual_ascent(eigen, distances, k, theta, n_iter, step, bounds=bounds)
+        cycle_start = None
     screening = screening_set(iterates, n_iter, tau, cycle_start)
     # Distinct iterates inside Z are feasible starts for the exact solver (incumbent and cuts).
     position = np.full(distances.shape[0], -1, dtype=np.int64)
@@ -209,17 +247,137 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
         "n_components": eigen.n_components,
         **info,
     }
-    return screening[local], screening, info
+    return screening[local], screening, info, eigen
+
+
+def _greedy_unit(directions, distances, k, theta):
+    """:func:`quad_greedy` for unit directions (``||a_i||^2 = 1``): ``k - 1`` matrix-vector products."""
+    increase = theta + (1.0 - theta) * distances
+    chosen = np.empty(k, dtype=np.int64)
+    aw = np.zeros(distances.shape[0])
+    for step in range(k):
+        score = increase + (2.0 * theta) * aw
+        score[chosen[:step]] = np.inf
+        chosen[step] = int(np.argmin(score))
+        if step < k - 1:
+            aw += directions @ directions[chosen[step]]
+    return chosen
+
+
+def _largest_enumerable(k: int, budget: int) -> int:
+    """Largest ``m`` with ``C(m, k) <= budget`` (at least ``k``)."""
+    m = k
+    while math.comb(m + 1, k) <= budget:
+        m += 1
+    return m
+
+
+def _ordered_union(parts, limit: int) -> np.ndarray:
+    """Rows of ``parts`` in order of first appearance, at most ``limit`` of them."""
+    seen: dict[int, None] = {}
+    for part in parts:
+        for i in np.asarray(part, dtype=np.int64).tolist():
+            if len(seen) >= limit:
+                return np.fromiter(seen, dtype=np.int64)
+            seen.setdefault(i, None)
+    return np.fromiter(seen, dtype=np.int64, count=len(seen))
+
+
+def _enumerate_over(directions, distances, rows, k, theta):
+    """The best ``k``-subset of ``rows`` (enumeration) as candidate indices, sorted."""
+    rows = np.sort(np.asarray(rows, dtype=np.int64))
+    local, _ = solve_subset_qp(directions[rows], distances[rows], k, theta, max_enumeration=math.comb(rows.size, k))
+    return np.sort(rows[local])
+
+
+def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration,
+                 full_enumeration):
+    """The strengthened QUAD: the full problem exactly when it is small, else the paper's procedure improved.
+
+    Steps when ``C(N, k) > full_enumeration``: (1) the paper's procedure (``quad``: best response;
+    ``quad-dp``: dual ascent with ``step``), whose screening set ``Z`` is kept whole; (2) more screening
+    rows: dual-ascent iterates with the authors' ``lambda = 1``, best-response iterates from the greedy
+    solution, the nearest rows; (3) the exact problem over this union (enumeration, at most
+    ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
+    answer; (5) the exact problem over the answer and its best swap partners, then
+    local search again, while it improves. Each step starts from the previous answer: never worse than
+    the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
+    gives ``objective_gap``; 0 means proven optimal.
+    """
+    distances, directions = geometry.distances, geometry.directions
+    n = distances.shape[0]
+    if math.comb(n, k) <= full_enumeration:
+        local, info = solve_subset_qp(directions, distances, k, theta, max_enumeration=full_enumeration)
+        return local, np.arange(n, dtype=np.int64), {"n_screened": n, **info, "objective_gap": 0.0,
+                                                      "lower_bound": quad_objective_values(directions, distances,
+                                                                                           local, theta),
+                                                      "stage": "full"}
+    paper_method = "quad-paper" if method == "quad" else "quad-dp-paper"
+    paper, paper_z, info, eigen = _select_quad_paper(geometry, k, paper_method, theta, eigen, n_iter, tau, step,
+                                                     time_limit, max_enumeration)
+    paper = np.sort(paper)
+    paper_value = quad_objective_values(directions, distances, paper, theta)
+    greedy = np.sort(_greedy_unit(directions, distances, k, theta))
+    extra = []
+    if method == "quad-dp":
+        extra.append(screen_best_response(eigen, distances, k, theta, n_iter)[0][::-1])
+    if _DUAL_ITER and (method == "quad" or step != 1.0):
+        extra.append(screen_dual_ascent(eigen, distances, k, theta, _DUAL_ITER, 1.0)[::-1])
+    if _RESTART_ITER:
+        extra.append(screen_best_response(eigen, distances, k, theta, _RESTART_ITER, start=greedy)[0][::-1])
+    budget = _REDUCED_BUDGET if k <= 3 else _REDUCED_BUDGET_LARGE_K
+    limit = max(_largest_enumerable(k, budget), paper_z.size)
+    parts = [paper_z, paper, greedy, k_nearest(distances, min(n, _NEAREST_FACTOR * k))]
+    for iterates in extra:
+        parts.extend(iterates)
+    screening = np.sort(_ordered_union(parts, limit))
+    best = paper
+    if screening.size > paper_z.size:  # C(|Z|, k) <= _REDUCED_BUDGET by construction
+        best = _enumerate_over(directions, distances, screening, k, theta)
+    best_value = quad_objective_values(directions, distances, best, theta)
+    if best_value > paper_value:  # cannot happen (Z is a superset of the paper's), kept as a guard
+        best, best_value = paper, paper_value
+    moves = 0
+    best, best_value, moves, products = swap_local_search(directions, distances, best, theta)
+    if _GREEDY_LS:
+        found, value, n_moves, found_products = swap_local_search(directions, distances, greedy, theta)
+        moves += n_moves
+        if value < best_value:
+            best, best_value, products = found, value, found_products
+    rounds = 0
+    per_position = min(_NEIGHBOURS, (_largest_enumerable(k, budget) - k) // k)
+    while per_position >= 1 and rounds < _NEIGHBOURHOOD_ROUNDS:
+        rows = np.union1d(best, swap_neighbours(products, distances, best, theta, per_position))
+        found = _enumerate_over(directions, distances, rows, k, theta)
+        value = quad_objective_values(directions, distances, found, theta)
+        rounds += 1
+        if not value < best_value - 1e-12 * max(1.0, abs(best_value)):
+            break
+        found, value, n_moves, found_products = swap_local_search(directions, distances, found, theta)
+        moves += n_moves
+        best, best_value, products = found, value, found_products
+    # Lower bounds at w = s v(best), s in {0, 1/2, 1} (A w from the kept cosines: no extra product). Only
+    # quantities of the encoded space enter, not the eigenpairs: a stored float32 decomposition (select
+    # --reuse-eigen) gives the same bound, hence the same objective_gap.
+    v, av = directions[best].sum(axis=0), products.sum(axis=1)
+    lower = max(lagrangian_bound(directions, distances, k, theta, scale * v, aw=scale * av) for scale in (0.0, 0.5, 1.0))
+    gap = max(best_value - lower, 0.0)
+    if gap <= 1e-9 * max(1.0, abs(best_value)):
+        gap = 0.0
+    info = {**info, "paper_objective": paper_value, "n_screened": int(screening.size), "swaps": moves,
+            "neighbourhood_rounds": rounds, "lower_bound": lower, "objective_gap": gap, "stage": "improved"}
+    return best, np.union1d(screening, best), info
+
+
+def _exact_too_large(n: int, k: int, max_enumeration: int) -> str | None:
+    """Why the full problem is out of reach of ``method="exact"``, or None."""
+    if math.comb(n, k) > max_enumeration and n > EXACT_MAX_CANDIDATES:
+        return (f"the 'exact' method solves the full binary QP and is limited to {EXACT_MAX_CANDIDATES} candidates "
+                f"when C(N, k) exceeds max_enumeration={max_enumeration}; got N={n}, k={k}")
+    return None
 
 
 def _select_exact(geometry, k, theta, time_limit, max_enumeration):
-    n = geometry.n_candidates
-    if math.comb(n, k) > max_enumeration and n > EXACT_MAX_CANDIDATES:
-        raise SolverError(
-            f"The 'exact' method solves the full binary QP and is limited to {EXACT_MAX_CANDIDATES} candidates "
-            f"when C(N, k) exceeds max_enumeration={max_enumeration}; got N={n}, k={k}. "
-            "Use method='quad' (screening + exact reduced problem) for large candidate sets."
-        )
     starts = [k_nearest(geometry.distances, k), quad_greedy(geometry.directions, geometry.distances, k, theta)]
     local, info = solve_subset_qp(
         geometry.directions,
@@ -230,6 +388,8 @@ def _select_exact(geometry, k, theta, time_limit, max_enumeration):
         time_limit=time_limit,
         initial_sets=starts,
     )
+    value = quad_objective_values(geometry.directions, geometry.distances, local, theta)
+    info["objective_gap"] = float(info.get("gap", 0.0)) * abs(value)
     return local, info
 
 
@@ -247,6 +407,8 @@ def select_prototypes(
     max_swaps: int = 100,
     time_limit: float = 60.0,
     max_enumeration: int = MAX_ENUMERATION,
+    full_enumeration: int = FULL_ENUMERATION,
+    exact_fallback: bool = True,
 ) -> Selection:
     """Select ``k`` diverse prototypes among the candidates of one applicant.
 
@@ -256,11 +418,16 @@ def select_prototypes(
         Directions and distances from :func:`compute_geometry`, shapes (N, p) and (N,).
     k : int, default=3
         Number of prototypes, ``1 <= k <= N``.
-    method : {"quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", "exact"}, default="quad"
-        ``quad``: best-response screening (Algorithm 1) then the exact reduced problem over ``Z``;
-        ``quad-dp``: the same with dual ascent screening (Algorithm 2); ``quad-greedy``: greedy on
-        the QUAD objective; ``dpp-greedy``: greedy MAP of the DPP; ``dpp-ls``: greedy then swap local
-        search; ``nearest``: the ``k`` closest; ``exact``: the full QUAD problem solved exactly.
+    method : str, default="quad"
+        One of :data:`METHODS`. ``quad-paper``: the paper's procedure, best-response screening
+        (Algorithm 1) then the exact reduced problem over ``Z``; ``quad-dp-paper``: the same with dual
+        ascent screening (Algorithm 2). ``quad`` and ``quad-dp``: the full problem exactly when
+        ``C(N, k) <= full_enumeration``; otherwise the paper's procedure (best response, resp. dual
+        ascent) with a larger screening set, then swap local search on the full objective and exact
+        solves over the best swap partners, never worse than the paper's answer (see Notes).
+        ``quad-greedy``: greedy on the QUAD objective; ``dpp-greedy``: greedy MAP of the DPP;
+        ``dpp-ls``: greedy then swap local search; ``nearest``: the ``k`` closest; ``exact``: the full
+        QUAD problem solved exactly.
     theta : float, default=0.9
         Diversity weight in ``[0, 1]`` (``vartheta`` of the QUAD problem, ``theta`` of the DPP kernel).
         ``theta = 0`` returns the ``k`` nearest candidates for every method.
@@ -282,6 +449,12 @@ def select_prototypes(
     max_enumeration : int, default=1_000_000
         The exact (reduced) problem is solved by enumeration when ``C(n, k)`` is at most this, and by
         the OA-MILP on HiGHS otherwise.
+    full_enumeration : int, default=20_000
+        ``quad`` and ``quad-dp`` enumerate the full problem when ``C(N, k)`` is at most this
+        (0: never; the improved heuristic runs whatever ``N``).
+    exact_fallback : bool, default=True
+        ``method="exact"`` above :data:`EXACT_MAX_CANDIDATES` candidates (with ``C(N, k) >
+        max_enumeration``): True runs ``quad`` instead and says so in ``info["fallback"]``; False raises.
 
     Returns
     -------
@@ -292,13 +465,22 @@ def select_prototypes(
     InputError
         If an argument is invalid or there are fewer than ``k`` candidates.
     SolverError
-        For ``method="exact"`` above :data:`EXACT_MAX_CANDIDATES` candidates, or if HiGHS fails.
+        For ``method="exact"`` above :data:`EXACT_MAX_CANDIDATES` candidates with
+        ``exact_fallback=False``, or if HiGHS fails.
 
     Notes
     -----
     Costs (``N`` candidates, ``p`` features, ``M <= p`` eigenpairs): geometry ``O(N p)``; eigenpairs
-    ``O(N p^2)``; ``quad`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1) k``);
-    ``quad-dp`` ``O(N M n_iter)``; ``dpp-greedy`` ``O(N k (p + k))``; ``dpp-ls`` ``O(N k^2 + N p)`` per
+    ``O(N p^2)``; ``quad-paper`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1)
+    k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add 5 dual-ascent and up to 5
+    best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets (40,000 for ``k >= 4``)
+    of the enlarged ``Z``, ``O(N p)`` per local-search move and ``O(N k)`` per exact solve over swap partners. ``info`` then
+    holds ``paper_objective`` (the paper procedure's value, never below the result), ``lower_bound``
+    and ``objective_gap`` (objective minus the best lower bound:
+    :func:`~frpd_cli.selection.quad.lagrangian_bound` at ``w = s v`` for ``s`` in 0, 1/2, 1 and ``v`` the
+    answer's direction sum; 0 means proven optimal, always so after a full enumeration). These
+    relaxation bounds are often loose: a positive gap does not mean the answer is not optimal.
+    ``dpp-greedy`` ``O(N k (p + k))``; ``dpp-ls`` ``O(N k^2 + N p)`` per
     move; ``quad-greedy`` ``O(N p k)``; ``nearest`` ``O(N)``. No ``N x N`` matrix is formed. The
     result is deterministic (no randomness is used).
 
@@ -332,6 +514,7 @@ def select_prototypes(
     max_swaps = _check_int("max_swaps", max_swaps, 0)
     time_limit = _check_float("time_limit", time_limit, 0.0, math.inf, low_open=True)
     max_enumeration = _check_int("max_enumeration", max_enumeration, 1)
+    full_enumeration = _check_int("full_enumeration", full_enumeration, 0)
     n = geometry.n_candidates
     if eigen is not None and (not isinstance(eigen, Eigen) or eigen.vectors.shape[0] != n):
         raise InputError(
@@ -352,8 +535,25 @@ def select_prototypes(
         chosen = k_nearest(distances, k)
         if method != "nearest":
             info["shortcut"] = "theta=0: k nearest" if theta == 0.0 else "k=1: nearest"
-    elif method in ("quad", "quad-dp"):
+            if not method.startswith("dpp"):
+                info["objective_gap"] = 0.0  # proven: the k nearest minimise the objective
+    elif method in ("quad", "quad-dp") or (method == "exact" and _exact_too_large(n, k, max_enumeration)):
+        if method == "exact":
+            why = _exact_too_large(n, k, max_enumeration)
+            if not exact_fallback:
+                raise SolverError(f"{why[0].upper()}{why[1:]}. Use method='quad' (screening, exact reduced problem "
+                                  "and local search) for large candidate sets.")
+            info["fallback"] = "quad"
+            info["fallback_reason"] = f"exact method not run ({why}): prototypes from quad instead"
         chosen, screening, extra = _select_quad(
+            geometry, k, "quad" if method == "exact" else method, theta, eigen, n_iter, tau, step, time_limit,
+            max_enumeration, full_enumeration,
+        )
+        info.update(extra)
+        if method == "exact":
+            screening = None
+    elif method in ("quad-paper", "quad-dp-paper"):
+        chosen, screening, extra, _ = _select_quad_paper(
             geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration
         )
         info.update(extra)

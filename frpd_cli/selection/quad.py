@@ -6,7 +6,15 @@ import numpy as np
 
 from frpd_cli.selection.geometry import Eigen
 
-__all__ = ["quad_objective_values", "screen_best_response", "screen_dual_ascent", "screening_set"]
+__all__ = [
+    "quad_objective_values",
+    "screen_best_response",
+    "screen_dual_ascent",
+    "screening_set",
+    "lagrangian_bound",
+    "swap_local_search",
+    "swap_neighbours",
+]
 
 
 def quad_objective_values(directions: np.ndarray, distances: np.ndarray, indices: np.ndarray, theta: float) -> float:
@@ -40,12 +48,13 @@ def screening_set(iterates: list[np.ndarray], n_iter: int, tau: int, cycle_start
 
 
 def screen_best_response(
-    eigen: Eigen, distances: np.ndarray, k: int, theta: float, n_iter: int
+    eigen: Eigen, distances: np.ndarray, k: int, theta: float, n_iter: int, *, start: np.ndarray | None = None
 ) -> tuple[list[np.ndarray], int | None]:
     """Best-response iterations (Algorithm 1) on the top-``M`` eigen-approximation.
 
     ``gamma_{t+1} = -theta sigma (V^T z_t)`` and ``z_{t+1}`` = the ``k`` smallest entries of
-    ``(1 - theta) d - 2 V gamma_{t+1} = (1 - theta) d + 2 theta V (sigma * V^T z_t)``.
+    ``(1 - theta) d - 2 V gamma_{t+1} = (1 - theta) d + 2 theta V (sigma * V^T z_t)``. The paper starts
+    from ``z_0 = 0``; ``start`` (sorted indices) starts elsewhere.
 
     Returns
     -------
@@ -68,7 +77,7 @@ def screen_best_response(
     base = (1.0 - theta) * distances
     iterates: list[np.ndarray] = []
     seen: dict[bytes, int] = {}
-    z = np.zeros(0, dtype=np.int64)
+    z = np.zeros(0, dtype=np.int64) if start is None else np.asarray(start, dtype=np.int64)
     for t in range(n_iter):
         if z.size:
             score = base + (2.0 * theta) * (V @ (sigma * V[z].sum(axis=0)))
@@ -84,12 +93,17 @@ def screen_best_response(
 
 
 def screen_dual_ascent(
-    eigen: Eigen, distances: np.ndarray, k: int, theta: float, n_iter: int, step: float
+    eigen: Eigen, distances: np.ndarray, k: int, theta: float, n_iter: int, step: float, *, bounds: list | None = None
 ) -> list[np.ndarray]:
     """Dual ascent iterations (Algorithm 2) with step size ``2 lambda / sqrt(t + 1)``.
 
     ``gamma_{t+1} = gamma_t - (2 lambda / sqrt(t + 1)) (gamma_t / (theta sigma) + V^T z_t)`` and
     ``z_{t+1}`` = the ``k`` smallest entries of ``(1 - theta) d - 2 V gamma_{t+1}``.
+
+    bounds : list, optional
+        When given, the Lagrangian value ``min_z L(z, gamma_{t+1})`` of every iterate is appended to it:
+        each is a lower bound on the eigen-approximate problem, hence on the full problem
+        (``S - S_M`` is positive semidefinite, so ``z^T S_M z <= z^T S z``).
 
     Returns
     -------
@@ -120,6 +134,141 @@ def screen_dual_ascent(
         vz = V[z].sum(axis=0) if z.size else np.zeros(sigma.shape[0])
         alpha = np.minimum(2.0 * step / np.sqrt(t + 1.0) / target_scale, 1.0)
         gamma = gamma + alpha * (-target_scale * vz - gamma)
-        z = _k_smallest(base - 2.0 * (V @ gamma), k)
+        score = base - 2.0 * (V @ gamma)
+        z = _k_smallest(score, k)
         iterates.append(z)
+        if bounds is not None:
+            bounds.append(float(score[z].sum() - np.sum(gamma * gamma / target_scale)))
     return iterates
+
+
+def lagrangian_bound(
+    directions: np.ndarray, distances: np.ndarray, k: int, theta: float, w: np.ndarray, *, aw: np.ndarray | None = None
+) -> float:
+    """A lower bound on the full QUAD problem from any point ``w`` of the encoded space.
+
+    For every ``w``, ``||v||^2 >= 2 w^T v - ||w||^2``; with ``v = sum_{i in z} a_i`` the objective of every
+    ``k``-set is at least ``sum_{i in z} c_i - theta ||w||^2`` with ``c_i = (1 - theta) d_i + 2 theta a_i^T w``,
+    hence at least the sum of the ``k`` smallest ``c_i`` minus ``theta ||w||^2``.
+
+    Parameters
+    ----------
+    directions : ndarray of shape (n_candidates, n_features)
+    distances : ndarray of shape (n_candidates,)
+    k : int
+    theta : float
+    w : ndarray of shape (n_features,)
+    aw : ndarray of shape (n_candidates,), optional
+        ``A w`` when already known.
+
+    Returns
+    -------
+    float
+
+    Notes
+    -----
+    ``O(N p)``. At ``w = v(z)`` the bound equals the objective of ``z`` exactly when ``z`` is its own
+    best response (the ``k`` smallest ``c_i``): then ``z`` is proven optimal.
+    """
+    score = (1.0 - theta) * distances + (2.0 * theta) * (directions @ w if aw is None else aw)
+    return float(score[_k_smallest(score, k)].sum() - theta * float(w @ w))
+
+
+def _swap_values(products: np.ndarray, distances: np.ndarray, subset: np.ndarray, theta: float) -> np.ndarray:
+    """Objective after swapping position ``j`` of ``subset`` for row ``i``, for every ``(i, j)``: shape (N, k).
+
+    ``products[:, j] = A a_{subset[j]}`` (the cosines of every candidate with chosen row ``j``). With
+    ``v = sum_j a_j`` and unit directions, swapping ``j`` for ``i`` gives
+    ``theta (||v - a_j||^2 + 2 a_i^T (v - a_j) + 1) + (1 - theta) (D - d_j + d_i)``. Chosen rows get ``inf``.
+    """
+    av = products.sum(axis=1)                                  # A v
+    vv = float(av[subset].sum())                               # ||v||^2
+    rest = theta * (vv - 2.0 * av[subset] + 1.0) + (1.0 - theta) * (distances[subset].sum() - distances[subset])
+    values = (2.0 * theta) * (av[:, None] - products)
+    values += (theta + (1.0 - theta) * distances)[:, None]
+    values += rest[None, :]
+    values[subset, :] = np.inf
+    return values
+
+
+def _products(directions: np.ndarray, subset: np.ndarray) -> np.ndarray:
+    """``A a_j`` for every ``j`` of ``subset``, shape (N, k), one matrix-vector product each."""
+    return np.column_stack([directions @ directions[j] for j in subset])
+
+
+def swap_local_search(
+    directions: np.ndarray,
+    distances: np.ndarray,
+    subset: np.ndarray,
+    theta: float,
+    *,
+    max_moves: int = 100,
+    products: np.ndarray | None = None,
+) -> tuple[np.ndarray, float, int, np.ndarray]:
+    """Best-improvement swap local search on the full QUAD objective.
+
+    A move replaces one chosen row by one unchosen row; the best of the ``k (N - k)`` moves is taken while it
+    lowers the objective by more than ``1e-12 max(1, |objective|)`` (recomputed exactly for the new set).
+
+    Parameters
+    ----------
+    directions : ndarray of shape (n_candidates, n_features)
+    distances : ndarray of shape (n_candidates,)
+    subset : ndarray of shape (k,)
+        The start; the result is never worse.
+    theta : float
+    max_moves : int, default=100
+    products : ndarray of shape (n_candidates, k), optional
+        ``A a_j`` for the rows of ``np.sort(subset)``, when already known.
+
+    Returns
+    -------
+    subset : ndarray of shape (k,), int64, sorted
+    objective : float
+    n_moves : int
+    products : ndarray of shape (n_candidates, k)
+        ``A a_j`` for the returned rows (for :func:`swap_neighbours` and :func:`lagrangian_bound`).
+
+    Notes
+    -----
+    The cosines of every candidate with each chosen row are kept: a pass scores all moves in
+    ``O(N k)`` and a move costs one matrix-vector product ``O(N p)``; no ``N x N`` matrix.
+    """
+    subset = np.sort(np.asarray(subset, dtype=np.int64))
+    products = _products(directions, subset) if products is None else products
+    current = quad_objective_values(directions, distances, subset, theta)
+    n_moves = 0
+    while n_moves < max_moves:
+        values = _swap_values(products, distances, subset, theta)
+        i, j = np.unravel_index(int(np.argmin(values)), values.shape)
+        if not values[i, j] < current - 1e-12 * max(1.0, abs(current)):
+            break
+        candidate = subset.copy()
+        candidate[j] = i
+        value = quad_objective_values(directions, distances, candidate, theta)
+        if not value < current - 1e-12 * max(1.0, abs(current)):
+            break
+        products = products.copy()
+        products[:, j] = directions @ directions[i]
+        order = np.argsort(candidate)
+        subset, products, current = candidate[order], products[:, order], value
+        n_moves += 1
+    return subset, current, n_moves, products
+
+
+def swap_neighbours(
+    products: np.ndarray, distances: np.ndarray, subset: np.ndarray, theta: float, per_position: int
+) -> np.ndarray:
+    """For each chosen row, the ``per_position`` unchosen rows that would replace it best (sorted, unique).
+
+    The rows a good two- or three-row exchange would bring in: the exact problem over them and ``subset``
+    explores moves a single swap cannot make. ``products`` as returned by :func:`swap_local_search`;
+    ``O(N k)``.
+    """
+    subset = np.asarray(subset, dtype=np.int64)
+    values = _swap_values(products, distances, subset, theta)
+    m = min(per_position, distances.shape[0] - subset.size)
+    if m <= 0:
+        return np.zeros(0, dtype=np.int64)
+    picks = [np.argpartition(values[:, j], m - 1)[:m] for j in range(subset.size)]
+    return np.unique(np.concatenate(picks)).astype(np.int64)
