@@ -561,8 +561,7 @@ def _score_in_blocks(estimator, method: str, X, path: str) -> np.ndarray:
     final, Xt = estimator, X
     prefix = _rowwise_prefix(estimator)
     if prefix is not None:
-        for step in prefix:
-            Xt = step.transform(Xt)
+        Xt = _transform_rowwise(prefix, Xt)
         final = estimator.steps[-1][1]
     call = getattr(final, method)
     n_rows = Xt.shape[0]
@@ -579,6 +578,20 @@ def _score_in_blocks(estimator, method: str, X, path: str) -> np.ndarray:
             )
         parts.append(out[: stop - start])
     return np.concatenate(parts, axis=0)
+
+
+def _transform_rowwise(prefix: list, X):
+    """The row-wise steps applied to ``X``: compiled when a single ColumnTransformer allows it (same bits)."""
+    if len(prefix) == 1 and isinstance(X, pd.DataFrame):
+        from ._rowwise import compile_prefix
+
+        compiled = compile_prefix(prefix[0], X)
+        out = compiled.transform(X) if compiled is not None else None
+        if out is not None:
+            return out
+    for step in prefix:
+        X = step.transform(X)
+    return X
 
 
 def _rowwise_prefix(estimator) -> list | None:
