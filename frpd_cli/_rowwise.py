@@ -29,7 +29,7 @@ import weakref
 import numpy as np
 import pandas as pd
 
-__all__ = ["CompiledPrefix", "compile_prefix"]
+__all__ = ["CompiledPrefix", "compile_prefix", "compiled_prefix"]
 
 _CT = "sklearn.compose._column_transformer.ColumnTransformer"
 _ONEHOT = "sklearn.preprocessing._encoders.OneHotEncoder"
@@ -249,40 +249,55 @@ def _same(a, b) -> bool:
             and a.data.tobytes() == b.data.tobytes())
 
 
-def compile_prefix(transformer, frame: pd.DataFrame):
+def compiled_prefix(transformer):
+    """What :func:`compile_prefix` decided for ``transformer``: a CompiledPrefix, False (not compilable) or None
+    (not checked yet in this process)."""
+    try:
+        known = _compiled.get(transformer, _UNCHECKED)
+    except TypeError:               # not weak-referenceable: never compiled
+        return False
+    if known is _UNCHECKED:
+        return None
+    return False if known is None else known
+
+
+def compile_prefix(transformer, frame: pd.DataFrame, reference=None):
     """The compiled form of ``transformer`` if it reproduces scikit-learn on ``frame``, else None.
 
     Parameters
     ----------
     transformer : fitted ColumnTransformer (anything else gives None)
     frame : DataFrame
-        Rows to check on (the first :data:`_PROBE_ROWS`); typically the first batch scored.
+        Rows to check on (the first :data:`_PROBE_ROWS`, or all of them with ``reference``); typically the
+        first batch scored.
+    reference : optional
+        ``transformer.transform(frame)`` when the caller has computed it (the check then costs no second
+        scikit-learn call).
 
     Returns
     -------
     CompiledPrefix or None
         Remembered per transformer (weakly), so the check runs once per process.
     """
-    try:
-        known = _compiled.get(transformer, _UNCHECKED)
-    except TypeError:               # not weak-referenceable
-        return None
-    if known is not _UNCHECKED:
-        return known
+    known = compiled_prefix(transformer)
+    if known is not None:
+        return known or None
     compiled = None
     try:
         candidate = CompiledPrefix(transformer)
     except (_Unsupported, AttributeError, TypeError, ValueError):
         candidate = None
     if candidate is not None:
-        probe = frame.iloc[:_PROBE_ROWS]
+        probe = frame if reference is not None else frame.iloc[:_PROBE_ROWS]
         try:
-            expected = transformer.transform(probe)
+            expected = reference if reference is not None else transformer.transform(probe)
             if not isinstance(expected, np.ndarray):
                 candidate.result_type = type(expected)
                 candidate.index_dtype = expected.indices.dtype
             got = candidate.transform(probe)
-            if got is not None and _same(got, expected):
+            if got is None:
+                return None         # rows it leaves to scikit-learn (an unknown category): check on a later batch
+            if _same(got, expected):
                 compiled = candidate
         except Exception:           # whatever went wrong, scikit-learn stays in charge
             compiled = None

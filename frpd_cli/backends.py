@@ -75,14 +75,19 @@ def cap_jobs(n_jobs: int) -> int:
 _CONTROLLER = None
 
 
-def one_thread():
-    """A context in which BLAS and OpenMP libraries use one thread (the controller is built once)."""
+def thread_controller():
+    """The process's threadpoolctl controller (built once: it inspects every loaded library)."""
     global _CONTROLLER
     if _CONTROLLER is None:
         from threadpoolctl import ThreadpoolController
 
         _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1)
+    return _CONTROLLER
+
+
+def one_thread():
+    """A context in which BLAS and OpenMP libraries use one thread (the controller is built once)."""
+    return thread_controller().limit(limits=1)
 
 
 @contextmanager

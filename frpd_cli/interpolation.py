@@ -24,7 +24,6 @@ import pandas as pd
 
 from .encoding import Encoder
 from .exceptions import InputError
-from .graph import attach_source, extract_path, shortest_paths
 
 __all__ = [
     "LinearResult",
@@ -294,6 +293,8 @@ def reach_from(graph, X: np.ndarray, codes, x0: np.ndarray, codes0, *, max_cost:
     ``O(N p)`` to attach (brute force over the rows) plus ``O((N + E) log N)``
     for Dijkstra; the hop counts add ``O(N log depth)``.
     """
+    from .graph import attach_source, shortest_paths     # the graph module only where a graph is used
+
     neighbors, weights = attach_source(graph, X, codes, x0, codes0)
     limit = np.inf if max_cost is None else float(max_cost)
     dist, predecessor = shortest_paths(graph, neighbors, weights, limit=limit)
@@ -321,6 +322,8 @@ def graph_path(reach: GraphReach, row: int, *, endpoint: str = "prototype", favo
         raise InputError(f"The 'endpoint' option must be one of {', '.join(ENDPOINTS)}. Got {endpoint!r} instead.")
     if not np.isfinite(reach.dist[row]):
         raise InputError(f"Training row {row} is not reachable from the applicant; it cannot end a path.")
+    from .graph import extract_path
+
     path = extract_path(reach.predecessor, int(row))
     if endpoint == "first-favorable":
         if favorable is None:

@@ -583,10 +583,14 @@ def _score_in_blocks(estimator, method: str, X, path: str) -> np.ndarray:
 def _transform_rowwise(prefix: list, X):
     """The row-wise steps applied to ``X``: compiled when a single ColumnTransformer allows it (same bits)."""
     if len(prefix) == 1 and isinstance(X, pd.DataFrame):
-        from ._rowwise import compile_prefix
+        from ._rowwise import compile_prefix, compiled_prefix
 
-        compiled = compile_prefix(prefix[0], X)
-        out = compiled.transform(X) if compiled is not None else None
+        compiled = compiled_prefix(prefix[0])
+        if compiled is None:           # not checked yet: scikit-learn's output serves this batch and the check
+            out = prefix[0].transform(X)
+            compile_prefix(prefix[0], X, reference=out)
+            return out
+        out = compiled.transform(X) if compiled is not False else None
         if out is not None:
             return out
     for step in prefix:
@@ -617,17 +621,11 @@ def _is_rowwise(step) -> bool:
     return False
 
 
-_THREADPOOLS = None
-
-
 def _one_blas_thread():
-    """A context in which BLAS uses one thread (the controller is built once, on first use)."""
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        from threadpoolctl import ThreadpoolController
+    """A context in which BLAS uses one thread (the process's one controller, built on first use)."""
+    from .backends import thread_controller
 
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS.limit(limits=1, user_api="blas")
+    return thread_controller().limit(limits=1, user_api="blas")
 
 
 # ---------------------------------------------------------------------------- loading

@@ -138,9 +138,19 @@ def test_model_probabilities_do_not_change_with_the_compiled_path(tmp_path, clas
 
     monkeypatch.setattr(CompiledPrefix, "transform", spy)
     got = [fast.favorable_probability(b) for b in batches]
-    assert handled == [True, True, True, False, True]           # the first: checked against scikit-learn
-    monkeypatch.setattr(_rowwise, "compile_prefix", lambda transformer, frame: None)
+    assert handled == [True, True, False, True]      # the first batch: scikit-learn's output, the check on it
+    monkeypatch.setattr(_rowwise, "compile_prefix", lambda transformer, frame, reference=None: None)
     slow = load_model(path, favorable=1, feature_names=FEATURES)
     want = [slow.favorable_probability(b) for b in batches]
     for g, w in zip(got, want):
         assert g.tobytes() == w.tobytes()
+
+
+def test_a_first_batch_with_unknown_categories_defers_the_check():
+    train = _frame(300, 0)
+    ct = PREFIXES["onehot + minmax (sparse)"]().fit(train)
+    unknown = _frame(5, 1)
+    unknown.loc[2, "region"] = "elsewhere"
+    assert compile_prefix(ct, unknown) is None
+    assert _rowwise.compiled_prefix(ct) is None                 # not decided: the next batch is checked
+    assert isinstance(compile_prefix(ct, train), CompiledPrefix)
