@@ -197,9 +197,7 @@ def _init_worker(shared, parent_pid: int) -> None:
     global _WORKER_SHARED
     _WORKER_SHARED = shared
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent handles Ctrl-C and shuts the pool down
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1)
+    thread_controller().limit(limits=1)               # for the worker's life (a forked worker reuses the controller)
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="frpd-parent-watchdog", daemon=True).start()
 
 
