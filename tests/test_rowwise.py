@@ -116,6 +116,7 @@ def test_a_compiled_form_that_disagrees_is_never_used(monkeypatch):
     assert compile_prefix(ct, train) is None
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("classifier", [LogisticRegression(), MLPClassifier(hidden_layer_sizes=(8,), max_iter=300,
                                                                             random_state=0)])
 def test_model_probabilities_do_not_change_with_the_compiled_path(tmp_path, classifier, monkeypatch):
