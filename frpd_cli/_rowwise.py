@@ -155,7 +155,7 @@ class CompiledPrefix:
         self.sparse = bool(transformer.sparse_output_)
         self.blocks = []
         names = {str(c) for c in transformer.feature_names_in_}
-        for name, step, columns in transformer.transformers_:
+        for _name, step, columns in transformer.transformers_:
             if isinstance(step, str) and step == "drop":
                 continue
             if isinstance(columns, str) or not all(isinstance(c, str) for c in np.asarray(columns, dtype=object)):

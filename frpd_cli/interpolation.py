@@ -323,7 +323,7 @@ def reach_from(graph, X: np.ndarray, codes, x0: np.ndarray, codes0, *, max_cost:
     ``O(N p)`` to attach (brute force over the rows) plus ``O((N + E) log N)``
     for Dijkstra; the hop counts add ``O(N log depth)``.
     """
-    from .graph import attach_source, shortest_paths     # the graph module only where a graph is used
+    from .graph import attach_source, shortest_paths  # the graph module only where a graph is used
 
     neighbors, weights = attach_source(graph, X, codes, x0, codes0)
     limit = np.inf if max_cost is None else float(max_cost)
