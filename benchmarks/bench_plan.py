@@ -121,22 +121,48 @@ def _measure(name, train_path, model_path, spec, applicants, *, jobs_list, metho
 
 FRPD = [sys.executable, "-m", "frpd_cli"]
 
+# Runs frpd in this interpreter and, at exit, writes the CPU time of its own process and of its reaped children
+# (the local pool's workers; a Dask cluster frpd started) to the file named by FRPD_BENCH_RUSAGE.
+_WRAPPER = """
+import atexit, json, os, resource, sys
 
-def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra) -> tuple[float, float]:
-    """Wall time and CPU time (user + system, its worker processes included) of one `frpd plan` run."""
-    cmd = [*FRPD, "plan", str(train_path), "--model", str(model_path), "--applicants", str(applicants_path),
-           "--target", "label", "--immutable", "marital_status", "--immutable", "gender", "--increasing", "age",
-           "--method", "quad", "-k", "3", "--format", "csv", "--output", str(out_path), *extra]
+def _report():
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(os.environ["FRPD_BENCH_RUSAGE"], "w") as stream:
+        json.dump({"parent": own.ru_utime + own.ru_stime, "workers": children.ru_utime + children.ru_stime,
+                   "parent_minflt": own.ru_minflt, "workers_minflt": children.ru_minflt}, stream)
+
+atexit.register(_report)
+sys.argv = ["frpd", *sys.argv[1:]]
+from frpd_cli.cli.app import main
+main()
+"""
+
+
+def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra) -> tuple[float, float, dict]:
+    """Wall time, CPU time (user + system, its worker processes included) and the CPU split of one run."""
+    import json
+    import tempfile
+
+    cmd = [sys.executable, "-c", _WRAPPER, "plan", str(train_path), "--model", str(model_path),
+           "--applicants", str(applicants_path), "--target", "label", "--immutable", "marital_status",
+           "--immutable", "gender", "--increasing", "age", "--method", "quad", "-k", "3", "--format", "csv",
+           "--output", str(out_path), *extra]
     import resource
 
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    done = subprocess.run(cmd, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if done.returncode != 0:
-        raise SystemExit(f"frpd plan failed ({' '.join(extra)}):\n{done.stderr}")
-    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "rusage.json"
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                              env={**os.environ, "FRPD_BENCH_RUSAGE": str(report)})
+        seconds = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if done.returncode != 0:
+            raise SystemExit(f"frpd plan failed ({' '.join(extra)}):\n{done.stderr}")
+        split = json.loads(report.read_text())
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), split
 
 
 def _free_port() -> int:
@@ -200,18 +226,23 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     try:
         for label, flags in variants:
             out = tmp / "out.csv"
-            whole, cpu = min(_frpd_plan(train_path, model_path, applicants, out, *flags) for _ in range(repeats))
+            whole, cpu, split = min((_frpd_plan(train_path, model_path, applicants, out, *flags)
+                                     for _ in range(repeats)), key=lambda r: r[0])
             data = out.read_bytes()
             if reference is None:
                 reference = data
             elif data != reference:
                 raise SystemExit(f"the output of {label} differs from --jobs 1")
-            single, single_cpu = min(_frpd_plan(train_path, model_path, one, tmp / "one_out.csv", *flags)
-                                     for _ in range(repeats))
+            single, single_cpu, single_split = min((_frpd_plan(train_path, model_path, one, tmp / "one_out.csv",
+                                                               *flags) for _ in range(repeats)), key=lambda r: r[0])
             planning = whole - single
             rows.append({"run": label, "applicants": n, "whole command s": whole, "one-applicant run s": single,
                          "planning s": planning, "applicants/s": (n - 1) / planning,
-                         "planning CPU s": f"{cpu - single_cpu:.2f}"})
+                         "planning CPU s": f"{cpu - single_cpu:.2f}",
+                         "CPU ms/applicant": f"{1000 * (cpu - single_cpu) / (n - 1):.2f}",
+                         "parent CPU s": f"{split['parent'] - single_split['parent']:.2f}",
+                         "worker CPU s": f"{split['workers'] - single_split['workers']:.2f}",
+                         "worker minor faults": f"{split['workers_minflt'] - single_split['workers_minflt']:,}"})
     finally:
         if cluster:
             _stop(cluster)
@@ -279,19 +310,24 @@ def main(argv=None) -> int:
         lines += ["", f"### Through the command line (`frpd plan`, Adult, best of {args.repeats})", "",
                   *markdown_table(cli_rows, ["run", "applicants", "whole command s", "one-applicant run s",
                                              "planning s", "applicants/s", "speed-up vs --jobs 1",
-                                             "planning CPU s"]),
+                                             "planning CPU s", "CPU ms/applicant", "parent CPU s", "worker CPU s",
+                                             "worker minor faults"]),
                   "", "planning s = whole command minus the same command on one applicant (start-up, reading and "
                   "scoring the training set; a one-applicant run starts no pool, see README), so the local-cluster "
                   "row includes starting the Dask cluster and the loopback-cluster row does not (its cluster was "
                   "started beforehand). planning CPU s: the same difference in CPU time (user + system) of frpd "
                   "and its local worker processes (Dask workers of the loopback cluster are not counted): what "
-                  "parallelism costs in extra work, independent of how loaded the machine is. The outputs of all "
-                  "runs are byte-identical (checked)."]
+                  "parallelism costs in extra work, independent of how loaded the machine is; parent / worker CPU s "
+                  "split it between the frpd process itself (reading applicants, cutting tasks, unpickling "
+                  "results, writing the output) and the processes it started and reaped (local pool workers, a "
+                  "Dask cluster frpd started), each as the same difference; worker minor faults: page faults of "
+                  "those processes (copy-on-write copies of the parent's memory after the fork among them). "
+                  "The outputs of all runs are byte-identical (checked)."]
     if results:
         lines += ["", "### In the library (`plan_applicants` in one process)", "", *markdown_table(results, columns)]
         lines += ["", "Model calls (`favorable_probability`) are batched across a chunk's applicants (256 by "
-                  "default): one call for the coarse grid of every segment, then one per bisection round; each "
-                  "call runs the estimator on blocks of 64 rows (`SCORE_BLOCK_ROWS`)."]
+                  "default): one call for the coarse grid of every segment, then one per two bisection steps; each "
+                  "call runs the estimator on blocks of 512 rows (`SCORE_BLOCK_ROWS`)."]
     publish("bench_plan", lines)
     return 0
 

@@ -36,23 +36,31 @@ def _frpd() -> list[str]:
     return [str(script)] if script.exists() else [PY, "-m", "frpd_cli"]
 
 
-def _run(argv: list[str]) -> float:
+def _run(argv: list[str]) -> tuple[float, float]:
+    """Wall time and CPU time (user + system, the command and its children) of one run."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     done = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     seconds = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise SystemExit(f"{' '.join(argv)} failed:\n{done.stderr.decode(errors='replace')}")
-    return seconds
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def _rounds(commands: dict[str, list[str]], runs: int) -> dict[str, list[float]]:
+def _rounds(commands: dict[str, list[str]], runs: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, list[float]] = {name: [] for name in commands}
     for argv in commands.values():       # warm the file cache
         _run(argv)
     for _ in range(runs):
         for name, argv in commands.items():
-            times[name].append(_run(argv))
-    return times
+            wall, used = _run(argv)
+            times[name].append(wall)
+            cpu[name].append(used)
+    return times, cpu
 
 
 def _sample_model(tmp: Path) -> Path:
@@ -106,20 +114,25 @@ def main(argv=None) -> int:
         elif not args.quick:
             print("adult.csv not found; skipping the Adult rows", file=sys.stderr)
         load = os.getloadavg()[0]
-        times = _rounds(commands, runs)
+        times, cpu = _rounds(commands, runs)
 
     median = {name: statistics.median(t) for name, t in times.items()}
+    median_cpu = {name: statistics.median(t) for name, t in cpu.items()}
     floors = {"frpd --version": "python -c pass", "frpd --help": "python -c pass"}
     rows = []
     for name, t in times.items():
         floor = floors.get(name, 'python -c "import sklearn, pandas"' if name.startswith("frpd plan") else None)
         rows.append({"command": f"`{name}`", "median s": f"{median[name]:.3f}", "min s": f"{min(t):.3f}",
-                     "above its floor (median) s": "" if floor is None else f"{median[name] - median[floor]:+.3f}"})
+                     "above its floor (median) s": "" if floor is None else f"{median[name] - median[floor]:+.3f}",
+                     "median CPU s": f"{median_cpu[name]:.3f}",
+                     "CPU above its floor s": "" if floor is None else f"{median_cpu[name] - median_cpu[floor]:+.3f}"})
     out = ["## Start-up and the training pool", "",
            f"Machine: {machine_line()}. Command: `python benchmarks/bench_startup.py` ({runs} runs of each "
-           f"command as a fresh process, interleaved; wall time). Load average (1 min) when the runs started: "
-           f"{load:.1f}.", "",
-           *markdown_table(rows, ["command", "median s", "min s", "above its floor (median) s"]), "",
+           f"command as a fresh process, interleaved; wall time, and CPU time: user + system of the command and its "
+           f"children, which a loaded machine inflates much less than wall time). Load average (1 min) when the "
+           f"runs started: {load:.1f}.", "",
+           *markdown_table(rows, ["command", "median s", "min s", "above its floor (median) s", "median CPU s",
+                                  "CPU above its floor s"]), "",
            "Floors: `--version` and `--help` against `python -c pass`; a one-applicant plan against "
            "`python -c \"import sklearn, pandas\"` (loading any scikit-learn model imports both). Commands import "
            "their modules only when they run, so `--version` and `--help` load typer and nothing numerical "

@@ -206,13 +206,16 @@ class ApplicantFile:
         )
 
     def chunks(self, chunk_size: int, *, start: int = 0) -> Iterator[ApplicantChunk]:
-        """Stream the applicants in chunks of ``chunk_size`` rows, from row ``start`` (a multiple of it)."""
-        if start % chunk_size:
-            raise InputError(f"Resuming needs a start row that is a multiple of the chunk size ({chunk_size}).")
+        """Stream the applicants in chunks of ``chunk_size`` rows, from row ``start``.
+
+        When ``start`` is not a multiple of ``chunk_size`` (a resumed run with another chunk size), the
+        first chunk is the rest of the chunk holding row ``start``.
+        """
         offset = 0
         for frame in self._frames(chunk_size):
-            if offset >= start:
-                yield self._prepare(frame, offset)
+            if offset + len(frame) > start:
+                skip = max(0, start - offset)
+                yield self._prepare(frame.iloc[skip:] if skip else frame, offset + skip)
             offset += len(frame)
 
     # ----------------------------------------------------------------------

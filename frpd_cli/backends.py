@@ -75,14 +75,19 @@ def cap_jobs(n_jobs: int) -> int:
 _CONTROLLER = None
 
 
-def one_thread():
-    """A context in which BLAS and OpenMP libraries use one thread (the controller is built once)."""
+def thread_controller():
+    """The process's threadpoolctl controller (built once: it inspects every loaded library)."""
     global _CONTROLLER
     if _CONTROLLER is None:
         from threadpoolctl import ThreadpoolController
 
         _CONTROLLER = ThreadpoolController()
-    return _CONTROLLER.limit(limits=1)
+    return _CONTROLLER
+
+
+def one_thread():
+    """A context in which BLAS and OpenMP libraries use one thread (the controller is built once)."""
+    return thread_controller().limit(limits=1)
 
 
 @contextmanager
@@ -192,9 +197,7 @@ def _init_worker(shared, parent_pid: int) -> None:
     global _WORKER_SHARED
     _WORKER_SHARED = shared
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # the parent handles Ctrl-C and shuts the pool down
-    from threadpoolctl import threadpool_limits
-
-    threadpool_limits(limits=1)
+    thread_controller().limit(limits=1)               # for the worker's life (a forked worker reuses the controller)
     threading.Thread(target=_watch_parent, args=(parent_pid,), name="frpd-parent-watchdog", daemon=True).start()
 
 

@@ -24,7 +24,6 @@ import pandas as pd
 
 from .encoding import Encoder
 from .exceptions import InputError
-from .graph import attach_source, extract_path, shortest_paths
 
 __all__ = [
     "LinearResult",
@@ -57,7 +56,7 @@ class LinearResult:
     probability : ndarray of shape (n_segments,)
         The model's favourable probability of each recourse.
     n_model_calls : int
-        Number of batched model calls made (grid round plus bisection rounds).
+        Number of batched model calls made (grid round plus bisection calls, two steps each).
     found : ndarray of bool, shape (n_segments,)
         False where not even the end point is favourable (its row is then the
         end point, not a recourse).
@@ -153,7 +152,10 @@ def interpolate_linear(
     Notes
     -----
     All segments share each model call: one call of ``n_segments * n_grid``
-    rows, then ``ceil(log2(1 / (n_grid * tol)))`` calls of ``n_segments`` rows.
+    rows, then ``ceil(r / 2)`` calls of at most ``3 * n_segments`` rows for the
+    ``r = ceil(log2(1 / (n_grid * tol)))`` bisection steps (each call scores
+    two levels of the bisection tree; the steps taken are those of plain
+    bisection).
     A favourable stretch shorter than a grid step before the first favourable
     grid point can be missed; the point returned is then still favourable.
 
@@ -191,23 +193,50 @@ def interpolate_linear(
     best_prob = prob[np.arange(n), first]
     calls = 1
 
-    # Bisection on every bracket longer than tol, all segments in one call per round.
+    # Bisection on every bracket longer than tol. Each model call scores the next two levels of every open
+    # bracket's bisection tree (its midpoint, and the midpoints of both halves when the half would still be
+    # longer than tol), then two bisection steps are replayed on those scores: the points tried and the
+    # decisions are exactly those of one midpoint per call (a row's probability does not depend on its batch),
+    # with half the calls.
+    def score(seg, t):
+        Z = X0[seg] + t[:, None] * direction[seg]
+        scored = decode_from(encoder, Z, X0[seg], raw0.iloc[seg].reset_index(drop=True))
+        return scored, np.asarray(model.favorable_probability(scored), dtype=np.float64)
+
+    def step(seg, mid, at, scored, sprob):
+        ok = sprob[at] >= model.threshold
+        hi[seg[ok]] = mid[ok]
+        lo[seg[~ok]] = mid[~ok]
+        if ok.any():
+            for c in best:
+                best[c][seg[ok]] = scored[c].to_numpy()[at[ok]]
+            best_prob[seg[ok]] = sprob[at[ok]]
+        return ok
+
     while True:
         active = np.flatnonzero(hi - lo > tol)
         if active.size == 0:
             break
-        mid = 0.5 * (lo[active] + hi[active])
-        Zm = X0[active] + mid[:, None] * direction[active]
-        mrows = decode_from(encoder, Zm, X0[active], raw0.iloc[active].reset_index(drop=True))
-        mprob = np.asarray(model.favorable_probability(mrows), dtype=np.float64)
+        lo_a, hi_a = lo[active], hi[active]
+        mid = 0.5 * (lo_a + hi_a)
+        left = mid - lo_a > tol            # the bracket after a favourable midpoint is [lo, mid]
+        right = hi_a - mid > tol           # after an unfavourable one, [mid, hi]
+        mid_left = 0.5 * (lo_a + mid)
+        mid_right = 0.5 * (mid + hi_a)
+        n_left, n_right = int(left.sum()), int(right.sum())
+        seg = np.concatenate([active, active[left], active[right]])
+        scored, sprob = score(seg, np.concatenate([mid, mid_left[left], mid_right[right]]))
         calls += 1
-        ok = mprob >= model.threshold
-        hi[active[ok]] = mid[ok]
-        lo[active[~ok]] = mid[~ok]
-        if ok.any():
-            for c in best:
-                best[c][active[ok]] = mrows[c].to_numpy()[ok]
-            best_prob[active[ok]] = mprob[ok]
+        at_left = np.full(active.size, -1, dtype=np.int64)
+        at_left[left] = active.size + np.arange(n_left)
+        at_right = np.full(active.size, -1, dtype=np.int64)
+        at_right[right] = active.size + n_left + np.arange(n_right)
+        ok = step(active, mid, np.arange(active.size), scored, sprob)
+        # second step where the new bracket is still longer than tol: its midpoint was scored above
+        second = np.where(ok, left, right)
+        if second.any():
+            chosen = np.where(ok, mid_left, mid_right)[second]
+            step(active[second], chosen, np.where(ok, at_left, at_right)[second], scored, sprob)
     best_rows = pd.DataFrame({c: pd.Series(v, dtype=rows[c].dtype) for c, v in best.items()})
     return LinearResult(rows=best_rows, t=hi, probability=best_prob, n_model_calls=calls, found=found)
 
@@ -299,6 +328,8 @@ def reach_from(graph, X: np.ndarray, codes, x0: np.ndarray, codes0, *, max_cost:
     ``O(N p)`` to attach (brute force over the rows) plus ``O((N + E) log N)``
     for Dijkstra; the hop counts add ``O(N log depth)``.
     """
+    from .graph import attach_source, shortest_paths  # the graph module only where a graph is used
+
     neighbors, weights = attach_source(graph, X, codes, x0, codes0)
     limit = np.inf if max_cost is None else float(max_cost)
     dist, predecessor = shortest_paths(graph, neighbors, weights, limit=limit)
@@ -326,6 +357,8 @@ def graph_path(reach: GraphReach, row: int, *, endpoint: str = "prototype", favo
         raise InputError(f"The 'endpoint' option must be one of {', '.join(ENDPOINTS)}. Got {endpoint!r} instead.")
     if not np.isfinite(reach.dist[row]):
         raise InputError(f"Training row {row} is not reachable from the applicant; it cannot end a path.")
+    from .graph import extract_path
+
     path = extract_path(reach.predecessor, int(row))
     if endpoint == "first-favorable":
         if favorable is None:

@@ -568,8 +568,7 @@ def _score_in_blocks(estimator, method: str, X, path: str) -> np.ndarray:
     final, Xt = estimator, X
     prefix = _rowwise_prefix(estimator)
     if prefix is not None:
-        for step in prefix:
-            Xt = step.transform(Xt)
+        Xt = _transform_rowwise(prefix, Xt)
         final = estimator.steps[-1][1]
     call = getattr(final, method)
     n_rows = Xt.shape[0]
@@ -586,6 +585,24 @@ def _score_in_blocks(estimator, method: str, X, path: str) -> np.ndarray:
             )
         parts.append(out[: stop - start])
     return np.concatenate(parts, axis=0)
+
+
+def _transform_rowwise(prefix: list, X):
+    """The row-wise steps applied to ``X``: compiled when a single ColumnTransformer allows it (same bits)."""
+    if len(prefix) == 1 and isinstance(X, pd.DataFrame):
+        from ._rowwise import compile_prefix, compiled_prefix
+
+        compiled = compiled_prefix(prefix[0])
+        if compiled is None:           # not checked yet: scikit-learn's output serves this batch and the check
+            out = prefix[0].transform(X)
+            compile_prefix(prefix[0], X, reference=out)
+            return out
+        out = compiled.transform(X) if compiled is not False else None
+        if out is not None:
+            return out
+    for step in prefix:
+        X = step.transform(X)
+    return X
 
 
 def _rowwise_prefix(estimator) -> list | None:
@@ -611,17 +628,11 @@ def _is_rowwise(step) -> bool:
     return False
 
 
-_THREADPOOLS = None
-
-
 def _one_blas_thread():
-    """A context in which BLAS uses one thread (the controller is built once, on first use)."""
-    global _THREADPOOLS
-    if _THREADPOOLS is None:
-        from threadpoolctl import ThreadpoolController
+    """A context in which BLAS uses one thread (the process's one controller, built on first use)."""
+    from .backends import thread_controller
 
-        _THREADPOOLS = ThreadpoolController()
-    return _THREADPOOLS.limit(limits=1, user_api="blas")
+    return thread_controller().limit(limits=1, user_api="blas")
 
 
 # ---------------------------------------------------------------------------- loading

@@ -121,9 +121,20 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     Rows in the pool whose move from the applicant is actionable (same
     immutable values, monotone features on the allowed side) and that differ
     from the applicant in the encoded space.
+
+    Notes
+    -----
+    The pool's rows are grouped once by their immutable values (remembered for
+    the last pool, like :meth:`TrainingSet.pool_rows`), so an applicant's
+    filter reads its own group only: the immutable test becomes one lookup and
+    the monotone tests run on the group's rows. The result is the same rows as
+    testing every constraint on every pool row.
     """
     rows, X_rows = training.pool_rows(pool)         # check the (usually much smaller) pool only
-    at = _actionable_rows(codes0, training.codes, rows, np.arange(rows.size))
+    index = _pool_index(training, pool, rows)
+    at = index.group(codes0)
+    for j, column in enumerate(index.monotone):
+        at = at[(column[at] - codes0.monotone[0, j]) * index.direction[j] >= 0]
     x0 = np.asarray(x0)
     for block, outside in outside_ranges(training):
         out = outside[rows[at]]
@@ -138,17 +149,48 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     return mask
 
 
-def _actionable_rows(codes0, codes, rows: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """The positions ``at`` (into ``rows``) of the rows the move from the applicant to them leaves actionable.
+class _PoolIndex:
+    """The pool's positions grouped by immutable values, and its monotone codes as contiguous columns."""
 
-    The rule of :func:`frpd_cli.constraints.actionable_mask`, applied one constraint column at a time to the
-    rows still standing, so that no (rows x columns) copy of the codes is made per applicant.
-    """
-    for j in range(codes.immutable.shape[1]):
-        at = at[codes.immutable[rows[at], j] == codes0.immutable[0, j]]
-    for j in range(codes.monotone.shape[1]):
-        at = at[(codes.monotone[rows[at], j] - codes0.monotone[0, j]) * codes.direction[j] >= 0]
-    return at
+    def __init__(self, codes, rows: np.ndarray):
+        immutable = np.take(codes.immutable, rows, axis=0)
+        self.monotone = [np.ascontiguousarray(codes.monotone[rows, j]) for j in range(codes.monotone.shape[1])]
+        self.direction = codes.direction
+        self.n_immutable = immutable.shape[1]
+        self.groups: dict = {}
+        if self.n_immutable == 0:
+            self.everything = np.arange(rows.size)
+            return
+        usable = np.flatnonzero(~np.isnan(immutable).any(axis=1))   # NaN equals nothing: never a candidate
+        if usable.size:
+            keys, inverse = np.unique(immutable[usable], axis=0, return_inverse=True)
+            order = np.argsort(inverse.reshape(-1), kind="stable")
+            bounds = np.searchsorted(inverse.reshape(-1)[order], np.arange(keys.shape[0] + 1))
+            for g, key in enumerate(keys.tolist()):
+                members = usable[order[bounds[g]:bounds[g + 1]]]
+                key = tuple(key)
+                if key in self.groups:                # 0.0 and -0.0: equal values, one group (ascending rows)
+                    members = np.sort(np.concatenate([self.groups[key], members]))
+                self.groups[key] = members
+        self.empty = np.zeros(0, dtype=np.int64)
+
+    def group(self, codes0) -> np.ndarray:
+        """Positions (ascending) of the pool rows with exactly the applicant's immutable values."""
+        if self.n_immutable == 0:
+            return self.everything
+        key = tuple(codes0.immutable[0].tolist())
+        if any(k != k for k in key):
+            return self.empty
+        return self.groups.get(key, self.empty)
+
+
+def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray) -> _PoolIndex:
+    cached = training.__dict__.get("_pool_index")
+    if cached is not None and cached[0] is pool:
+        return cached[1]
+    index = _PoolIndex(training.codes, rows)
+    object.__setattr__(training, "_pool_index", (pool, index))
+    return index
 
 
 def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray) -> np.ndarray:  # rows: positions in X

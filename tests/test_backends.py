@@ -151,3 +151,15 @@ def test_workers_exit_when_the_parent_is_killed(sample_paths, tmp_path):
         for pid in _alive(workers):                 # never leave our own strays behind
             os.kill(pid, signal.SIGKILL)
         parent.stdout.close()
+
+
+def _blas_threads(i):
+    from threadpoolctl import threadpool_info
+
+    return [lib["num_threads"] for lib in threadpool_info() if lib["user_api"] == "blas"], os.getpid()
+
+
+def test_local_workers_run_blas_on_one_thread():
+    results = list(map_ordered(_blas_threads, [(i,) for i in range(6)], n_jobs=2))
+    assert all(threads and set(threads) == {1} for threads, _ in results)
+    assert os.getpid() not in {pid for _, pid in results}

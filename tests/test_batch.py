@@ -139,3 +139,35 @@ def test_drop_missing_reports_invalid_input(sample_paths, tmp_path):
     expected = [json.loads(line) for line in plain.stdout.splitlines()]
     assert [r for i, r in enumerate(records) if i not in (2, 5)] == [r for i, r in enumerate(expected)
                                                                      if i not in (2, 5)]
+
+
+def test_resume_with_another_chunk_size_gives_identical_bytes(sample_paths, tmp_path, monkeypatch):
+    # results do not depend on the batching, so the chunk size is not part of what a resume must match
+    import frpd_cli.cli.plan as plan_module
+
+    applicants, n = _big_applicants(sample_paths, tmp_path, 4)
+    reference = tmp_path / "reference.csv"
+    done = runner.invoke(app, _args(sample_paths, applicants, "--format", "csv", "--chunk-size", "8",
+                                    "--output", str(reference)))
+    assert done.exit_code == 0, done.stderr
+
+    real_stream = plan_module.plan_stream
+
+    def interrupted(*args, **kwargs):
+        for i, plans in enumerate(real_stream(*args, **kwargs)):
+            if i == 3:
+                raise RuntimeError("interrupted on purpose")
+            yield plans
+
+    out = tmp_path / "out.csv"
+    monkeypatch.setattr(plan_module, "plan_stream", interrupted)
+    first = runner.invoke(app, _args(sample_paths, applicants, "--format", "csv", "--chunk-size", "8",
+                                     "--output", str(out), "--resume"))
+    assert first.exit_code != 0 and not out.exists()
+    assert json.loads(sidecar_path(out).read_text())["done"] == 24
+    monkeypatch.setattr(plan_module, "plan_stream", real_stream)
+    resumed = runner.invoke(app, _args(sample_paths, applicants, "--format", "csv", "--chunk-size", "5",
+                                       "--output", str(out), "--resume"))
+    assert resumed.exit_code == 0, resumed.stderr
+    assert "Resuming" in resumed.stderr and "after 24 complete" in resumed.stderr
+    assert out.read_bytes() == reference.read_bytes() and n > 24

@@ -138,3 +138,33 @@ def test_training_set_pool_cache_is_not_pickled(crafted):
     copy = pickle.loads(pickle.dumps(training))
     assert "_pool_rows" not in copy.__dict__
     assert np.array_equal(copy.X, training.X) and copy.codes.immutable_names == training.codes.immutable_names
+
+
+@pytest.mark.parametrize("n_immutable", [0, 1, 3])
+def test_candidate_mask_groups_agree_with_the_rule_on_awkward_codes(n_immutable):
+    # the pool is grouped by immutable values once: NaN codes (equal to nothing), 0.0 and -0.0 (equal), values
+    # no pool row has, and a second pool array (the grouping of the first must not be reused for it)
+    from frpd_cli.constraints import ConstraintCodes, actionable_mask
+    from frpd_cli.dataset import TrainingSet
+    from frpd_cli.projection import candidate_mask
+
+    rng = np.random.default_rng(n_immutable)
+    n = 300
+    X = rng.integers(0, 3, size=(n, 3)).astype(np.float64)
+    immutable = rng.choice([0.0, -0.0, 1.0, np.nan], size=(n, n_immutable))
+    codes = ConstraintCodes(immutable=immutable, monotone=rng.integers(0, 3, size=(n, 1)).astype(np.float64),
+                            direction=np.array([1], dtype=np.int8))
+    pools = [rng.random(n) < 0.6, rng.random(n) < 0.3]
+    training = TrainingSet(frame=None, schema=None, encoder=None, X=X, codes=codes, probability=pools[0] * 1.0,
+                           favorable=pools[0], labeled=pools[0])
+    applicants = [codes.row(i) for i in range(12)]
+    applicants.append(ConstraintCodes(immutable=np.full((1, n_immutable), 7.0), monotone=np.zeros((1, 1)),
+                                      direction=codes.direction))
+    for pool in pools + pools:
+        for i, codes0 in enumerate(applicants):
+            x0 = X[min(i, n - 1)]
+            expected = pool & actionable_mask(codes0, codes) & ~np.all(X == x0, axis=1)
+            assert np.array_equal(candidate_mask(training, x0, codes0, pool), expected)
+    if n_immutable:
+        zero = np.flatnonzero((immutable == 0).all(axis=1) & pools[0])
+        assert np.signbit(immutable[zero]).any() and not np.signbit(immutable[zero]).all()

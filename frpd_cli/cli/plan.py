@@ -133,7 +133,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         task = progress.add_task("plan", total=scan.n_rows)
         if to_file and streamable:
             stamp = fingerprint() if fingerprint is not None else {}
-            out = ResumableOutput(output, fingerprint={**stamp, "format": fmt, "chunk_size": chunk_size},
+            # --chunk-size, --jobs and the backend are not part of it: they never change the output bytes
+            out = ResumableOutput(output, fingerprint={**stamp, "format": fmt},
                                   resume=resume, count_records=_RECORD_COUNTERS[fmt])
             try:
                 with out:

@@ -1,0 +1,305 @@
+"""A direct implementation of the most common model preprocessing, bit for bit equal to scikit-learn's.
+
+Most models frpd is used with are a scikit-learn ``Pipeline`` whose first step is a
+``ColumnTransformer`` of a ``OneHotEncoder`` (categorical columns) and a ``MinMaxScaler`` or
+``StandardScaler`` (numeric columns). ``ColumnTransformer.transform`` validates its input column by
+column on every call, which costs about ten milliseconds per call whatever the number of rows; the
+linear interpolation makes about nine model calls per chunk of applicants, so that fixed cost was
+the largest single item of a plan after the selection itself.
+
+:func:`compile_prefix` reads the fitted transformer once and returns a :class:`CompiledPrefix` that
+computes the same matrix with a few numpy operations: the one-hot codes by a hash lookup of each
+column, the scaling by the same two elementwise operations scikit-learn applies (``X *= scale_;
+X += min_``, or ``X -= mean_; X /= scale_``), and the horizontal stacking into the same sparse (or
+dense) layout. The result must be identical, not close: a last bit can flip a decision at the
+threshold. So the compiled form is used only after it reproduced scikit-learn's own output exactly
+(type, shape, dtype, sparse structure and every value's bits) on the first rows it is given, and
+only for inputs it fully understands: string or numeric categories that are all known, numeric
+columns of plain integer or float64 type without NaN or infinity. Anything else (unknown
+categories, missing values, other transformers or options, a changed output configuration) goes
+to scikit-learn itself, for that call, with the same result.
+
+Nothing here changes what a row's probability is; it only removes repeated validation.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["CompiledPrefix", "compile_prefix", "compiled_prefix"]
+
+_CT = "sklearn.compose._column_transformer.ColumnTransformer"
+_ONEHOT = "sklearn.preprocessing._encoders.OneHotEncoder"
+_MINMAX = "sklearn.preprocessing._data.MinMaxScaler"
+_STANDARD = "sklearn.preprocessing._data.StandardScaler"
+
+#: Rows of the first batch on which a compiled prefix must reproduce scikit-learn exactly.
+_PROBE_ROWS = 4096
+
+_UNCHECKED = object()
+_compiled: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _kind(obj) -> str:
+    return f"{type(obj).__module__}.{type(obj).__qualname__}"
+
+
+class _OneHot:
+    """One-hot block of ``columns`` (no dropped or infrequent categories)."""
+
+    def __init__(self, encoder, columns):
+        self.columns = list(columns)
+        self.n_out = int(sum(len(c) for c in encoder.categories_))
+        self.offsets = np.cumsum([0] + [len(c) for c in encoder.categories_])[:-1].astype(np.int64)
+        self.dtype = np.dtype(encoder.dtype)
+        self.string = []
+        self.lookups = []
+        for cats in encoder.categories_:
+            cats = np.asarray(cats)
+            if cats.dtype.kind == "O" and all(type(c) is str for c in cats):
+                # the same lookup scikit-learn makes (a dict from category to position), without its checks
+                self.string.append(True)
+                self.lookups.append({c: i for i, c in enumerate(cats.tolist())})
+            elif cats.dtype.kind in "iuf" and not (cats.dtype.kind == "f" and np.isnan(cats).any()):
+                self.string.append(False)
+                self.lookups.append(cats)
+            else:
+                raise _Unsupported
+        self.n_features = len(self.lookups)
+
+    def codes(self, frame: pd.DataFrame):
+        """Output column of every row's category, shape (n_rows, n_features); None when a value is not simple."""
+        n = len(frame)
+        out = np.empty((n, self.n_features), dtype=np.int64)
+        for j, (name, lookup, string) in enumerate(zip(self.columns, self.lookups, self.string)):
+            values = frame[name].to_numpy()
+            if string:
+                if values.dtype.kind != "O":
+                    return None
+                try:
+                    code = np.fromiter(map(lookup.__getitem__, values), dtype=np.int64, count=n)
+                except (KeyError, TypeError):
+                    return None         # an unknown category or a missing value: scikit-learn decides
+            else:
+                if not isinstance(values.dtype, np.dtype) or values.dtype.kind not in "iuf":
+                    return None
+                if values.dtype.kind == "f" and not np.isfinite(values).all():
+                    return None
+                code = np.searchsorted(lookup, values)
+                inside = code < lookup.size
+                if not inside.all() or not (lookup[code] == values).all():
+                    return None
+            out[:, j] = code + self.offsets[j]
+        return out
+
+
+class _Scaler:
+    """Dense block of numeric ``columns``: ``X *= a; X += b`` (min-max) or ``X -= a; X /= b`` (standard)."""
+
+    def __init__(self, scaler, columns, kind):
+        self.columns = list(columns)
+        self.n_out = len(self.columns)
+        self.kind = kind
+        if kind == _MINMAX:
+            self.first, self.second = np.asarray(scaler.scale_), np.asarray(scaler.min_)
+            self.clip = tuple(scaler.feature_range) if scaler.clip else None
+        else:
+            self.first = np.asarray(scaler.mean_) if scaler.with_mean else None
+            self.second = np.asarray(scaler.scale_) if scaler.with_std else None
+            self.clip = None
+        for a in (self.first, self.second):
+            if a is not None and (a.dtype != np.float64 or a.shape != (self.n_out,)):
+                raise _Unsupported
+
+    def values(self, frame: pd.DataFrame):
+        """The scaled block, float64 of shape (n_rows, n_columns); None when a column is not plain numbers."""
+        for name in self.columns:
+            dtype = frame[name].dtype
+            if not isinstance(dtype, np.dtype) or not (dtype.kind in "iu" or dtype == np.float64):
+                return None
+        X = frame[self.columns].to_numpy(dtype=np.float64, copy=True)
+        if not np.isfinite(X).all():
+            return None
+        if self.kind == _MINMAX:
+            X *= self.first
+            X += self.second
+            if self.clip is not None:
+                np.clip(X, self.clip[0], self.clip[1], out=X)
+        else:
+            if self.first is not None:
+                X -= self.first
+            if self.second is not None:
+                X /= self.second
+        return X
+
+
+class _Unsupported(Exception):
+    pass
+
+
+class CompiledPrefix:
+    """A fitted ``ColumnTransformer`` of one-hot encoders and scalers, computed directly.
+
+    Use :func:`compile_prefix`; :meth:`transform` returns None for a batch it does not handle.
+    """
+
+    def __init__(self, transformer):
+        if _kind(transformer) != _CT or getattr(transformer, "feature_names_in_", None) is None:
+            raise _Unsupported
+        config = getattr(transformer, "_sklearn_output_config", None) or {}
+        if config.get("transform") not in (None, "default"):
+            raise _Unsupported
+        self.sparse = bool(transformer.sparse_output_)
+        self.blocks = []
+        names = {str(c) for c in transformer.feature_names_in_}
+        for _name, step, columns in transformer.transformers_:
+            if isinstance(step, str) and step == "drop":
+                continue
+            if isinstance(columns, str) or not all(isinstance(c, str) for c in np.asarray(columns, dtype=object)):
+                raise _Unsupported          # a single column name (1-D input) or positions: not handled here
+            columns = [str(c) for c in columns]
+            if not columns:
+                continue                    # scikit-learn skips empty selections
+            if isinstance(step, str):
+                raise _Unsupported          # passthrough
+            if not set(columns) <= names:
+                raise _Unsupported
+            kind = _kind(step)
+            if kind == _ONEHOT:
+                if (getattr(step, "drop_idx_", None) is not None or getattr(step, "_infrequent_enabled", False)
+                        or len(step.categories_) != len(columns)):
+                    raise _Unsupported
+                self.blocks.append(_OneHot(step, columns))
+            elif kind in (_MINMAX, _STANDARD):
+                self.blocks.append(_Scaler(step, columns, kind))
+            else:
+                raise _Unsupported
+        if not self.blocks:
+            raise _Unsupported
+        self.n_out = sum(b.n_out for b in self.blocks)
+        self.result_type = None       # the sparse class scikit-learn returns, learned when checked
+        self.index_dtype = None
+
+    def transform(self, frame: pd.DataFrame):
+        """The transformed rows, as scikit-learn's ``transform`` returns them; None when not handled."""
+        parts, start = [], 0
+        for block in self.blocks:
+            if isinstance(block, _OneHot):
+                codes = block.codes(frame)
+                if codes is None:
+                    return None
+                parts.append((True, codes + start, start, block))
+            else:
+                values = block.values(frame)
+                if values is None:
+                    return None
+                parts.append((False, values, start, block))
+            start += block.n_out
+        return self._sparse(parts, len(frame)) if self.sparse else self._dense(parts, len(frame))
+
+    def _dense(self, parts, n):
+        out = []
+        for onehot, values, start, block in parts:
+            if onehot:
+                dense = np.zeros((n, block.n_out), dtype=block.dtype)
+                np.put_along_axis(dense, values - start, 1, axis=1)
+                out.append(dense)
+            else:
+                out.append(values)
+        return np.hstack(out)
+
+    def _sparse(self, parts, n):
+        # Every row: its one-hot entries and the non-zero scaled values, in ascending output column order
+        # (the order scipy's hstack of the blocks gives; checked against scikit-learn before first use).
+        columns, values = [], []
+        for onehot, block_values, start, block in parts:
+            if onehot:
+                columns.append(block_values)
+                values.append(np.ones(block_values.shape, dtype=np.float64))
+            else:
+                columns.append(np.broadcast_to(np.arange(start, start + block.n_out, dtype=np.int64),
+                                               block_values.shape))
+                values.append(block_values)
+        C = np.concatenate(columns, axis=1)
+        V = np.concatenate(values, axis=1)
+        keep = V != 0
+        indptr = np.zeros(n + 1, dtype=self.index_dtype or np.int32)
+        np.cumsum(keep.sum(axis=1), out=indptr[1:])
+        indices = C[keep].astype(self.index_dtype or np.int32)
+        data = V[keep]
+        cls = self.result_type
+        if cls is None:
+            from scipy import sparse
+
+            cls = sparse.csr_matrix
+        return cls((data, indices, indptr), shape=(n, self.n_out))
+
+
+def _same(a, b) -> bool:
+    """Whether two transform outputs are identical: type, shape, dtype, sparse structure, every bit."""
+    if type(a) is not type(b) or a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if isinstance(a, np.ndarray):
+        return a.tobytes() == b.tobytes()
+    return (a.indptr.dtype == b.indptr.dtype and a.indices.dtype == b.indices.dtype
+            and np.array_equal(a.indptr, b.indptr) and np.array_equal(a.indices, b.indices)
+            and a.data.tobytes() == b.data.tobytes())
+
+
+def compiled_prefix(transformer):
+    """What :func:`compile_prefix` decided for ``transformer``: a CompiledPrefix, False (not compilable) or None
+    (not checked yet in this process)."""
+    try:
+        known = _compiled.get(transformer, _UNCHECKED)
+    except TypeError:               # not weak-referenceable: never compiled
+        return False
+    if known is _UNCHECKED:
+        return None
+    return False if known is None else known
+
+
+def compile_prefix(transformer, frame: pd.DataFrame, reference=None):
+    """The compiled form of ``transformer`` if it reproduces scikit-learn on ``frame``, else None.
+
+    Parameters
+    ----------
+    transformer : fitted ColumnTransformer (anything else gives None)
+    frame : DataFrame
+        Rows to check on (the first :data:`_PROBE_ROWS`, or all of them with ``reference``); typically the
+        first batch scored.
+    reference : optional
+        ``transformer.transform(frame)`` when the caller has computed it (the check then costs no second
+        scikit-learn call).
+
+    Returns
+    -------
+    CompiledPrefix or None
+        Remembered per transformer (weakly), so the check runs once per process.
+    """
+    known = compiled_prefix(transformer)
+    if known is not None:
+        return known or None
+    compiled = None
+    try:
+        candidate = CompiledPrefix(transformer)
+    except (_Unsupported, AttributeError, TypeError, ValueError):
+        candidate = None
+    if candidate is not None:
+        probe = frame if reference is not None else frame.iloc[:_PROBE_ROWS]
+        try:
+            expected = reference if reference is not None else transformer.transform(probe)
+            if not isinstance(expected, np.ndarray):
+                candidate.result_type = type(expected)
+                candidate.index_dtype = expected.indices.dtype
+            got = candidate.transform(probe)
+            if got is None:
+                return None         # rows it leaves to scikit-learn (an unknown category): check on a later batch
+            if _same(got, expected):
+                compiled = candidate
+        except Exception:           # whatever went wrong, scikit-learn stays in charge
+            compiled = None
+    _compiled[transformer] = compiled
+    return compiled
