@@ -121,13 +121,24 @@ def sample(sample_paths):
     return training, model, applicants, graph, sample_paths
 
 
+@pytest.fixture(scope="module")
+def sample_per_change(sample):
+    """The sample data with the default graph of build-graph: neighbours per number of changed categories."""
+    from frpd_cli.cli.graph import category_blocks
+
+    training, model, applicants, _, sample_paths = sample
+    graph = build_graph(training.X, training.codes, n_neighbors=10, category_blocks=category_blocks(training.encoder))
+    return training, model, applicants, graph, sample_paths
+
+
 # ----------------------------------------------------------------------------- invariants
 
 
 @pytest.mark.parametrize("endpoint", ["prototype", "first-favorable"])
 @pytest.mark.parametrize("method", ["quad", "dpp-greedy", "nearest", "face"])
-def test_graph_plans_hold_every_invariant(sample, method, endpoint):
-    training, model, applicants, graph, paths = sample
+@pytest.mark.parametrize("graph_kind", ["sample", "sample_per_change"])
+def test_graph_plans_hold_every_invariant(graph_kind, method, endpoint, request):
+    training, model, applicants, graph, paths = request.getfixturevalue(graph_kind)
     settings = PlanSettings(method=method, k=3, scheme="graph", endpoint=endpoint)
     plans = _plans(training, model, applicants, settings, graph)
     assert [p.applicant for p in plans] == [str(i) for i in range(len(applicants))]
