@@ -279,7 +279,10 @@ def _change_counts(Cs: np.ndarray, Ct: np.ndarray, n_blocks: int) -> np.ndarray:
     One-hot rows agree on a feature exactly when their blocks share their one 1,
     so the count is ``n_blocks - Cs @ Ct.T`` (exact: sums of 0/1 products).
     """
-    return n_blocks - np.rint(Cs @ Ct.T).astype(np.int64)
+    agree = Cs @ Ct.T
+    agree -= n_blocks + 0.5  # -(changes + 0.5): truncation below rounds exactly
+    np.negative(agree, out=agree)
+    return agree.astype(np.int16 if n_blocks < 2**15 else np.int64)
 
 
 def _shell_keys(src: np.ndarray, changes: np.ndarray, n_shells: int) -> np.ndarray:
@@ -355,14 +358,19 @@ def _search_brute_shells(Xg, XTg, mono, direction, n_neighbors, chunk_size, repo
         changes = _change_counts(Cg[rows], Cg, n_blocks)
         D[~ok] = np.inf
         cand = np.zeros((B, G), dtype=bool)
-        for c in np.unique(changes):
+        Dc = np.empty_like(D)
+        present = np.flatnonzero(np.bincount(changes.ravel(), minlength=n_shells))
+        for c in present:
             in_c = changes == c
-            Dc = np.where(in_c, D, np.inf)
+            Dc.fill(np.inf)
+            np.copyto(Dc, D, where=in_c)
             # duplicates (length 0) only occur without changes; they do not count
             c_max = int((Dc <= tol[:, None]).sum(axis=1).max()) if c == 0 else 0
             kth = min(G - 1, n_neighbors + c_max - 1)
-            thr = np.partition(Dc, kth, axis=1)[:, kth]
-            cand |= ok & in_c & (Dc <= thr[:, None] + 2.0 * tol[:, None])
+            Dc.partition(kth, axis=1)  # in place: D itself still holds the values
+            # a shell with fewer than kth + 1 targets gives thr = inf: keep its finite entries only
+            thr = np.minimum(Dc[:, kth] + 2.0 * tol, np.finfo(np.float64).max)
+            cand |= in_c & (D <= thr[:, None])
         bi, gj = np.nonzero(cand)
         src, dst = rows[bi], gj
         length = _lengths(XTg, src, dst)
