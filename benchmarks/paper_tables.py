@@ -242,6 +242,7 @@ def run_dice(p: Prepared, method: str, n_applicants: int, *, constrained: bool =
     explainer = dice_ml.Dice(data, dice_ml.Model(model=p.pipeline, backend="sklearn"), method=method)
     vary = [c for c in p.features if c not in p.spec.immutable] if constrained else "all"
     records, total = [], 0.0
+    integers = {f.name for f in p.training.schema.features if f.kind == "integer"}
     applicants = p.applicants.head(n_applicants)
     for i in range(len(applicants)):
         query = applicants.iloc[[i]]
@@ -260,7 +261,9 @@ def run_dice(p: Prepared, method: str, n_applicants: int, *, constrained: bool =
         recourses = []
         if cfs is not None:
             for j, (_, row) in enumerate(cfs.head(K).iterrows()):
-                recourses.append({"rank": j + 1, "features": {c: row[c] for c in p.features}})
+                # DiCE varies integer features continuously; round them as frpd's own recourses are
+                recourses.append({"rank": j + 1, "features": {c: (int(round(float(row[c]))) if c in integers
+                                                                   else row[c]) for c in p.features}})
         records.append({"applicant": p.ids[i], "status": "ok" if recourses else "infeasible", "reason": None,
                         "method": f"dice-{method}", "recourses": recourses})
     return records, total / max(1, len(applicants))
@@ -490,7 +493,7 @@ def main(argv=None) -> int:
         "favourable; manifold = training rows predicted favourable. Every number is recomputed by "
         "`frpd_cli.evaluation` (recourses re-predicted by the model); cells are mean ± population std over the "
         "applicants; `violations` counts, per plan, the recourses' changes of the paper's immutable features (and "
-        "other constraint breaks). Rows marked *paper* are the published values "
+        "other constraint breaks). DiCE's values of integer features are rounded to whole numbers. Rows marked *paper* are the published values "
         "(Table 1 `tab:manifold_dist`, Table 2 `tab:action`, QUAD-DP from `tab:manifold_dist_br_dp` / "
         "`tab:action_dp`, paths from `tab:action_diverse_path`). s / applicant is wall time of the library call "
         "(select + interpolate, or DiCE's `generate_counterfactuals`) divided by the applicants.", "",
