@@ -436,7 +436,7 @@ def plot_runtime(table: pd.DataFrame, path: Path) -> None:
 # --------------------------------------------------------------------------- main
 
 
-def linear_table(p: Prepared, *, constrained: bool, use_dice: bool, n_dice_genetic: int):
+def linear_table(p: Prepared, *, constrained: bool, use_dice: bool, n_dice_genetic: int, n_dice: int | None = None):
     """One Table 1 for one dataset (our methods, DiCE when asked); returns (markdown lines, summary)."""
     records, seconds = [], {}
     for method in LINEAR_METHODS:
@@ -446,7 +446,7 @@ def linear_table(p: Prepared, *, constrained: bool, use_dice: bool, n_dice_genet
         log(f"  {'constrained' if constrained else 'unconstrained'} {method}: {secs * 1000:.1f} ms/applicant")
     if use_dice:
         n_app = len(p.applicants)
-        for dmethod, n_dice in (("random", n_app), ("genetic", min(n_app, n_dice_genetic))):
+        for dmethod, n_dice in (("random", min(n_app, n_dice or n_app)), ("genetic", min(n_app, n_dice_genetic))):
             try:
                 recs, secs = run_dice(p, dmethod, n_dice, constrained=constrained)
             except Exception as exc:  # noqa: BLE001 - report and keep the other rows
@@ -464,6 +464,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="20 applicants, German only, short runtime sweep")
     parser.add_argument("--n-applicants", type=int, default=200, help="applicants per dataset (default 200)")
+    parser.add_argument("--n-dice", type=int, default=None,
+                        help="applicants for DiCE random (default: all of them)")
     parser.add_argument("--n-dice-genetic", type=int, default=50,
                         help="applicants for DiCE genetic, the slowest method (default 50)")
     parser.add_argument("--datasets", default="german,sba,bank,adult,compas")
@@ -510,7 +512,8 @@ def main(argv=None) -> int:
             log(f"{spec.name}: training the MLP")
             p = prepare(spec, tmp, n_app)
             accuracy_rows.append(f"| {spec.name} | {p.training.n_rows} | {p.accuracy:.3f} | {len(p.applicants)} |")
-            md, summary = linear_table(p, constrained=False, use_dice=use_dice, n_dice_genetic=args.n_dice_genetic)
+            md, summary = linear_table(p, constrained=False, use_dice=use_dice, n_dice_genetic=args.n_dice_genetic,
+                                       n_dice=args.n_dice)
             free_md += md
             md, _ = linear_table(p, constrained=True, use_dice=False, n_dice_genetic=0)
             linear_md += md
