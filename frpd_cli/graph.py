@@ -557,8 +557,8 @@ def default_neighbors(n_rows: int) -> int:
     """The default neighbour count of a graph over ``n_rows`` rows: ``sqrt(n_rows) / 8`` within [10, 20].
 
     10 up to 6,400 rows, 20 from 25,600 rows. Measured on Adult (26,048 training rows, one-hot categories,
-    neighbours per number of changed categories): 10 -> 20 neighbours lowers the mean FACE path cost from 1.35
-    to 1.31 and QUAD's from 2.03 to 1.94, for 1.9x the edges (docs/benchmarks.md). Small data sets reach most
+    neighbours per number of changed categories): 10 -> 20 neighbours lowers the mean FACE path cost from 1.38
+    to 1.35 and QUAD's from 2.03 to 1.94, for 1.9x the edges (docs/benchmarks.md). Small data sets reach most
     rows with 10 already.
     """
     n_rows = _check_int("n_rows", n_rows, 0)
