@@ -44,11 +44,13 @@ PAPER = {"face": (1.33, 2.66), "quad": (1.99, 0.52)}  # Table 2, Adult: path cos
 TARGETS = {"face": 1.35, "quad": 2.0}
 
 
-def rule_rows(p, n_applicants: int) -> list[str]:
+def rule_rows(p, n_applicants: int, neighbors=None) -> list[str]:
     blocks = pt.category_blocks(p.training)
     default = default_neighbors(p.training.n_rows)
     cases = [("plain", 10, None), ("plain", 50, None), ("per change", 5, blocks), ("per change", 10, blocks),
              ("per change", default, blocks), ("per change", 30, blocks)]
+    if neighbors:
+        cases = [("per change", k, blocks) for k in neighbors]
     seen, lines = set(), []
     support = pt.graph_support()
     p.applicants, p.ids = p.applicants.head(n_applicants), p.ids[:n_applicants]
@@ -125,8 +127,12 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-applicants", type=int, default=100, help="denied Adult applicants (default 100)")
     parser.add_argument("--skip-cli", action="store_true", help="skip the build-graph command-line table")
+    parser.add_argument("--dataset", default="adult", help="another dataset of paper_tables.py (own section)")
+    parser.add_argument("--neighbors", default=None, help="comma-separated k to compare, per-change rule")
     args = parser.parse_args(argv)
-    spec = next(s for s in pt.SPECS if s.name == "Adult")
+    spec = next(s for s in pt.SPECS if s.name.lower() == args.dataset.lower())
+    section = "bench_graph_design" + ("" if spec.name == "Adult" else f"_{spec.name.lower()}")
+    neighbors = [int(k) for k in args.neighbors.split(",")] if args.neighbors else None
     if not (pt.DATASETS / spec.file).exists():
         print(f"{spec.file} not found in {pt.DATASETS}; nothing to measure", file=sys.stderr)
         return 0
@@ -135,29 +141,31 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         p = pt.prepare(spec, tmp, args.n_applicants)
         cli = [] if args.skip_cli else cli_rows(p, tmp)
-        rules = rule_rows(p, args.n_applicants)
+        rules = rule_rows(p, args.n_applicants, neighbors)
     lines = [
-        "## Actionability graph design on Adult (`benchmarks/bench_graph_design.py`)", "",
+        f"## Actionability graph design on {spec.name} (`benchmarks/bench_graph_design.py"
+        f"{'' if spec.name == 'Adult' else ' ' + ' '.join(argv if argv is not None else sys.argv[1:])}`)", "",
         f"Machine: {machine_line()}; 1-minute load average {load:.2f} when the run started (CPU times are the "
-        "process's own). Adult with the paper's protocol (`paper_tables.py`: 80/20 split, MLP), "
-        f"{p.training.n_rows:,} training rows, immutable marital status and gender as edge rules; the first "
+        "process's own). {spec.name} with the paper's protocol (`paper_tables.py`: 80/20 split, MLP), "
+        f"{p.training.n_rows:,} training rows, immutable {', '.join(spec.immutable)} as edge rules; the first "
         f"{len(p.applicants)} denied test rows; K = 3, θ = 0.9; path cost as every method's proximity term. "
         "'plain': each row's k nearest actionable rows; 'per change': its k nearest per number of changed "
         f"categorical features (`category_blocks`, the `build-graph` default, k = `default_neighbors(rows)` = "
-        f"{default_neighbors(p.training.n_rows)}). Paper (Table 2): FACE path cost {PAPER['face'][0]}, QUAD "
-        f"{PAPER['quad'][0]} with anti-diversity {PAPER['quad'][1]}; targets FACE ≤ {TARGETS['face']}, QUAD ≤ "
-        f"{TARGETS['quad']}.", "",
+        f"{default_neighbors(p.training.n_rows)}; without mutable categorical features both rules give the same "
+        "graph). " + (f"Paper (Table 2): FACE path cost {PAPER['face'][0]}, QUAD {PAPER['quad'][0]} with "
+                      f"anti-diversity {PAPER['quad'][1]}; targets FACE ≤ {TARGETS['face']}, QUAD ≤ "
+                      f"{TARGETS['quad']}." if spec.name == "Adult" else ""), "",
         "### Neighbour rule", "",
         "| rule | k | edges | build CPU (s) | FACE cost | FACE anti-div | QUAD cost | QUAD anti-div | QUAD validity "
         "| QUAD plan CPU (ms / applicant) |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rules, "",
     ]
     if cli:
-        lines += ["### `frpd build-graph` on Adult (one fresh process per case)", "",
+        lines += [f"### `frpd build-graph` on {spec.name} (one fresh process per case)", "",
                   "| graph | edges | CPU (s) | peak RSS (MB) | graph.npz (MB) |", "|---|---:|---:|---:|---:|", *cli,
                   "", "CPU and peak memory include starting Python, loading the data and the model and scoring "
                   "the training rows (about 1-2 s and 250 MB of the figures)."]
-    publish("bench_graph_design", lines)
+    publish(section, lines)
     return 0
 
 
