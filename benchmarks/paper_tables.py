@@ -446,15 +446,15 @@ def linear_table(p: Prepared, *, constrained: bool, use_dice: bool, n_dice_genet
         log(f"  {'constrained' if constrained else 'unconstrained'} {method}: {secs * 1000:.1f} ms/applicant")
     if use_dice:
         n_app = len(p.applicants)
-        for dmethod, n_dice in (("random", min(n_app, n_dice or n_app)), ("genetic", min(n_app, n_dice_genetic))):
+        for dmethod, n_run in (("random", min(n_app, n_dice or n_app)), ("genetic", min(n_app, n_dice_genetic))):
             try:
-                recs, secs = run_dice(p, dmethod, n_dice, constrained=constrained)
+                recs, secs = run_dice(p, dmethod, n_run, constrained=constrained)
             except Exception as exc:  # noqa: BLE001 - report and keep the other rows
                 log(f"  DiCE {dmethod} failed on {p.name}: {type(exc).__name__}: {exc}")
                 continue
             records += recs
             seconds[f"dice-{dmethod}"] = secs
-            log(f"  dice-{dmethod}: {secs:.2f} s/applicant on {n_dice} applicants")
+            log(f"  dice-{dmethod}: {secs:.2f} s/applicant on {n_run} applicants")
     # scored against the constrained training set: 'violations' counts recourses that change an immutable feature
     summary = evaluate(p, records, seconds)
     return [f"#### {p.name}", "", markdown_table(summary, LINEAR_COLUMNS, PAPER_LINEAR, p.name), ""], summary
@@ -495,7 +495,8 @@ def main(argv=None) -> int:
         "favourable; manifold = training rows predicted favourable. Every number is recomputed by "
         "`frpd_cli.evaluation` (recourses re-predicted by the model); cells are mean ± population std over the "
         "applicants; `violations` counts, per plan, the recourses' changes of the paper's immutable features (and "
-        "other constraint breaks). DiCE's values of integer features are rounded to whole numbers. Rows marked *paper* are the published values "
+        "other constraint breaks). DiCE's values of integer features are rounded to whole numbers. Rows marked "
+        "*paper* are the published values "
         "(Table 1 `tab:manifold_dist`, Table 2 `tab:action`, QUAD-DP from `tab:manifold_dist_br_dp` / "
         "`tab:action_dp`, paths from `tab:action_diverse_path`). s / applicant is wall time of the library call "
         "(select + interpolate, or DiCE's `generate_counterfactuals`) divided by the applicants.", "",

@@ -13,7 +13,6 @@ from test_planning import _setup
 
 from frpd_cli.dataset import build_training_set
 from frpd_cli.graph import build_graph, to_networkx
-from frpd_cli.interpolation import reach_from
 from frpd_cli.planning import PlanSettings, graph_candidates, plan_applicants, select_on_graph
 from frpd_cli.schema import SchemaSpec, infer_schema
 
