@@ -146,7 +146,7 @@ def main(argv=None) -> int:
         f"## Actionability graph design on {spec.name} (`benchmarks/bench_graph_design.py"
         f"{'' if spec.name == 'Adult' else ' ' + ' '.join(argv if argv is not None else sys.argv[1:])}`)", "",
         f"Machine: {machine_line()}; 1-minute load average {load:.2f} when the run started (CPU times are the "
-        "process's own). {spec.name} with the paper's protocol (`paper_tables.py`: 80/20 split, MLP), "
+        f"process's own). {spec.name} with the paper's protocol (`paper_tables.py`: 80/20 split, MLP), "
         f"{p.training.n_rows:,} training rows, immutable {', '.join(spec.immutable)} as edge rules; the first "
         f"{len(p.applicants)} denied test rows; K = 3, θ = 0.9; path cost as every method's proximity term. "
         "'plain': each row's k nearest actionable rows; 'per change': its k nearest per number of changed "
