@@ -173,8 +173,8 @@ def build_graph_command(
     neighbors: Annotated[Optional[int], typer.Option("--neighbors", min=1, help="Edges to the k nearest "
                                                      "actionable rows of each row (duplicates extra), per number "
                                                      "of changed categories unless --no-per-change. Larger k "
-                                                     "reaches more rows in fewer moves. [default: from the number "
-                                                     "of rows: sqrt(rows)/8 within 10 to 20]",
+                                                     "reaches more rows in fewer moves. Default: from the number "
+                                                     "of rows, sqrt(rows)/8 kept within 10 to 20.",
                                                      show_default=False, rich_help_panel="Graph")] = None,
     per_change: Annotated[bool, typer.Option("--per-change/--no-per-change", help="Count --neighbors separately "
                                              "for each number of categorical features a move changes, so that "
