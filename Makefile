@@ -40,6 +40,7 @@ bench: sample_data/model.pkl
 paper-tables: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[plot,bench]'
 	$(BIN)/python benchmarks/paper_tables.py
+	$(BIN)/python benchmarks/bench_graph_design.py
 
 lint: $(STAMP)
 	$(BIN)/python -m pip install --quiet ruff

@@ -6,12 +6,19 @@ Run: python benchmarks/paper_tables.py [--quick] [--n-applicants N] [--datasets 
 Protocol (paper, appendix "Experimental setup"): per dataset an 80/20 train/test split stratified on the label
 (seed 42); a scikit-learn MLP with hidden layers (20, 50, 20) on min-max scaled numeric and one-hot categorical
 features (seeded, single-threaded); applicants = the first N test rows the model predicts unfavourable; K = 3,
-theta = 0.9, h = 1.0; the paper's immutable features. Every plan is scored by `frpd_cli.evaluation`, which
-re-predicts each recourse with the model. Seconds per applicant are measured around the library call.
+theta = 0.9, h = 1.0. Table 1 twice: as the paper states it, "without actionability constraints" (every training
+row the model predicts favourable is a candidate prototype; DiCE may vary every feature), and with the paper's
+immutable features as actionability constraints (what `frpd plan` does). Table 2 on the actionability graph
+(the `build-graph` default: neighbours per number of changed categories, `default_neighbors(rows)`), with the
+immutable features as edge rules and the path cost as every method's proximity term. Every plan is scored by
+`frpd_cli.evaluation`, which re-predicts each recourse with the model. Seconds per applicant are measured around
+the library call.
 
 Outputs: sections `paper_tables` (Tables 1 and 2, the path table, the runtime table) of docs/benchmarks.md, and
 PNG figures in docs/ (`paper_pareto_<dataset>.png`, `paper_runtime.png`). Datasets are read from
-`../shared/datasets` (override with the environment variable FRPD_DATASETS).
+`../shared/datasets` (override with the environment variable FRPD_DATASETS). The run's CPU and wall time are
+written at the end of the section; `--n-applicants`, `--datasets`, `--no-dice`, `--no-sweep` and `--quick` make it
+shorter.
 """
 
 from __future__ import annotations
@@ -143,7 +150,8 @@ def progress(label: str, done: int, total: int) -> None:
 @dataclass
 class Prepared:
     name: str
-    training: object
+    training: object      # with the paper's immutable features (actionability constraints)
+    free: object          # the same rows and model, no immutable feature (the paper's Table 1)
     model: object
     pipeline: object
     train: pd.DataFrame
@@ -188,24 +196,30 @@ def prepare(spec: DatasetSpec, tmp: Path, n_applicants: int) -> Prepared:
                                             immutable=spec.immutable))
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names)
     training = build_training_set(train, schema, model)
+    free = build_training_set(train, infer_schema(train, SchemaSpec(target=spec.target, favorable=1,
+                                                                    categorical=spec.categorical)), model)
     denied = test[features][model.favorable_probability(test[features]) < model.threshold].reset_index(drop=True)
     applicants = denied.head(n_applicants)
     ids = [str(i) for i in range(len(applicants))]
-    return Prepared(spec.name, training, model, pipe, train, applicants, ids, features, spec, accuracy)
+    return Prepared(spec.name, training, free, model, pipe, train, applicants, ids, features, spec, accuracy)
 
 
 # --------------------------------------------------------------------------- methods
 
 
 def run_method(p: Prepared, method: str, *, theta: float = THETA, label: str | None = None,
-               extra: dict | None = None):
-    """Plan every applicant with one of our methods; return (records, seconds per applicant)."""
+               extra: dict | None = None, constrained: bool = True):
+    """Plan every applicant with one of our methods; return (records, seconds per applicant).
+
+    ``constrained=False`` plans on the training set without immutable features (the paper's Table 1).
+    """
     from threadpoolctl import threadpool_limits
 
     settings = PlanSettings(method=method, k=K, theta=theta, bandwidth=BANDWIDTH, **(extra or {}))
+    training = p.training if constrained else p.free
     with threadpool_limits(1):
         start = time.perf_counter()
-        plans = [plan for chunk in plan_applicants(p.training, p.model, p.applicants, p.ids, settings)
+        plans = [plan for chunk in plan_applicants(training, p.model, p.applicants, p.ids, settings)
                  for plan in chunk]
         seconds = (time.perf_counter() - start) / max(1, len(p.applicants))
     records = [plan_record(plan) for plan in plans]
@@ -222,16 +236,20 @@ def dice_available() -> bool:
     return True
 
 
-def run_dice(p: Prepared, method: str, n_applicants: int):
-    """DiCE counterfactuals (random or genetic) on the same model and applicants; records like ours."""
+def run_dice(p: Prepared, method: str, n_applicants: int, *, constrained: bool = False):
+    """DiCE counterfactuals (random or genetic) on the same model and applicants; records like ours.
+
+    ``constrained``: the immutable features are not in ``features_to_vary``; otherwise every feature may vary.
+    """
     import dice_ml
 
     data = dice_ml.Data(dataframe=p.train[[*p.features, p.spec.target]],
                         continuous_features=[c for c in p.features if c not in p.spec.categorical],
                         outcome_name=p.spec.target)
     explainer = dice_ml.Dice(data, dice_ml.Model(model=p.pipeline, backend="sklearn"), method=method)
-    vary = [c for c in p.features if c not in p.spec.immutable]
+    vary = [c for c in p.features if c not in p.spec.immutable] if constrained else "all"
     records, total = [], 0.0
+    integers = {f.name for f in p.training.schema.features if f.kind == "integer"}
     applicants = p.applicants.head(n_applicants)
     for i in range(len(applicants)):
         query = applicants.iloc[[i]]
@@ -250,7 +268,9 @@ def run_dice(p: Prepared, method: str, n_applicants: int):
         recourses = []
         if cfs is not None:
             for j, (_, row) in enumerate(cfs.head(K).iterrows()):
-                recourses.append({"rank": j + 1, "features": {c: row[c] for c in p.features}})
+                # DiCE varies integer features continuously; round them as frpd's own recourses are
+                recourses.append({"rank": j + 1, "features": {c: (int(round(float(row[c]))) if c in integers
+                                                                   else row[c]) for c in p.features}})
         records.append({"applicant": p.ids[i], "status": "ok" if recourses else "infeasible", "reason": None,
                         "method": f"dice-{method}", "recourses": recourses})
         progress(f"DiCE {method}", i + 1, len(applicants))
@@ -287,17 +307,27 @@ def run_graph_method(p: Prepared, method: str, graph, support):
     return records, seconds
 
 
-GRAPH_NEIGHBORS = 10
+def category_blocks(training) -> list:
+    """``[start, stop)`` encoded columns of each categorical feature (what `build-graph` passes by default)."""
+    enc = training.encoder
+    return [(int(enc.offsets[j]), int(enc.offsets[j + 1])) for j, f in enumerate(enc.schema.features)
+            if f.is_categorical]
+
+
+GRAPH_ROWS = []  # (dataset, rows, neighbours, edges, build CPU seconds), for the section text
 
 
 def run_graph_tables(p: Prepared) -> list:
     """Table 2 and the path table for one dataset: graph plans with FACE and our methods."""
-    from frpd_cli.graph import build_graph
+    from frpd_cli.graph import build_graph, default_neighbors
 
     support = graph_support()
-    start = time.perf_counter()
-    graph = build_graph(p.training.X, p.training.codes, n_neighbors=GRAPH_NEIGHBORS)
-    log(f"  graph: {graph.n_edges} edges in {time.perf_counter() - start:.1f} s")
+    start = time.process_time()
+    k = default_neighbors(p.training.n_rows)
+    graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=category_blocks(p.training))
+    seconds = time.process_time() - start
+    GRAPH_ROWS.append((p.name, p.training.n_rows, k, graph.n_edges, seconds))
+    log(f"  graph: {graph.n_edges} edges in {seconds:.1f} s CPU")
     records, seconds = [], {}
     for method in GRAPH_METHODS:
         try:
@@ -417,16 +447,44 @@ def plot_runtime(table: pd.DataFrame, path: Path) -> None:
 # --------------------------------------------------------------------------- main
 
 
+def linear_table(p: Prepared, *, constrained: bool, use_dice: bool, n_dice_genetic: int, n_dice: int | None = None):
+    """One Table 1 for one dataset (our methods, DiCE when asked); returns (markdown lines, summary)."""
+    records, seconds = [], {}
+    for method in LINEAR_METHODS:
+        recs, secs = run_method(p, method, constrained=constrained)
+        records += recs
+        seconds[method] = secs
+        log(f"  {'constrained' if constrained else 'unconstrained'} {method}: {secs * 1000:.1f} ms/applicant")
+    if use_dice:
+        n_app = len(p.applicants)
+        for dmethod, n_run in (("random", min(n_app, n_dice or n_app)), ("genetic", min(n_app, n_dice_genetic))):
+            try:
+                recs, secs = run_dice(p, dmethod, n_run, constrained=constrained)
+            except Exception as exc:  # noqa: BLE001 - report and keep the other rows
+                log(f"  DiCE {dmethod} failed on {p.name}: {type(exc).__name__}: {exc}")
+                continue
+            records += recs
+            seconds[f"dice-{dmethod}"] = secs
+            log(f"  dice-{dmethod}: {secs:.2f} s/applicant on {n_run} applicants")
+    # scored against the constrained training set: 'violations' counts recourses that change an immutable feature
+    summary = evaluate(p, records, seconds)
+    return [f"#### {p.name}", "", markdown_table(summary, LINEAR_COLUMNS, PAPER_LINEAR, p.name), ""], summary
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="20 applicants, German only, short runtime sweep")
     parser.add_argument("--n-applicants", type=int, default=200, help="applicants per dataset (default 200)")
+    parser.add_argument("--n-dice", type=int, default=None,
+                        help="applicants for DiCE random (default: all of them)")
     parser.add_argument("--n-dice-genetic", type=int, default=50,
                         help="applicants for DiCE genetic, the slowest method (default 50)")
     parser.add_argument("--datasets", default="german,sba,bank,adult,compas")
     parser.add_argument("--no-dice", action="store_true", help="skip the DiCE rows")
+    parser.add_argument("--no-sweep", action="store_true", help="skip the theta sweep (Pareto figures)")
     parser.add_argument("--graph-dir", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    wall0, cpu0 = time.perf_counter(), time.process_time()
     wanted = {d.strip().lower() for d in args.datasets.split(",") if d.strip()}
     n_app = 20 if args.quick else args.n_applicants
     if args.quick:
@@ -444,15 +502,17 @@ def main(argv=None) -> int:
         f"Protocol: 80/20 split stratified on the label (seed {SEED}); scikit-learn `MLPClassifier(hidden_layer_"
         "sizes=(20, 50, 20), max_iter=500, random_state=42)` on min-max scaled numeric and one-hot categorical "
         f"features; applicants = the first {n_app} test rows the model predicts unfavourable; K = {K}, "
-        f"θ = {THETA}, h = {BANDWIDTH}; immutable features as in the paper (COMPAS: age, race, sex), no monotone "
-        "constraints, candidate pool = training rows predicted favourable; manifold = training rows predicted "
-        "favourable. Every number is recomputed by `frpd_cli.evaluation` (recourses re-predicted by the model); "
-        "cells are mean ± population std over the applicants. Rows marked *paper* are the published values "
+        f"θ = {THETA}, h = {BANDWIDTH}; no monotone constraints; candidate pool = training rows predicted "
+        "favourable; manifold = training rows predicted favourable. Every number is recomputed by "
+        "`frpd_cli.evaluation` (recourses re-predicted by the model); cells are mean ± population std over the "
+        "applicants; `violations` counts, per plan, the recourses' changes of the paper's immutable features (and "
+        "other constraint breaks). DiCE's values of integer features are rounded to whole numbers. Rows marked "
+        "*paper* are the published values "
         "(Table 1 `tab:manifold_dist`, Table 2 `tab:action`, QUAD-DP from `tab:manifold_dist_br_dp` / "
         "`tab:action_dp`, paths from `tab:action_diverse_path`). s / applicant is wall time of the library call "
         "(select + interpolate, or DiCE's `generate_counterfactuals`) divided by the applicants.", "",
     ]
-    linear_md, graph_md, accuracy_rows = [], [], []
+    free_md, linear_md, graph_md, accuracy_rows = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         for spec in SPECS:
@@ -464,57 +524,56 @@ def main(argv=None) -> int:
             log(f"{spec.name}: training the MLP")
             p = prepare(spec, tmp, n_app)
             accuracy_rows.append(f"| {spec.name} | {p.training.n_rows} | {p.accuracy:.3f} | {len(p.applicants)} |")
-            records, seconds = [], {}
-            for method in LINEAR_METHODS:
-                recs, secs = run_method(p, method)
-                records += recs
-                seconds[method] = secs
-                log(f"  {method}: {secs * 1000:.1f} ms/applicant")
-            if use_dice:
-                for dmethod, n_dice in (("random", n_app), ("genetic", min(n_app, args.n_dice_genetic))):
-                    try:
-                        recs, secs = run_dice(p, dmethod, n_dice)
-                    except Exception as exc:  # noqa: BLE001 - report and keep the other rows
-                        log(f"  DiCE {dmethod} failed on {spec.name}: {type(exc).__name__}: {exc}")
-                        continue
-                    records += recs
-                    seconds[f"dice-{dmethod}"] = secs
-                    log(f"  dice-{dmethod}: {secs:.2f} s/applicant on {n_dice} applicants")
-            summary = evaluate(p, records, seconds)
-            linear_md += [f"#### {spec.name}", "", markdown_table(summary, LINEAR_COLUMNS, PAPER_LINEAR, spec.name),
-                          ""]
+            md, summary = linear_table(p, constrained=False, use_dice=use_dice, n_dice_genetic=args.n_dice_genetic,
+                                       n_dice=args.n_dice)
+            free_md += md
+            md, _ = linear_table(p, constrained=True, use_dice=False, n_dice_genetic=0)
+            linear_md += md
 
-            # theta sweep (Pareto figure)
-            sweep_records, sweep_seconds = [], {}
-            for method in SWEEP_METHODS:
-                for theta in THETAS:
-                    label = f"{method}@{theta}"
-                    recs, secs = run_method(p, method, theta=theta, label=label)
-                    sweep_records += recs
-                    sweep_seconds[label] = secs
-                    progress(f"theta sweep {method}", THETAS.index(theta) + 1, len(THETAS))
-            sweep = evaluate(p, sweep_records, sweep_seconds)
-            dice_rows = summary[summary["method"].str.startswith("dice-")]
-            figure = DOCS / f"paper_pareto_{spec.name.lower()}.png"
-            plot_tradeoff(pd.concat([sweep, dice_rows], ignore_index=True), figure,
-                          title=f"{spec.name}: θ = 0.1 … 1.0 (K = 3, linear interpolation)")
-            log(f"  wrote {figure.relative_to(ROOT)}")
-            linear_md.append(f"![{spec.name} Pareto]({figure.name})")
-            linear_md.append("")
+            if not args.no_sweep:  # theta sweep (Pareto figure), the paper's protocol (no constraints)
+                sweep_records, sweep_seconds = [], {}
+                for method in SWEEP_METHODS:
+                    for theta in THETAS:
+                        label = f"{method}@{theta}"
+                        recs, secs = run_method(p, method, theta=theta, label=label, constrained=False)
+                        sweep_records += recs
+                        sweep_seconds[label] = secs
+                        progress(f"theta sweep {method}", THETAS.index(theta) + 1, len(THETAS))
+                sweep = evaluate(p, sweep_records, sweep_seconds)
+                dice_rows = summary[summary["method"].str.startswith("dice-")]
+                figure = DOCS / f"paper_pareto_{spec.name.lower()}.png"
+                plot_tradeoff(pd.concat([sweep, dice_rows], ignore_index=True), figure,
+                              title=f"{spec.name}: θ = 0.1 … 1.0 (K = 3, linear, no constraints)")
+                log(f"  wrote {figure.relative_to(ROOT)}")
+                free_md.append(f"![{spec.name} Pareto]({figure.name})")
+                free_md.append("")
 
             if support is not None:
                 graph_md += run_graph_tables(p)
 
     sections += ["### Classifiers", "", "| dataset | training rows | test accuracy | applicants |", "|---|---:|---:|---:|",
-                 *accuracy_rows, "", "### Table 1: linear interpolation (no actionability graph)", "", *linear_md]
+                 *accuracy_rows, "",
+                 "### Table 1: linear interpolation without actionability constraints (the paper's protocol)", "",
+                 "Every training row the model predicts favourable is a candidate prototype, whatever its immutable "
+                 "features (the paper: \"without actionability constraints\"; its code uses every row predicted "
+                 "favourable); DiCE may vary every feature.", "", *free_md,
+                 "### Table 1 with actionability constraints (what `frpd plan` does)", "",
+                 "The same applicants and model; prototypes only among favourable rows that share the applicant's "
+                 "values of the paper's immutable features (`--immutable-policy filter`, the default). An "
+                 "applicant without 3 such rows gets no plan (validity 0).", "", *linear_md]
     sections += ["### Table 2 and the path table: graph interpolation (sequential recourse)", ""]
     if support is None:
         sections += ["Not produced by this run: the graph plan scheme is not available in `frpd_cli.planning`.", ""]
     else:
-        sections += [f"Actionability graph: `build_graph(n_neighbors={GRAPH_NEIGHBORS})` over the training rows, "
-                     "Euclidean edge weights, the paper's immutable features (no edge changes them). Recourses are "
-                     "the prototypes reached by shortest paths; `cost` is the mean shortest-path cost; path "
-                     "diversity is the unit-cost Levenshtein distance between node sequences; path "
+        sizes = "; ".join(f"{name} {rows:,} rows, k = {k}, {edges:,} edges, built in {secs:.1f} s CPU"
+                          for name, rows, k, edges, secs in GRAPH_ROWS)
+        sections += ["Actionability graph: the `build-graph` default, `build_graph(n_neighbors=default_neighbors(rows), "
+                     "category_blocks=...)`: each row's k nearest actionable rows per number of changed categorical "
+                     "features, Euclidean edge weights, the paper's immutable features as edge rules (no edge "
+                     f"changes them). {sizes}. Prototypes are chosen among the favourable rows the applicant "
+                     "reaches, with the shortest-path cost as every method's proximity term (paper Section 5.2); "
+                     "recourses are the prototypes reached by shortest paths; `cost` is the mean shortest-path "
+                     "cost; path diversity is the unit-cost Levenshtein distance between node sequences; path "
                      "anti-diversity the edge-length-weighted Jaccard coefficient.", "", *graph_md]
 
     log("runtime scaling on the synthetic 2-D data")
@@ -530,7 +589,10 @@ def main(argv=None) -> int:
                  "| N | " + " | ".join(pivot.columns) + " |", "|---:|" + "---:|" * len(pivot.columns)]
     for n, r in pivot.iterrows():
         sections.append(f"| {n:,} | " + " | ".join(f"{v:.4f}" for v in r.tolist()) + " |")
-    sections += ["", "![runtime](paper_runtime.png)"]
+    sections += ["", "![runtime](paper_runtime.png)", "",
+                 f"This run (`{' '.join(['paper_tables.py', *(argv if argv is not None else sys.argv[1:])])}`) took "
+                 f"{(time.process_time() - cpu0) / 60:.1f} min of CPU and {(time.perf_counter() - wall0) / 60:.1f} min "
+                 "of wall time."]
     md = "\n".join(sections)
     write_section("paper_tables", md)
     print(md)

@@ -241,17 +241,22 @@ def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd
 
 def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
                   thetas: list, *, X: np.ndarray | None = None, projected: np.ndarray | None = None,
-                  eigen=None, keep: bool = False) -> list[SelectionOutcome]:
+                  eigen=None, keep: bool = False, proximity: np.ndarray | None = None) -> list[SelectionOutcome]:
     """Run the selection method on the candidate rows ``cand``, once per theta.
 
     ``X`` holds the encoded candidates when they are not the training rows
     themselves (projected candidates); ``projected`` flags them. ``eigen``, when
     given, must be the eigendecomposition of exactly this candidate geometry.
+    ``proximity`` (one positive value per candidate) replaces the Euclidean
+    distance as every method's proximity term (the graph scheme passes the
+    shortest-path costs, paper Section 5.2); the directions stay Euclidean.
     """
     if X is None:
         geometry = _geometry_of_rows(training, cand, x0)
     else:
         geometry = compute_geometry(X, x0)
+    if proximity is not None:
+        geometry = _with_proximity(geometry, proximity)
     needs_eigen = settings.method in EIGEN_METHODS
     if eigen is not None and eigen.vectors.shape[0] != cand.size:
         eigen = None
@@ -274,6 +279,19 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
         outcomes.append(SelectionOutcome("ok", sel.info.get("fallback_reason"), cand[idx], float(sel.objective),
                                          screening, int(cand.size), **extra))
     return outcomes
+
+
+def _with_proximity(geometry, proximity: np.ndarray):
+    """``geometry`` with ``proximity`` as its distances (one finite value > 0 per candidate)."""
+    from dataclasses import replace
+
+    proximity = np.array(proximity, dtype=np.float64)
+    if proximity.shape != (geometry.n_candidates,) or not np.all(np.isfinite(proximity) & (proximity > 0)):
+        raise InputError(f"The proximity term must hold one finite value > 0 per candidate ({geometry.n_candidates}). "
+                         f"Got shape {proximity.shape} with values in [{proximity.min(initial=np.inf):.3g}, "
+                         f"{proximity.max(initial=-np.inf):.3g}] instead.")
+    proximity.setflags(write=False)
+    return replace(geometry, distances=proximity)
 
 
 def _geometry_of_rows(training: TrainingSet, cand: np.ndarray, x0: np.ndarray):

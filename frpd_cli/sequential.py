@@ -130,9 +130,12 @@ def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, 
     Candidates are the rows of :func:`candidate_mask` (the linear scheme's
     filter) with a finite path cost from the applicant (within
     ``settings.max_cost``) and at most ``settings.max_hops`` moves on their
-    shortest path. The selection methods run on them unchanged, in the encoded
-    space; ``"face"`` takes the ``k`` cheapest paths (ties by row index,
-    identical rows once).
+    shortest path. Every selection method takes the shortest-path cost from the
+    applicant as its proximity term, in place of the Euclidean distance (paper
+    Section 5.2: "we choose the distance function as the shortest path on the
+    actionability graph"); diversity still compares the Euclidean directions
+    from the applicant to the candidates. ``"face"`` takes the ``k`` cheapest
+    paths (ties by row index, identical rows once).
 
     Returns
     -------
@@ -154,7 +157,8 @@ def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, 
         rows = _face_rows(training, reach, cand, settings.k, settings.endpoint, x0)
         objective = float(reach.dist[rows].sum())
         return [SelectionOutcome("ok", None, rows, objective, None, int(cand.size)) for _ in thetas], reach
-    return select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep), reach
+    return select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep,
+                        proximity=reach.dist[cand]), reach
 
 
 def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray, codes0, prob0: np.ndarray,

@@ -202,3 +202,27 @@ def test_infeasible_when_disconnected(sample_paths, tmp_path):
     assert all(r["status"] == "infeasible" and r["recourses"] == [] for r in records)
     assert all("no actionable neighbour" in r["reason"] or "reachable on the graph" in r["reason"] for r in records)
     assert "Hint:" in result.stderr
+
+
+def test_build_graph_default_counts_neighbours_per_changed_category(sample_paths, graph_dir, tmp_path):
+    from frpd_cli.graph import default_neighbors
+
+    manifest = json.loads((graph_dir / "manifest.json").read_text())
+    n = len(pd.read_csv(sample_paths["data"]))
+    assert manifest["params"]["neighbors"] == default_neighbors(n) and manifest["params"]["per_change"] is True
+    with np.load(graph_dir / "graph.npz", allow_pickle=False) as z:
+        graph = graph_from_arrays({k: z[k] for k in z.files})
+    assert graph.category_blocks is not None and len(graph.category_blocks) >= 1
+    # the plain rule on request: fewer edges, no blocks stored
+    plain = tmp_path / "plain"
+    result = _build(sample_paths, plain, "--no-per-change", "--neighbors", str(default_neighbors(n)))
+    assert result.exit_code == 0, result.stderr
+    with np.load(plain / "graph.npz", allow_pickle=False) as z:
+        plain_graph = graph_from_arrays({k: z[k] for k in z.files})
+    assert plain_graph.category_blocks is None and plain_graph.n_edges < graph.n_edges
+    assert json.loads((plain / "manifest.json").read_text())["params"]["per_change"] is False
+
+
+def test_build_graph_neighbors_must_be_positive(sample_paths, tmp_path):
+    result = _build(sample_paths, tmp_path / "g", "--neighbors", "0")
+    assert result.exit_code == 2 and "--neighbors" in result.stderr and not (tmp_path / "g").exists()

@@ -567,3 +567,208 @@ def test_kd_tree_growth_inside_a_large_group():
     assert_same_graph(a, b)
     for u in rng.choice(3000, 40, replace=False):
         assert set(out_edges(a, u)[0].tolist()) == oracle_targets(X, codes, u, n_neighbors=7)
+
+
+# --------------------------------------------------------------------------
+# neighbours per number of changed categories (category_blocks)
+# --------------------------------------------------------------------------
+
+
+def make_onehot_data(n=90, *, levels=(3, 2, 4), n_cont=2, n_groups=2, directions=(1,), seed=0, duplicates=0):
+    """Rows of ``n_cont`` continuous columns then one one-hot block per categorical feature."""
+    rng = np.random.default_rng(seed)
+    cont = rng.random((n, n_cont))
+    blocks, parts, start = [], [cont], n_cont
+    for m in levels:
+        onehot = np.zeros((n, m))
+        onehot[np.arange(n), rng.integers(0, m, size=n)] = 1.0
+        parts.append(onehot)
+        blocks.append((start, start + m))
+        start += m
+    X = np.hstack(parts)
+    if duplicates:
+        src = rng.integers(0, n, size=duplicates)
+        dst = rng.choice(n, size=duplicates, replace=False)
+        X[dst] = X[src]
+    immutable = rng.integers(0, n_groups, size=(n, 1)).astype(float)
+    monotone = rng.integers(0, 4, size=(n, len(directions))).astype(float)
+    if duplicates:
+        immutable[dst], monotone[dst] = immutable[src], monotone[src]
+    codes = ConstraintCodes(immutable=immutable, monotone=monotone, direction=np.array(directions, dtype=np.int8))
+    return X, codes, blocks
+
+
+def changed_categories(X, blocks, point):
+    """How many categorical features each row of X changes from ``point`` (argmax per block)."""
+    return sum((X[:, a:b].argmax(axis=1) != np.argmax(point[a:b])).astype(int) for a, b in blocks)
+
+
+def oracle_per_change(X, codes, blocks, u, n_neighbors, *, x0=None, codes0=None):
+    """Out-neighbours straight from the documented rule: per number of changed categories, every duplicate
+    plus the n_neighbors nearest positive-length actionable targets (ties by row index)."""
+    source = codes.row(u) if x0 is None else codes0
+    point = X[u] if x0 is None else x0
+    mask = actionable_mask(source, codes)
+    if x0 is None:
+        mask[u] = False
+    idx = np.flatnonzero(mask)
+    length = np.linalg.norm(X[idx] - point, axis=1)
+    change = changed_categories(X[idx], blocks, point)
+    chosen = set(idx[length == 0].tolist())
+    for c in np.unique(change):
+        sel = (change == c) & (length > 0)
+        order = np.lexsort((idx[sel], length[sel]))
+        chosen |= set(idx[sel][order][:n_neighbors].tolist())
+    return chosen
+
+
+def test_per_change_rule_on_a_hand_made_case():
+    # one continuous column, then features A (2 levels) and B (2 levels), one-hot
+    X = np.array([
+        [0.0, 1, 0, 1, 0],  # 0: u
+        [0.1, 1, 0, 1, 0],  # 1: no change, length 0.1
+        [0.5, 1, 0, 1, 0],  # 2: no change, length 0.5
+        [0.0, 0, 1, 1, 0],  # 3: changes A, length sqrt(2)
+        [0.3, 1, 0, 0, 1],  # 4: changes B, length sqrt(2.09)
+        [0.9, 0, 1, 0, 1],  # 5: changes A and B, length sqrt(4.81)
+    ], dtype=float)
+    # a constant monotone code: every move allowed, but the graph is directed (out-edges = selections)
+    codes = ConstraintCodes(np.zeros((6, 0)), np.zeros((6, 1)), np.ones(1, np.int8))
+    blocks = [(1, 3), (3, 5)]
+    plain = build_graph(X, codes, n_neighbors=1)
+    per = build_graph(X, codes, n_neighbors=1, category_blocks=blocks)
+    assert set(out_edges(plain, 0)[0].tolist()) == {1}  # plain nearest neighbour never changes a category
+    dst, w = out_edges(per, 0)
+    # the nearest target per number of changes: 1 (none), 3 (one: nearer than 4), 5 (two)
+    assert dst.tolist() == [1, 3, 5]
+    np.testing.assert_allclose(w, [0.1, np.sqrt(2.0), np.sqrt(4.81)], rtol=1e-14)
+    # row 4 has no target without changes; among those changing one category, 1 and 2 tie (sqrt(2.04)) and the
+    # lower index wins; 3 is its only target changing two
+    assert out_edges(per, 4)[0].tolist() == [1, 3]
+    np.testing.assert_array_equal(per.category_blocks, np.array(blocks))
+    # a path 0 -> 5 pays one move, not one move per category
+    nbr, wt = attach_source(per, X, codes, X[0], codes.row(0))
+    dist, _ = shortest_paths(per, nbr, wt)
+    assert dist[5] == pytest.approx(np.sqrt(4.81), rel=1e-14)
+    dist_plain, _ = shortest_paths(plain, *attach_source(plain, X, codes, X[0], codes.row(0)))
+    assert dist_plain[5] > dist[5] + 0.1
+
+
+@pytest.mark.parametrize("directions", [(1,), (1, -1)])
+@pytest.mark.parametrize("seed", range(3))
+def test_per_change_out_edges_follow_the_oracle(directions, seed):
+    X, codes, blocks = make_onehot_data(n=110, directions=directions, seed=200 + seed, duplicates=6)
+    g = build_graph(X, codes, n_neighbors=3, category_blocks=blocks, chunk_size=300 + 97 * seed)
+    assert g.directed
+    for u in range(X.shape[0]):
+        dst, w = out_edges(g, u)
+        assert set(dst.tolist()) == oracle_per_change(X, codes, blocks, u, 3)
+        np.testing.assert_allclose(np.maximum(w, ZERO_LENGTH_WEIGHT),
+                                   np.maximum(np.linalg.norm(X[dst] - X[u], axis=1), ZERO_LENGTH_WEIGHT),
+                                   rtol=1e-12)
+    src, dst, _ = edge_list(g)
+    assert np.all(actionable_pairs_ok(codes, src, dst))
+
+
+def actionable_pairs_ok(codes, src, dst):
+    imm = np.all(codes.immutable[src] == codes.immutable[dst], axis=1)
+    mono = np.all(codes.direction * (codes.monotone[dst] - codes.monotone[src]) >= 0, axis=1)
+    return imm & mono
+
+
+def test_per_change_undirected_graph_is_the_symmetric_union():
+    X, codes, blocks = make_onehot_data(n=80, directions=(), seed=211)
+    g = build_graph(X, codes, n_neighbors=2, category_blocks=blocks)
+    assert not g.directed
+    A = g.adjacency
+    assert (A != A.T).nnz == 0
+    selected = {(u, v) for u in range(80) for v in oracle_per_change(X, codes, blocks, u, 2)}
+    src, dst, _ = edge_list(g)
+    assert set(zip(src.tolist(), dst.tolist())) == selected | {(v, u) for u, v in selected}
+
+
+def test_per_change_graph_changes_several_categories_per_move_and_has_more_edges():
+    X, codes, blocks = make_onehot_data(n=150, levels=(4, 4, 4), n_cont=1, directions=(), seed=223)
+    plain = build_graph(X, codes, n_neighbors=4)
+    per = build_graph(X, codes, n_neighbors=4, category_blocks=blocks)
+    src, dst, _ = edge_list(per)
+    changes = np.array([changed_categories(X[[v]], blocks, X[u])[0] for u, v in zip(src, dst)])
+    assert set(np.unique(changes).tolist()) == {0, 1, 2, 3}
+    # a per-change graph holds every plain-kNN edge of positive length (shell 0 or the nearest of its shell)
+    ps, pd_, _ = edge_list(plain)
+    assert set(zip(ps.tolist(), pd_.tolist())) - set(zip(src.tolist(), dst.tolist())) == set()
+
+
+@pytest.mark.parametrize("directions", [(1,), ()])
+def test_per_change_attach_follows_the_oracle_and_reproduces_training_rows(directions):
+    X, codes, blocks = make_onehot_data(n=100, directions=directions, seed=227)
+    g = build_graph(X, codes, n_neighbors=3, category_blocks=blocks)
+    rng = np.random.default_rng(1)
+    for u in (0, 31, 77):
+        nbr, w = attach_source(g, X, codes, X[u], codes.row(u))
+        assert set(nbr.tolist()) == oracle_per_change(X, codes, blocks, None, 3, x0=X[u], codes0=codes.row(u))
+        if directions:
+            assert set(nbr.tolist()) == set(out_edges(g, u)[0].tolist()) | {u}
+        assert np.all(np.diff(np.linalg.norm(X[nbr] - X[u], axis=1)) >= -1e-15)  # nearest first
+    for _ in range(4):  # an applicant who is no training row: new continuous values, existing categories
+        x0 = X[int(rng.integers(100))].copy()
+        x0[:2] = rng.random(2)
+        c0 = codes.row(int(rng.integers(100)))
+        nbr, w = attach_source(g, X, codes, x0, c0)
+        assert set(nbr.tolist()) == oracle_per_change(X, codes, blocks, None, 3, x0=x0, codes0=c0)
+        np.testing.assert_allclose(w, np.linalg.norm(X[nbr] - x0, axis=1), rtol=1e-12)
+
+
+def test_per_change_dijkstra_and_path_costs_match_networkx():
+    X, codes, blocks = make_onehot_data(n=120, directions=(1,), seed=229)
+    g = build_graph(X, codes, n_neighbors=2, category_blocks=blocks)
+    x0, c0 = X[5].copy(), codes.row(5)
+    x0[0] += 0.01
+    nbr, w = attach_source(g, X, codes, x0, c0)
+    dist, pred = shortest_paths(g, nbr, w)
+    lengths, paths = nx.single_source_dijkstra(nx_with_source(g, nbr, w), "x0")
+    reach = np.flatnonzero(np.isfinite(dist))
+    assert set(reach.tolist()) == {v for v in lengths if v != "x0"}
+    G = to_networkx(g)
+    for v in reach:
+        assert dist[v] == pytest.approx(lengths[v], rel=1e-12)
+        path = extract_path(pred, int(v))
+        # the cost is the sum of the edge lengths along the path, each an actionable Euclidean move
+        first = float(w[list(nbr).index(path[0])])
+        manual = first + sum(G[a][b]["weight"] for a, b in zip(path[:-1], path[1:]))
+        assert path_cost(g, nbr, w, path) == pytest.approx(manual, rel=1e-12)
+        assert manual == pytest.approx(dist[v], rel=1e-12)
+        assert np.all(actionable_pairs_ok(codes, np.array(path[:-1], dtype=int), np.array(path[1:], dtype=int)))
+
+
+@pytest.mark.parametrize("directions", [(1,), ()])
+def test_per_change_graph_round_trips_and_old_arrays_load(tmp_path, directions):
+    X, codes, blocks = make_onehot_data(n=60, directions=directions, seed=233)
+    g = build_graph(X, codes, n_neighbors=2, category_blocks=blocks)
+    np.savez(tmp_path / "g.npz", **graph_to_arrays(g))
+    with np.load(tmp_path / "g.npz", allow_pickle=False) as f:
+        g2 = graph_from_arrays(f)
+    assert_same_graph(g, g2)
+    np.testing.assert_array_equal(g2.category_blocks, g.category_blocks)
+    x0 = X[3]
+    for a, b in zip(attach_source(g, X, codes, x0, codes.row(3)), attach_source(g2, X, codes, x0, codes.row(3))):
+        np.testing.assert_array_equal(a, b)
+    # arrays saved before the rule existed (no per_change key) load as a plain nearest-neighbour graph
+    plain = graph_to_arrays(build_graph(X, codes, n_neighbors=2))
+    plain.pop("per_change")
+    plain.pop("category_blocks")
+    assert graph_from_arrays(plain).category_blocks is None
+
+
+def test_per_change_input_errors():
+    X, codes, blocks = make_onehot_data(n=30, seed=239)
+    with pytest.raises(InputError, match=r"Columns 2:5 of 'X' are declared a one-hot block, but row 0"):
+        build_graph(np.where(np.arange(X.shape[1]) == 2, 0.5, X), codes, category_blocks=blocks)
+    with pytest.raises(InputError, match="must not overlap"):
+        build_graph(X, codes, category_blocks=[(2, 5), (4, 7)])
+    with pytest.raises(InputError, match=r"ranges must lie in \[0, 11\]"):
+        build_graph(X, codes, category_blocks=[(2, 50)])
+    arrays = graph_to_arrays(build_graph(X, codes, n_neighbors=2, category_blocks=blocks))
+    arrays["category_blocks"] = np.array([[3, 1]])
+    with pytest.raises(ArtifactError, match="category_blocks"):
+        graph_from_arrays(arrays)

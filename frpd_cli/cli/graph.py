@@ -13,14 +13,14 @@ import typer
 from ..artifacts import read_artifact, write_artifact
 from ..constraints import actionable_pairs
 from ..exceptions import ArtifactError, InputError, OptionError, StaleArtifactError
-from ..graph import build_graph, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
+from ..graph import build_graph, default_neighbors, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
 from ..outputs import check_artifact_folder, check_not_inputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import open_output, resolve_format, stderr_console, write_records
 from .app import _flags, app
 
-__all__ = ["build_graph_command", "load_graph", "check_graph_payload", "GRAPH_KIND", "GRAPH_HINT"]
+__all__ = ["build_graph_command", "load_graph", "check_graph_payload", "category_blocks", "GRAPH_KIND", "GRAPH_HINT"]
 
 GRAPH_KIND = "graph"
 GRAPH_HINT = "frpd build-graph DATA --model MODEL --out DIR"
@@ -54,6 +54,12 @@ def _schema_difference(stored: list, current: list) -> str | None:
             return (f"feature '{name}' has weight {f.get('weight', 1.0)!r} in the graph but "
                     f"{new[name].get('weight', 1.0)!r} now")
     return None
+
+
+def category_blocks(encoder) -> list[tuple[int, int]]:
+    """The ``[start, stop)`` encoded columns of each categorical (one-hot) feature of ``encoder``."""
+    return [(int(encoder.offsets[j]), int(encoder.offsets[j + 1]))
+            for j, f in enumerate(encoder.schema.features) if f.is_categorical]
 
 
 def load_graph(graph_dir: Path, training, *, data: Path, model: Path):
@@ -112,6 +118,11 @@ def check_graph_payload(graph, arrays: dict, training, *, graph_dir, threshold=N
         return ArtifactError(f"The graph artifact '{graph_dir}' fails its load checks: graph.npz {problem}. It was "
                              f"edited or damaged after it was built. Re-run: {GRAPH_HINT}")
 
+    if graph.category_blocks is not None:
+        expected = np.asarray(category_blocks(training.encoder), dtype=np.int64).reshape(-1, 2)
+        if not np.array_equal(graph.category_blocks, expected):
+            raise fail(f"holds the category blocks {graph.category_blocks.tolist()}, but the data's categorical "
+                       f"features occupy the encoded columns {expected.tolist()}")
     A = graph.adjacency
     src = np.repeat(np.arange(graph.n_nodes), np.diff(A.indptr))
     broken = np.flatnonzero(~actionable_pairs(training.codes, src, A.indices))
@@ -162,9 +173,17 @@ def build_graph_command(
     data: o.DataArg,
     model: o.ModelOpt,
     out: Annotated[Path, typer.Option("--out", help="Folder to write the graph artifact to.", show_default=False)],
-    neighbors: Annotated[int, typer.Option("--neighbors", min=1, help="Edges to the k nearest actionable rows "
-                                           "of each row (duplicates extra). Larger k reaches more rows.",
-                                           rich_help_panel="Graph")] = 10,
+    neighbors: Annotated[Optional[int], typer.Option("--neighbors", min=1, help="Edges to the k nearest "
+                                                     "actionable rows of each row (duplicates extra), per number "
+                                                     "of changed categories unless --no-per-change. Larger k "
+                                                     "reaches more rows in fewer moves. Default: from the number "
+                                                     "of rows, sqrt(rows)/8 kept within 10 to 20.",
+                                                     show_default=False, rich_help_panel="Graph")] = None,
+    per_change: Annotated[bool, typer.Option("--per-change/--no-per-change", help="Count --neighbors separately "
+                                             "for each number of categorical features a move changes, so that "
+                                             "one move may change several categories (a path of one-category "
+                                             "moves pays sqrt(2) per category, one move sqrt(2c) for c).",
+                                             rich_help_panel="Graph")] = True,
     radius: o.RadiusOpt = None,
     max_step: o.MaxStepOpt = None,
     weight: o.WeightOpt = "euclidean",
@@ -196,8 +215,8 @@ def build_graph_command(
     """Build the actionability graph over the training rows (for sequential recourse and FACE).
 
     Nodes are the training rows; an edge u -> v joins v to u when the move keeps every immutable feature and
-    moves monotone features only their allowed way, and v is among u's --neighbors nearest such rows (or
-    within --radius). The statistics go to stdout.
+    moves monotone features only their allowed way, and v is among u's --neighbors nearest such rows that change
+    as many categorical features as v does (or within --radius). The statistics go to stdout.
 
     Example: frpd build-graph sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --out graph/
@@ -217,6 +236,9 @@ def build_graph_command(
                    vary=vary, ranges=range_, weights=feature_weight)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool, quiet=quiet)
+    if neighbors is None:
+        neighbors = default_neighbors(training.n_rows)
+    blocks = category_blocks(training.encoder) if per_change and radius is None else None
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -227,7 +249,7 @@ def build_graph_command(
     with progress:
         task = progress.add_task("graph", total=training.n_rows)
         graph = build_graph(training.X, training.codes, n_neighbors=neighbors, radius=radius, max_step=max_step,
-                            weight=weight, bandwidth=kde_bandwidth,
+                            weight=weight, bandwidth=kde_bandwidth, category_blocks=blocks,
                             progress=lambda done, total: progress.update(task, completed=done))
     seconds = time.perf_counter() - start
 
@@ -237,6 +259,7 @@ def build_graph_command(
     params = {
         "neighbors": graph.n_neighbors, "radius": graph.radius, "max_step": graph.max_step, "weight": graph.weight,
         "bandwidth": graph.bandwidth, "threshold": threshold, "seed": seed,
+        "per_change": graph.category_blocks is not None,
         "schema": _plain_schema(training.schema),
         # build_seconds is the one field that differs between identical runs; the payloads do not.
         "statistics": {**stats, "build_seconds": round(seconds, 3)},
