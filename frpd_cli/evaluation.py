@@ -80,12 +80,16 @@ def _coerce(frame: pd.DataFrame, schema) -> pd.DataFrame:
 
 
 def _encodable(R: pd.DataFrame, schema) -> np.ndarray:
-    """Rows whose every value can be encoded (finite numbers, known categories)."""
+    """Rows whose every value can be encoded (finite numbers, whole numbers for integer features, known categories)."""
     ok = np.ones(len(R), dtype=bool)
     for f in schema.features:
         values = R[f.name]
         if f.is_numeric:
-            ok &= np.isfinite(values.to_numpy(dtype=np.float64))
+            numbers = values.to_numpy(dtype=np.float64)
+            ok &= np.isfinite(numbers)
+            if f.kind == "integer":
+                with np.errstate(invalid="ignore"):
+                    ok &= numbers == np.round(numbers)
         else:
             levels = set(category_key(level) for level in f.levels)
             ok &= np.array([category_key(v) in levels and v is not None for v in values.tolist()], dtype=bool)
@@ -391,7 +395,8 @@ def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable,
         problems.append(f"recourse(s) {', '.join(bad)} not predicted favourable")
     if not encodable.all():
         bad = [str(int(r)) for r, e in zip(_ranks(rec), encodable) if not e]
-        problems.append(f"recourse(s) {', '.join(bad)} hold values outside the training vocabulary or non-numbers")
+        problems.append(f"recourse(s) {', '.join(bad)} hold values outside the training vocabulary, non-numbers or "
+                        "fractions of integer features")
 
     audit = m.constraint_violations(raw0, R_raw.reset_index(drop=True), atol=_ATOL,
                                     **{**rules, "ranges": _ranges_for(rules["ranges"], raw0)})

@@ -201,11 +201,15 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     seg_raw = raw.iloc[seg_app].reset_index(drop=True)
     result = interpolate_linear(encoder, judge, X0[seg_app], XK, seg_raw, tol=tol)
     kept = result.found
+    plain = None
     if len(seg_app) and (sparsify or max_changes is not None):
         from .sparsify import sparsify_recourses
 
         sparse = sparsify_recourses(encoder, judge, X0[seg_app], XK, seg_raw, result.rows, result.probability,
                                     found=result.found, max_changes=max_changes, tol=tol)
+        plain = _Fallback(encoder, result, X0[seg_app], max_changes)
+        sparse = _other_when_repeated(encoder, judge, X0[seg_app], XK, seg_raw, seg_app, sparse, plain,
+                                      max_changes=max_changes, tol=tol)
         result = replace(result, rows=sparse.rows, probability=sparse.probability)
         kept = sparse.kept
     if len(seg_app):
@@ -235,11 +239,16 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
                 continue
             features = {n: records[s][n] for n in names}
             key = tuple(str(features[n]) for n in names)
+            cost, probability = float(costs[s]), float(result.probability[s])
+            if key in seen and plain is not None and plain.usable[s]:
+                # sparsification led two prototypes to one recourse: this one keeps its plain recourse if distinct
+                features, cost, probability = plain.recourse(s, names)
+                key = tuple(str(features[n]) for n in names)
             if key in seen:
                 continue
             seen.add(key)
             recourses.append(Recourse(rank=len(recourses) + 1, features=features, changes=changes(raw0, features),
-                                      cost=float(costs[s]), probability=float(result.probability[s]),
+                                      cost=cost, probability=probability,
                                       prototype=int(seg_rows[s]), projected=bool(seg_proj[s])))
         cursor += len(out.rows)
         notes = []
@@ -258,6 +267,86 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         status = "ok" if recourses else "infeasible"
         plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0))
     return plans
+
+
+def _other_when_repeated(encoder, judge, X0, XK, raw0, seg_app, sparse, plain, *, max_changes, tol):
+    """Replace a sparse recourse that repeats an earlier one of its applicant by one that changes other features.
+
+    The repeated segment is interpolated again towards its prototype with the features of the repeated
+    recourse held at the applicant's values, and sparsified; the result is used when it is accepted and
+    costs no more (nor changes more features) than the segment's plain recourse. Otherwise the caller
+    falls back to the plain recourse, or merges the repeat. Depends only on each applicant's own segments.
+    """
+    from .sparsify import changed_features, sparsify_recourses
+
+    names = list(encoder.schema.feature_names)
+    keys = [tuple(str(v) for v in row) for row in sparse.rows.loc[:, names].itertuples(index=False, name=None)]
+    repeated, seen = [], {}
+    for s in range(len(seg_app)):
+        if not sparse.kept[s]:
+            continue
+        mine = seen.setdefault(int(seg_app[s]), set())
+        if keys[s] in mine:
+            repeated.append(s)
+        mine.add(keys[s])
+    if not repeated:
+        return sparse
+    rep = np.asarray(repeated, dtype=np.int64)
+    Zs = encoder.encode(sparse.rows.iloc[rep], source="the recourses")
+    held = changed_features(encoder, Zs, X0[rep])
+    columns = np.zeros((len(rep), encoder.n_features_out), dtype=bool)
+    for j in range(len(names)):
+        columns[:, int(encoder.offsets[j]):int(encoder.offsets[j + 1])] = held[:, [j]]
+    XK2 = np.where(columns, X0[rep], XK[rep])
+    raw2 = raw0.iloc[rep].reset_index(drop=True)
+    moved = np.abs(XK2 - X0[rep]).sum(axis=1) > 0
+    other = interpolate_linear(encoder, judge, X0[rep], XK2, raw2, tol=tol)
+    found = other.found & moved
+    alt = sparsify_recourses(encoder, judge, X0[rep], XK2, raw2, other.rows, other.probability, found=found,
+                             max_changes=max_changes, tol=tol)
+    Za = encoder.encode(alt.rows, source="the recourses")
+    cost = np.linalg.norm(Za - X0[rep], axis=1)
+    n_plain = changed_features(encoder, np.where(plain.usable[rep][:, None], encoder.encode(
+        pd.DataFrame([plain.records[s] for s in rep])[names], source="the recourses"), X0[rep]), X0[rep]).sum(axis=1)
+    better = alt.kept & found & (cost <= plain.costs[rep] + 1e-12) & (alt.n_changes <= np.maximum(n_plain, 1))
+    if max_changes is not None:
+        better &= alt.n_changes <= max_changes
+    if not better.any():
+        return sparse
+    rows = sparse.rows.copy()
+    probability = sparse.probability.copy()
+    n_changes = sparse.n_changes.copy()
+    take = rep[better]
+    for c in names:
+        values = alt.rows[c].to_numpy()[better]
+        if rows[c].dtype != values.dtype:
+            rows[c] = rows[c].astype(object) if rows[c].dtype.kind not in "iuf" or values.dtype.kind not in "iuf" \
+                else rows[c].astype(np.result_type(rows[c].dtype, values.dtype))
+        rows.loc[take, c] = values
+    probability[take] = alt.probability[better]
+    n_changes[take] = alt.n_changes[better]
+    return replace(sparse, rows=rows, probability=probability, n_changes=n_changes)
+
+
+class _Fallback:
+    """The plain (unsparsified) recourses of a batch, for prototypes whose sparse recourse repeats another's."""
+
+    def __init__(self, encoder, result, X0: np.ndarray, max_changes: int | None):
+        from .sparsify import changed_features
+
+        self.records = result.rows.to_dict("records")
+        Z = encoder.encode(result.rows.loc[result.found], source="the recourses") if result.found.any() else X0[:0]
+        Zp = X0.copy()
+        Zp[result.found] = Z
+        self.costs = np.linalg.norm(Zp - X0, axis=1)
+        self.probability = result.probability
+        self.usable = result.found.copy()
+        if max_changes is not None:
+            self.usable &= changed_features(encoder, Zp, X0).sum(axis=1) <= max_changes
+
+    def recourse(self, s: int, names: list) -> tuple[dict, float, float]:
+        """Features, cost and probability of segment ``s``'s plain recourse (see ``usable``)."""
+        return {n: self.records[s][n] for n in names}, float(self.costs[s]), float(self.probability[s])
 
 
 def _run_chunk(training, model, applicants, ids, settings, graph, invalid=None):
