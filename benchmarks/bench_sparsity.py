@@ -37,10 +37,10 @@ sys.path.insert(0, str(ROOT))
 from benchmarks._report import machine_line, publish  # noqa: E402
 from benchmarks.paper_tables import (  # noqa: E402
     DATASETS,
-    K,
     SEED,
     SPECS,
     THETA,
+    K,
     dice_available,
     log,
     prepare,

@@ -16,7 +16,7 @@ from frpd_cli.dataset import build_training_set
 from frpd_cli.evaluation import evaluate_plans, summarize_by_method
 from frpd_cli.exceptions import InputError
 from frpd_cli.interpolation import interpolate_linear
-from frpd_cli.planning import PlanSettings, plan_applicants
+from frpd_cli.planning import PlanSettings
 from frpd_cli.plans import Plan, Recourse
 from frpd_cli.schema import SchemaSpec, infer_schema, load_schema_file
 from frpd_cli.sparsify import sparsify_recourses
