@@ -38,6 +38,10 @@ scored. A sparse recourse never costs more and never changes more features
 than the plain one: where the search cannot do better, the plain recourse is
 returned unchanged.
 
+When two prototypes of one applicant end at the same sparse recourse, the
+caller (:func:`frpd_cli.planning.interpolate_plans`) looks for another one
+that changes other features, or keeps the plain recourse, so plans stay full.
+
 ``max_changes``: a recourse still changing more than ``max_changes`` features
 is searched again without the cost budget (numeric features may go up to the
 prototype's values, so it may then cost more than the plain recourse, never
