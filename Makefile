@@ -36,11 +36,13 @@ bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_select_cli.py
 	$(BIN)/python benchmarks/bench_onnx.py
 
-# The paper's tables on the real datasets (../shared/datasets); slow, not part of `make test`.
+# The paper's tables and the sparsity/margin comparison with DiCE on the real datasets (../shared/datasets); slow,
+# not part of `make test`.
 paper-tables: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[plot,bench]'
 	$(BIN)/python benchmarks/paper_tables.py
 	$(BIN)/python benchmarks/bench_graph_design.py
+	$(BIN)/python benchmarks/bench_sparsity.py
 
 lint: $(STAMP)
 	$(BIN)/python -m pip install --quiet ruff

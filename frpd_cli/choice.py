@@ -81,6 +81,18 @@ class PlanSettings:
         ``"auto"`` (default) filters on categorical immutable features and
         projects on numeric ones (see :mod:`frpd_cli.projection`). Graph plans
         always keep the strict edge rules.
+    margin : float
+        Probability points above the model's threshold a recourse must reach
+        (0: the paper's first accepted point). Prototypes, interpolation and
+        sparsification all stop only where the probability is at least
+        ``threshold + margin``.
+    sparsify : bool
+        Linear scheme: return the features the model does not need to the
+        applicant's values (:mod:`frpd_cli.sparsify`). Graph recourses keep
+        their paths.
+    max_changes : int or None
+        Linear scheme: a recourse changing more features is sparsified further
+        (without the cost bound) or dropped.
     """
 
     method: str = "quad"
@@ -97,6 +109,9 @@ class PlanSettings:
     max_hops: int | None = None
     max_cost: float | None = None
     immutable_policy: str = "auto"
+    margin: float = 0.0
+    sparsify: bool = True
+    max_changes: int | None = None
 
     def validate(self) -> "PlanSettings":
         if self.method not in PLAN_METHODS:
@@ -135,7 +150,21 @@ class PlanSettings:
         if self.immutable_policy not in IMMUTABLE_POLICIES:
             raise InputError(f"The 'immutable-policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. "
                              f"Got {self.immutable_policy!r} instead.")
+        self._validate_sparsity()
         return self
+
+    def _validate_sparsity(self) -> None:
+        if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float, np.integer, np.floating)) \
+                or not (np.isfinite(self.margin) and 0.0 <= self.margin < 1.0):
+            raise InputError(f"The 'margin' option must be a number in [0, 1) (probability points above the "
+                             f"threshold). Got {self.margin!r} instead.")
+        if self.max_changes is not None and (isinstance(self.max_changes, bool)
+                                             or not isinstance(self.max_changes, (int, np.integer))
+                                             or self.max_changes < 1):
+            raise InputError(f"The 'max_changes' option must be an int >= 1. Got {self.max_changes!r} instead.")
+        if self.max_changes is not None and self.scheme == "graph":
+            raise InputError("The 'max_changes' option applies to linear recourses; graph recourses keep their "
+                             "paths. Leave out --graph, or --max-changes.")
 
     def to_dict(self) -> dict:
         return {f: getattr(self, f) for f in self.__dataclass_fields__}

@@ -33,6 +33,8 @@ __all__ = [
     "applicants_from_records",
     "METRICS",
     "PATH_METRICS",
+    "MARGIN_METRICS",
+    "NEAR_THRESHOLD",
     "MANIFOLDS",
     "evaluate_plans",
     "summarize_by_method",
@@ -45,6 +47,10 @@ __all__ = [
 METRICS = ("cost", "validity", "anti-diversity", "dpp", "manifold", "sparsity", "violations", "full plans")
 #: Extra columns when a plan has graph paths.
 PATH_METRICS = ("path diversity", "path anti-diversity")
+#: How close a recourse is to the model's boundary: the mean favourable probability of a plan's recourses, and
+#: the share of them whose probability is below the threshold plus :data:`NEAR_THRESHOLD` (knife-edge recourses).
+MARGIN_METRICS = ("probability", "near threshold")
+NEAR_THRESHOLD = 0.01
 #: Which training rows stand for the data manifold.
 MANIFOLDS = ("favorable", "labeled", "all")
 
@@ -78,12 +84,16 @@ def _coerce(frame: pd.DataFrame, schema) -> pd.DataFrame:
 
 
 def _encodable(R: pd.DataFrame, schema) -> np.ndarray:
-    """Rows whose every value can be encoded (finite numbers, known categories)."""
+    """Rows whose every value can be encoded (finite numbers, whole numbers for integer features, known categories)."""
     ok = np.ones(len(R), dtype=bool)
     for f in schema.features:
         values = R[f.name]
         if f.is_numeric:
-            ok &= np.isfinite(values.to_numpy(dtype=np.float64))
+            numbers = values.to_numpy(dtype=np.float64)
+            ok &= np.isfinite(numbers)
+            if f.kind == "integer":
+                with np.errstate(invalid="ignore"):
+                    ok &= numbers == np.round(numbers)
         else:
             levels = set(category_key(level) for level in f.levels)
             ok &= np.array([category_key(v) in levels and v is not None for v in values.tolist()], dtype=bool)
@@ -266,9 +276,10 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         ``"already-favorable"``, from the model's prediction on the applicant,
         not from the record), ``k``, ``n_recourses``, ``n_favorable``, then
         :data:`METRICS`, ``path cost`` and :data:`PATH_METRICS` (NaN for
-        plans without paths), ``seconds`` (NaN unless the record has it) and
-        ``problems`` (text, empty when none). Metrics are NaN when undefined
-        (no recourse; already favourable applicants).
+        plans without paths), ``seconds`` (NaN unless the record has it),
+        ``problems`` (text, empty when none) and :data:`MARGIN_METRICS`.
+        Metrics are NaN when undefined (no recourse; already favourable
+        applicants).
 
     Raises
     ------
@@ -345,12 +356,22 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         row = _evaluate_one(rec, ks[_method_of(rec)], raw0.iloc[a], X0[a], prob0[a] >= model.threshold,
                             R_raw.iloc[mine], R_enc[mine], favorable[mine], encodable[mine], training, index,
                             rules, attach)
+        row.update(_margin_metrics(probability[mine], model.threshold, already=prob0[a] >= model.threshold))
         out.append(row)
         if progress is not None:
             progress(i + 1, len(records))
     columns = ["method", "applicant", "status", "k", "n_recourses", "n_favorable", *METRICS, "path cost",
-               *PATH_METRICS, "seconds", "problems"]
+               *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS]
     return pd.DataFrame(out, columns=columns)
+
+
+def _margin_metrics(probability: np.ndarray, threshold: float, *, already: bool) -> dict:
+    """Mean probability of a plan's scored recourses and the share of them below threshold + NEAR_THRESHOLD."""
+    scored = probability[~np.isnan(probability)]
+    if already or scored.size == 0:
+        return {name: float("nan") for name in MARGIN_METRICS}
+    return {"probability": float(scored.mean()),
+            "near threshold": float(np.mean(scored < threshold + NEAR_THRESHOLD))}
 
 
 def _graph_attacher(graph, training):
@@ -398,7 +419,8 @@ def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable,
         problems.append(f"recourse(s) {', '.join(bad)} not predicted favourable")
     if not encodable.all():
         bad = [str(int(r)) for r, e in zip(_ranks(rec), encodable) if not e]
-        problems.append(f"recourse(s) {', '.join(bad)} hold values outside the training vocabulary or non-numbers")
+        problems.append(f"recourse(s) {', '.join(bad)} hold values outside the training vocabulary, non-numbers or "
+                        "fractions of integer features")
 
     audit = m.constraint_violations(raw0, R_raw.reset_index(drop=True), atol=_ATOL,
                                     **{**rules, "ranges": _ranges_for(rules["ranges"], raw0)})
@@ -498,7 +520,8 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
         ``applicants`` (plans evaluated), ``needing recourse`` (applicants the
         model predicts unfavourable), ``k``, then ``<metric> mean`` and
         ``<metric> std`` for each of :data:`METRICS` (and :data:`PATH_METRICS`
-        when any plan has paths, ``seconds`` when any plan has timings). The
+        when any plan has paths, ``seconds`` when any plan has timings, then
+        :data:`MARGIN_METRICS`). The
         means and (population) standard deviations come from
         :func:`frpd_cli.metrics.summarize` over the applicants that need a
         recourse; undefined values (NaN) are left out.
@@ -510,6 +533,7 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
         metrics += list(PATH_METRICS)
     if "seconds" in per_applicant.columns and per_applicant["seconds"].notna().any():
         metrics.append("seconds")
+    metrics += [name for name in MARGIN_METRICS if name in per_applicant.columns]
     rows = []
     for method in dict.fromkeys(per_applicant["method"].tolist()):
         group = per_applicant[per_applicant["method"] == method]

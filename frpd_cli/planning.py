@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, is_dataclass, replace
 from typing import Callable, Iterable, Iterator
 
 import numpy as np
@@ -59,6 +59,7 @@ __all__ = [
     "graph_candidates",
     "plan_chunk",
     "interpolate_plans",
+    "raised_threshold",
     "graph_plans",
     "plan_applicants",
     "plan_stream",
@@ -87,6 +88,10 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     X0 = encoder.encode(raw, source="the applicants file")
     codes0 = encoder.constraint_codes(raw, source="the applicants file")
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
+    judge = model
+    if settings.margin:   # prototypes (and graph end points) must be favourable at the margin too
+        judge = raised_threshold(model, settings.margin)
+        training = replace(training, favorable=training.probability >= judge.threshold)
     pool = training.pool(settings.candidates)
     raw_rows = raw.to_dict("records")
     outcomes: list[SelectionOutcome | None] = []
@@ -101,17 +106,60 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
             reaches.append(reach)
         else:
             outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw_rows[i], settings,
-                                                 pool=pool, model=model)[0])
+                                                 pool=pool, model=judge)[0])
+    if settings.margin:
+        outcomes = [out if out is None or out.status != "infeasible" else
+                    replace(out, reason=f"{out.reason} (favourable here means probability >= {judge.threshold:g}: "
+                                        "--threshold plus --margin)") for out in outcomes]
     if settings.scheme == "graph":
         return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.label,
                            settings=settings, reaches=reaches)
     ends = [None if out is None else (training.X[out.rows] if out.ends is None else out.ends) for out in outcomes]
     return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.label,
-                             k=settings.k, tol=settings.tol)
+                             k=settings.k, tol=settings.tol, margin=settings.margin, sparsify=settings.sparsify,
+                             max_changes=settings.max_changes)
+
+
+def raised_threshold(model, margin: float):
+    """``model`` judging rows at ``model.threshold + margin`` (the same object when ``margin`` is 0).
+
+    Raises
+    ------
+    InputError
+        ``threshold + margin`` is not below 1 (no probability could reach it).
+    """
+    if not margin:
+        return model
+    level = float(model.threshold) + float(margin)
+    if not level < 1.0:
+        raise InputError(f"The threshold plus the margin must be below 1 (no probability can reach it). Got "
+                         f"threshold {model.threshold:g} + margin {margin:g} = {level:g}; choose a smaller "
+                         "--margin.")
+    if is_dataclass(model):
+        return replace(model, threshold=level)
+    return _RaisedThreshold(model, level)
+
+
+class _RaisedThreshold:
+    """A model-like object judged at another threshold (for models that are not :class:`Model` dataclasses)."""
+
+    def __init__(self, model, threshold: float):
+        self._model = model
+        self.threshold = threshold
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        return self._model.favorable_probability(rows)
+
+    def is_favorable(self, rows) -> np.ndarray:
+        return np.asarray(self._model.favorable_probability(rows)) >= self.threshold
+
+    def __getattr__(self, name):
+        return getattr(self._model, name)
 
 
 def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: np.ndarray, ids: list[str],
-                      outcomes: list, ends: list, *, method: str, k: int, tol: float = 1e-3) -> list[Plan]:
+                      outcomes: list, ends: list, *, method: str, k: int, tol: float = 1e-3, margin: float = 0.0,
+                      sparsify: bool = True, max_changes: int | None = None) -> list[Plan]:
     """Turn selections into plans by linear interpolation, all segments of the chunk batched together.
 
     Parameters
@@ -125,13 +173,22 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         None for applicants already favourable.
     ends : list of ndarray of shape (n_prototypes, n_features_out) or None
         Encoded prototypes of each applicant, in rank order.
+    margin : float, default=0.0
+        Recourses stop only where the probability is ``>= model.threshold + margin``.
+    sparsify : bool, default=True
+        Return the features the model does not need to the applicant's values
+        (:func:`frpd_cli.sparsify.sparsify_recourses`).
+    max_changes : int, optional
+        Recourses changing more features are sparsified further or dropped.
 
     Notes
     -----
     A prototype whose decoded row the model does not predict favourable (possible
-    only for end points that are not training rows as scored) yields no
-    recourse; the plan's reason says so.
+    only for end points that are not training rows as scored, or below the
+    margin) yields no recourse; the plan's reason says so. Recourses that
+    sparsification makes identical are kept once.
     """
+    judge = raised_threshold(model, margin)
     seg_app, seg_rows, seg_X, seg_proj = [], [], [], []
     for i, out in enumerate(outcomes):
         if out is not None and out.status == "ok":
@@ -141,7 +198,20 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             seg_proj.extend([False] * len(out.rows) if out.projected is None else out.projected.tolist())
     seg_app = np.asarray(seg_app, dtype=np.int64)
     XK = np.vstack(seg_X) if seg_X else np.zeros((0, X0.shape[1]))
-    result = interpolate_linear(encoder, model, X0[seg_app], XK, raw.iloc[seg_app].reset_index(drop=True), tol=tol)
+    seg_raw = raw.iloc[seg_app].reset_index(drop=True)
+    result = interpolate_linear(encoder, judge, X0[seg_app], XK, seg_raw, tol=tol)
+    kept = result.found
+    plain = None
+    if len(seg_app) and (sparsify or max_changes is not None):
+        from .sparsify import sparsify_recourses
+
+        sparse = sparsify_recourses(encoder, judge, X0[seg_app], XK, seg_raw, result.rows, result.probability,
+                                    found=result.found, max_changes=max_changes, tol=tol)
+        plain = _Fallback(encoder, result, X0[seg_app], max_changes)
+        sparse = _other_when_repeated(encoder, judge, X0[seg_app], XK, seg_raw, seg_app, sparse, plain,
+                                      max_changes=max_changes, tol=tol)
+        result = replace(result, rows=sparse.rows, probability=sparse.probability)
+        kept = sparse.kept
     if len(seg_app):
         Zr = encoder.encode(result.rows, source="the recourses")
         costs = np.linalg.norm(Zr - X0[seg_app], axis=1)
@@ -158,30 +228,41 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         if out is None or out.status != "ok":
             plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
             continue
-        drafts, seen, n_lost = [], set(), 0
+        drafts, seen, n_lost, n_long = [], set(), 0, 0
         notes = [out.reason] if out.reason else []  # a selection note (e.g. exact ran quad instead)
         for j in range(len(out.rows)):
             s = cursor + j
             if not result.found[s]:
                 n_lost += 1
                 continue
+            if not kept[s]:
+                n_long += 1
+                continue
             features = {n: records[s][n] for n in names}
             key = tuple(str(features[n]) for n in names)
+            cost, probability = float(costs[s]), float(result.probability[s])
+            if key in seen and plain is not None and plain.usable[s]:
+                # sparsification led two prototypes to one recourse: this one keeps its plain recourse if distinct
+                features, cost, probability = plain.recourse(s, names)
+                key = tuple(str(features[n]) for n in names)
             if key in seen:
                 continue
             seen.add(key)
-            drafts.append((float(costs[s]), s, features))
+            drafts.append((cost, s, features, probability))
         drafts.sort(key=lambda d: d[0])        # rank 1 the cheapest; ties keep the prototypes' order (stable)
         recourses = [Recourse(rank=rank, features=features, changes=changes(raw0, features), cost=cost,
-                              probability=float(result.probability[s]), prototype=int(seg_rows[s]),
-                              projected=bool(seg_proj[s]))
-                     for rank, (cost, s, features) in enumerate(drafts, start=1)]
+                              probability=probability, prototype=int(seg_rows[s]), projected=bool(seg_proj[s]))
+                     for rank, (cost, s, features, probability) in enumerate(drafts, start=1)]
         cursor += len(out.rows)
-        n_same = len(out.rows) - n_lost - len(recourses)
+        n_same = len(out.rows) - n_lost - n_long - len(recourses)
         if n_same:
             notes.append(f"{n_same} prototype(s) led to the same recourse as another one")
         if n_lost:
-            notes.append(f"{n_lost} prototype(s) are not predicted favourable once decoded")
+            at = f" at probability >= {judge.threshold:g} (--threshold plus --margin)" if margin else ""
+            notes.append(f"{n_lost} prototype(s) are not predicted favourable{at} once decoded")
+        if n_long:
+            notes.append(f"{n_long} recourse(s) dropped: they change more than {max_changes} feature(s) even "
+                         "after sparsification (--max-changes)")
         reason = "; ".join(notes) or None
         if len(notes) > bool(out.reason):
             reason += f"; {len(recourses)} distinct recourse(s) kept"
@@ -191,10 +272,90 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     return plans
 
 
+def _other_when_repeated(encoder, judge, X0, XK, raw0, seg_app, sparse, plain, *, max_changes, tol):
+    """Replace a sparse recourse that repeats an earlier one of its applicant by one that changes other features.
+
+    The repeated segment is interpolated again towards its prototype with the features of the repeated
+    recourse held at the applicant's values, and sparsified; the result is used when it is accepted and
+    costs no more (nor changes more features) than the segment's plain recourse. Otherwise the caller
+    falls back to the plain recourse, or merges the repeat. Depends only on each applicant's own segments.
+    """
+    from .sparsify import changed_features, sparsify_recourses
+
+    names = list(encoder.schema.feature_names)
+    keys = [tuple(str(v) for v in row) for row in sparse.rows.loc[:, names].itertuples(index=False, name=None)]
+    repeated, seen = [], {}
+    for s in range(len(seg_app)):
+        if not sparse.kept[s]:
+            continue
+        mine = seen.setdefault(int(seg_app[s]), set())
+        if keys[s] in mine:
+            repeated.append(s)
+        mine.add(keys[s])
+    if not repeated:
+        return sparse
+    rep = np.asarray(repeated, dtype=np.int64)
+    Zs = encoder.encode(sparse.rows.iloc[rep], source="the recourses")
+    held = changed_features(encoder, Zs, X0[rep])
+    columns = np.zeros((len(rep), encoder.n_features_out), dtype=bool)
+    for j in range(len(names)):
+        columns[:, int(encoder.offsets[j]):int(encoder.offsets[j + 1])] = held[:, [j]]
+    XK2 = np.where(columns, X0[rep], XK[rep])
+    raw2 = raw0.iloc[rep].reset_index(drop=True)
+    moved = np.abs(XK2 - X0[rep]).sum(axis=1) > 0
+    other = interpolate_linear(encoder, judge, X0[rep], XK2, raw2, tol=tol)
+    found = other.found & moved
+    alt = sparsify_recourses(encoder, judge, X0[rep], XK2, raw2, other.rows, other.probability, found=found,
+                             max_changes=max_changes, tol=tol)
+    Za = encoder.encode(alt.rows, source="the recourses")
+    cost = np.linalg.norm(Za - X0[rep], axis=1)
+    n_plain = changed_features(encoder, np.where(plain.usable[rep][:, None], encoder.encode(
+        pd.DataFrame([plain.records[s] for s in rep])[names], source="the recourses"), X0[rep]), X0[rep]).sum(axis=1)
+    better = alt.kept & found & (cost <= plain.costs[rep] + 1e-12) & (alt.n_changes <= np.maximum(n_plain, 1))
+    if max_changes is not None:
+        better &= alt.n_changes <= max_changes
+    if not better.any():
+        return sparse
+    rows = sparse.rows.copy()
+    probability = sparse.probability.copy()
+    n_changes = sparse.n_changes.copy()
+    take = rep[better]
+    for c in names:
+        values = alt.rows[c].to_numpy()[better]
+        if rows[c].dtype != values.dtype:
+            rows[c] = rows[c].astype(object) if rows[c].dtype.kind not in "iuf" or values.dtype.kind not in "iuf" \
+                else rows[c].astype(np.result_type(rows[c].dtype, values.dtype))
+        rows.loc[take, c] = values
+    probability[take] = alt.probability[better]
+    n_changes[take] = alt.n_changes[better]
+    return replace(sparse, rows=rows, probability=probability, n_changes=n_changes)
+
+
+class _Fallback:
+    """The plain (unsparsified) recourses of a batch, for prototypes whose sparse recourse repeats another's."""
+
+    def __init__(self, encoder, result, X0: np.ndarray, max_changes: int | None):
+        from .sparsify import changed_features
+
+        self.records = result.rows.to_dict("records")
+        Z = encoder.encode(result.rows.loc[result.found], source="the recourses") if result.found.any() else X0[:0]
+        Zp = X0.copy()
+        Zp[result.found] = Z
+        self.costs = np.linalg.norm(Zp - X0, axis=1)
+        self.probability = result.probability
+        self.usable = result.found.copy()
+        if max_changes is not None:
+            self.usable &= changed_features(encoder, Zp, X0).sum(axis=1) <= max_changes
+
+    def recourse(self, s: int, names: list) -> tuple[dict, float, float]:
+        """Features, cost and probability of segment ``s``'s plain recourse (see ``usable``)."""
+        return {n: self.records[s][n] for n in names}, float(self.costs[s]), float(self.probability[s])
+
+
 def _run_chunk(training, model, applicants, ids, settings, graph, invalid=None):
     """Plan one chunk and verify every recourse before it leaves (rows in ``invalid``: ``invalid-input``)."""
     return verify_plans(training.encoder, model, _chunk_plans(training, model, applicants, ids, settings, graph,
-                                                              invalid))
+                                                              invalid), margin=settings.margin)
 
 
 def _chunk_plans(training, model, applicants, ids, settings, graph, invalid):
@@ -270,6 +431,7 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     if backend not in BACKENDS:
         raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
     settings.validate()
+    raised_threshold(model, settings.margin)     # threshold + margin must be reachable
     _check_graph(training, settings, graph)
     n_jobs = cap_jobs(n_jobs)
     chunks = iter(chunks)

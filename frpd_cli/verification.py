@@ -189,11 +189,12 @@ def _suspects(f: Feature, rows: list[dict], origins: list[dict]):
 # ---------------------------------------------------------------------------- recourses
 
 
-def recourse_violations(encoder, model, plans) -> list[tuple[int, int, Violation]]:
+def recourse_violations(encoder, model, plans, *, margin: float = 0.0) -> list[tuple[int, int, Violation]]:
     """Every rule broken by a recourse of ``plans``, as ``(plan index, rank, violation)``.
 
     See :func:`verify_plans` for the rules. One model call for all the recourses.
     """
+    level = float(model.threshold) + float(margin)
     encoder = getattr(encoder, "encoder", encoder)
     where, rows, origins, reported = [], [], [], []
     found = []
@@ -227,16 +228,17 @@ def recourse_violations(encoder, model, plans) -> list[tuple[int, int, Violation
             if not math.isfinite(prob) or not 0.0 <= prob <= 1.0:
                 found.append((*where[i], Violation(i, "the model's probability finite in [0, 1]",
                                                    f"the model returned {prob!r}")))
-            elif prob < model.threshold - PROBABILITY_TOLERANCE:
-                found.append((*where[i], Violation(i, f"re-predicted favourable (probability >= {model.threshold:g})",
-                                                   f"the model gives {prob:.6g}")))
+            elif prob < level - PROBABILITY_TOLERANCE:
+                rule = (f"re-predicted favourable (probability >= {model.threshold:g})" if not margin else
+                        f"re-predicted favourable by the margin (probability >= {model.threshold:g} + {margin:g})")
+                found.append((*where[i], Violation(i, rule, f"the model gives {prob:.6g}")))
             elif claimed is None or not math.isfinite(claimed) or abs(prob - claimed) > PROBABILITY_TOLERANCE:
                 found.append((*where[i], Violation(i, "reported probability equal to the model's",
                                                    f"reported {_plain(reported[i])!r}, the model gives {prob!r}")))
     return found
 
 
-def verify_plans(encoder, model, plans):
+def verify_plans(encoder, model, plans, *, margin: float = 0.0):
     """Check every recourse of ``plans`` before it is written; return ``plans`` unchanged.
 
     Parameters
@@ -247,6 +249,9 @@ def verify_plans(encoder, model, plans):
     model : frpd_cli.model.Model
         The model and threshold the plans were made with.
     plans : list of Plan
+    margin : float, default=0.0
+        Probability points above ``model.threshold`` every recourse must reach
+        (``--margin``).
 
     Returns
     -------
@@ -260,7 +265,7 @@ def verify_plans(encoder, model, plans):
         non-finite number, or a fractional value of an integer feature (where it differs
         from the applicant's); changes an immutable feature; moves an increasing
         (decreasing) feature down (up); has a negative or non-finite cost; or the model's
-        re-prediction of its raw row is below the threshold or differs from the reported
+        re-prediction of its raw row is below the threshold (plus ``margin``) or differs from the reported
         probability by more than :data:`PROBABILITY_TOLERANCE`. Also a plan whose status is
         not ``ok`` but that carries recourses, or ranks out of order. The message names the
         applicant, the recourse and the rule.
@@ -270,7 +275,7 @@ def verify_plans(encoder, model, plans):
     One ``predict_proba`` call for all recourses of ``plans``, plus ``O(n_recourses *
     n_features)`` Python work. Call it once per chunk.
     """
-    found = recourse_violations(encoder, model, plans)
+    found = recourse_violations(encoder, model, plans, margin=margin)
     if not found:
         return plans
     p, rank, v = found[0]

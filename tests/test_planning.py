@@ -91,13 +91,15 @@ def sample(sample_paths):
     return training, model, applicants, sample_paths
 
 
+@pytest.mark.parametrize("sparsify", [True, False])
 @pytest.mark.parametrize("method", ["quad", "quad-dp", "dpp-greedy", "dpp-ls", "nearest", "quad-greedy"])
-def test_sample_plans_hold_every_invariant(sample, method):
+def test_sample_plans_hold_every_invariant(sample, method, sparsify):
     training, model, applicants, paths = sample
-    plans = _plans(training, model, applicants, PlanSettings(method=method, k=3))
+    plans = _plans(training, model, applicants, PlanSettings(method=method, k=3, sparsify=sparsify))
     assert [p.applicant for p in plans] == [str(i) for i in range(len(applicants))]
     n_ok = check_invariants(plans, training, paths["model"], applicants, 3)
     assert n_ok == len(applicants)          # every sample applicant has a feasible plan
+    # distinct prototypes give distinct recourses (a sparse recourse that repeats another falls back)
     assert sum(len(p.recourses) == 3 for p in plans) >= len(applicants) - 2
 
 

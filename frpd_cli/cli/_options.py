@@ -29,6 +29,7 @@ __all__ = [
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
     "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
+    "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options",
 ]
 
 # The allowed values of choice options. Every command imports this module for its option declarations, so
@@ -75,6 +76,13 @@ def _open_unit(name: str):
         return value
 
     return check
+
+
+def _check_margin(value):
+    if value is not None and not (math.isfinite(value) and 0.0 <= value < 1.0):
+        raise typer.BadParameter(f"The 'margin' option must be a number in [0, 1) (probability points above "
+                                 f"--threshold). Got {value!r} instead.")
+    return value
 
 
 def _check_encoding(value: str) -> str:
@@ -276,6 +284,22 @@ MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", callback=_pos
                                                      "whose shortest path costs at most this (Dijkstra stops "
                                                      "there).", rich_help_panel=_GRAPH)]
 
+MarginOpt = Annotated[float, typer.Option("--margin", callback=_check_margin,
+                                          help="Probability points above --threshold every recourse must reach "
+                                          "(e.g. 0.05): prototypes, interpolation and sparsification stop only "
+                                          "where the model's probability is >= threshold + margin; 0 is the "
+                                          "paper's first accepted point.", rich_help_panel=_SEL)]
+SparsifyOpt = Annotated[bool, typer.Option("--sparsify/--no-sparsify",
+                                           help="Linear recourses: return every feature the model does not need "
+                                           "to the applicant's value (never raising the cost); --no-sparsify gives "
+                                           "the paper's plain interpolation. Graph recourses keep their paths.",
+                                           rich_help_panel=_SEL)]
+MaxChangesOpt = Annotated[Optional[int], typer.Option("--max-changes", min=1,
+                                                      help="Linear recourses: at most this many changed "
+                                                      "features; a longer recourse is sparsified further (then "
+                                                      "it may cost more) or dropped, with a reason.",
+                                                      rich_help_panel=_SEL)]
+
 OptionalEndpointOpt = Annotated[Optional[_choices(ENDPOINTS)],
                                 typer.Option("--endpoint", case_sensitive=False,
                                              help="Graph scheme: prototype or first-favorable [default: the "
@@ -308,6 +332,18 @@ MaxStepOpt = Annotated[Optional[float], typer.Option("--max-step", callback=_pos
 KdeBandwidthOpt = Annotated[Optional[float], typer.Option("--kde-bandwidth", callback=_positive("kde-bandwidth"),
                                                           help="Kernel bandwidth of --weight density [default: "
                                                           "median edge length].", rich_help_panel="Graph")]
+
+
+def check_margin_options(threshold: float, margin: float, max_changes: int | None, *, graph: bool) -> None:
+    """Usage errors of --margin and --max-changes (exit 2)."""
+    from ..exceptions import OptionError
+
+    if threshold + margin >= 1.0:
+        raise OptionError("--margin", f"--threshold plus --margin must be below 1 (no probability can reach it). "
+                          f"Got {threshold:g} + {margin:g}; choose a smaller --margin.")
+    if max_changes is not None and graph:
+        raise OptionError("--max-changes", "--max-changes applies to linear recourses; graph recourses keep "
+                          "their paths. Leave out --graph, or --max-changes.")
 
 
 @dataclass(frozen=True)

@@ -253,6 +253,9 @@ def plan_command(
     bandwidth: o.BandwidthOpt = 1.0,
     candidates: o.CandidatesOpt = "predicted",
     immutable_policy: o.PolicyOpt = "auto",
+    margin: o.MarginOpt = 0.0,
+    sparsify: o.SparsifyOpt = True,
+    max_changes: o.MaxChangesOpt = None,
     fmt: o.FormatOpt = None,
     layout: o.LayoutOpt = "auto",
     quiet: o.QuietOpt = False,
@@ -301,7 +304,9 @@ def plan_command(
     Plans are written chunk by chunk in input order; with --output FILE in csv or jsonl an interrupted run can be
     continued with --resume. With --graph DIR (from build-graph), every recourse is the shortest path on the
     actionability graph to its prototype, and the output adds each path and its steps; --method face takes the K
-    cheapest paths.
+    cheapest paths. Linear recourses are sparsified (only the changes the model needs; --no-sparsify for the
+    paper's plain interpolation); graph recourses keep their paths. --margin M asks every recourse for a
+    probability of at least --threshold + M.
 
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
@@ -310,9 +315,11 @@ def plan_command(
                             "graph": graph, "pool": pool})
     check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
                                                               "schema": schema, "graph": graph, "pool": pool})
+    o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
-                            max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy).validate()
+                            max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
+                            margin=margin, sparsify=sparsify, max_changes=max_changes).validate()
     if scheduler is not None and backend != "dask":
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,

@@ -230,6 +230,9 @@ def interpolate_command(
                                                  "selection]; linear scheme: optional.")] = None,
     tol: o.TolOpt = 1e-3,
     threshold: o.OptionalThresholdOpt = None,
+    margin: o.MarginOpt = 0.0,
+    sparsify: o.SparsifyOpt = True,
+    max_changes: o.MaxChangesOpt = None,
     trust_type: o.TrustTypeOpt = None,
     fmt: o.FormatOpt = None,
     layout: o.LayoutOpt = "auto",
@@ -267,6 +270,11 @@ def interpolate_command(
         raise InputError("The graph scheme needs --graph DIR: the graph the selection was made on (select --graph).")
     if scheme == "linear" and (graph is not None or endpoint is not None):
         raise InputError("The --graph and --endpoint options need --scheme graph.")
+    if scheme == "graph" and margin:
+        from ..exceptions import OptionError
+
+        raise OptionError("--margin", "--margin with --scheme graph: the selection's graph prototypes were chosen "
+                          "at the threshold. Use frpd plan --graph DIR --margin M instead.")
     hint = "frpd select DATA --model MODEL --applicants CSV --out DIR"
     artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model}, command_hint=hint)
     params = artifact.params
@@ -282,6 +290,8 @@ def interpolate_command(
     _check_same_schema(encoder.schema, _flags(schema, target, favorable, immutable, increasing, decreasing, None,
                                               None, None).spec(), selection)
     names = list(encoder.schema.feature_names)
+    o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,
+                           graph=scheme == "graph")
     loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
                         threshold=params["threshold"] if threshold is None else threshold,
                         trusted_types=trust_type or None)
@@ -347,12 +357,14 @@ def interpolate_command(
                                          method=label, settings=settings))
             continue
         all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
-                                           k=int(params["k"]), tol=tol))
-    verify_plans(encoder, loaded, all_plans)
+                                           k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
+                                           max_changes=max_changes))
+    verify_plans(encoder, loaded, all_plans, margin=margin)
     seconds = time.perf_counter() - start
     jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
     plan_inputs = {"selection": Path(selection) / "manifest.json", "model": model}
-    plan_params = {"scheme": scheme, "tol": tol, "selection": params}
+    plan_params = {"scheme": scheme, "tol": tol, "selection": params, "margin": margin, "sparsify": sparsify,
+                   "max_changes": max_changes}
     if scheme == "graph":
         plan_inputs.update({"graph": graph, "data": data})
         plan_params["endpoint"] = settings.endpoint

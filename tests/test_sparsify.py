@@ -1,0 +1,363 @@
+"""Sparse recourses and the probability margin: oracles on tiny linear models, invariants on real models."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from conftest import dataset_path
+from test_planning import _plans, _setup, check_invariants
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+from frpd_cli.dataset import build_training_set
+from frpd_cli.evaluation import evaluate_plans, summarize_by_method
+from frpd_cli.exceptions import InputError
+from frpd_cli.interpolation import interpolate_linear
+from frpd_cli.planning import PlanSettings
+from frpd_cli.plans import Plan, Recourse
+from frpd_cli.schema import SchemaSpec, infer_schema, load_schema_file
+from frpd_cli.sparsify import sparsify_recourses
+from frpd_cli.verification import RecourseVerificationError, verify_plans
+
+runner = CliRunner()
+
+
+class LinearScore:
+    """A model whose favourable probability is the logistic of a hand-written linear score of raw values."""
+
+    threshold = 0.5
+
+    def __init__(self, weights: dict, bias: float, levels: dict | None = None):
+        self.weights, self.bias, self.levels = weights, bias, levels or {}
+
+    def score(self, rows: pd.DataFrame) -> np.ndarray:
+        s = np.full(len(rows), self.bias, dtype=np.float64)
+        for name, w in self.weights.items():
+            s += w * rows[name].to_numpy(dtype=np.float64)
+        for name, table in self.levels.items():
+            s += np.array([table.get(v, 0.0) for v in rows[name]], dtype=np.float64)
+        return s
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        return 1.0 / (1.0 + np.exp(-self.score(rows)))
+
+
+def _unit_training(model, extra=None, n=400, seed=0):
+    """Training rows spanning [0, 1] exactly on x1, x2, x3 (so the encoding is the identity), scored by ``model``."""
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({"x1": rng.uniform(0, 1, n).round(4), "x2": rng.uniform(0, 1, n).round(4),
+                          "x3": rng.uniform(0, 1, n).round(4)})
+    frame.loc[0, ["x1", "x2", "x3"]] = 0.0
+    frame.loc[1, ["x1", "x2", "x3"]] = 1.0
+    if extra is not None:
+        for name, values in extra.items():
+            frame[name] = [values[i % len(values)] for i in range(n)]
+    frame["label"] = (model.favorable_probability(frame) >= 0.5).astype(int)
+    schema = infer_schema(frame, SchemaSpec(continuous=("x1", "x2", "x3")))
+    return build_training_set(frame, schema, model), frame
+
+
+def _sparse_one(training, model, applicant: dict, prototype: dict, **kw):
+    encoder = training.encoder
+    raw0 = pd.DataFrame([applicant])[list(training.schema.feature_names)]
+    proto = pd.DataFrame([prototype])[list(training.schema.feature_names)]
+    X0, XK = encoder.encode(raw0), encoder.encode(proto)
+    plain = interpolate_linear(encoder, model, X0, XK, raw0)
+    assert plain.found[0]
+    sparse = sparsify_recourses(encoder, model, X0, XK, raw0, plain.rows, plain.probability, found=plain.found, **kw)
+    cost = lambda rows: float(np.linalg.norm(encoder.encode(rows) - X0))   # noqa: E731
+    return plain, sparse, cost(plain.rows), cost(sparse.rows)
+
+
+def _changed(row: dict, applicant: dict) -> set:
+    return {n for n in applicant if row[n] != applicant[n]}
+
+
+# ------------------------------------------------------------------ oracles
+
+
+def test_only_the_feature_the_model_needs_is_changed_and_it_stops_on_the_boundary():
+    # score 10 x1 + 0.1 x2 + 0.1 x3 - 5: with x2 = x3 = 0.2 the boundary is x1 = 0.496; x2, x3 are not needed
+    model = LinearScore({"x1": 10.0, "x2": 0.1, "x3": 0.1}, -5.0)
+    training, _ = _unit_training(model)
+    applicant = {"x1": 0.3, "x2": 0.2, "x3": 0.2}
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, {"x1": 0.9, "x2": 0.9, "x3": 0.9})
+    assert _changed(plain.rows.iloc[0].to_dict(), applicant) == {"x1", "x2", "x3"}
+    row = sparse.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"x1"}
+    assert sparse.n_changes[0] == 1 and sparse.kept[0]
+    assert 0.496 <= row["x1"] <= 0.496 + 0.6 * 1e-3 + 1e-4            # bisection tolerance on a 0.6-long move
+    assert sparse.probability[0] >= 0.5
+    assert sparse.probability[0] == model.favorable_probability(sparse.rows)[0]
+    assert sparse_cost == pytest.approx(row["x1"] - 0.3) and sparse_cost < plain_cost
+
+
+def test_two_features_needed_together_are_both_kept_and_the_useless_one_dropped():
+    # score 3 x1 + 3 x2 + 0 x3 - 4.5: neither x1 nor x2 alone can reach it (x1 <= 1 gives 3 + 0.6 < 4.5)
+    model = LinearScore({"x1": 3.0, "x2": 3.0, "x3": 0.0}, -4.5)
+    training, _ = _unit_training(model)
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, {"x1": 1.0, "x2": 1.0, "x3": 0.0})
+    assert _changed(plain.rows.iloc[0].to_dict(), applicant) == {"x1", "x2", "x3"}
+    assert _changed(sparse.rows.iloc[0].to_dict(), applicant) == {"x1", "x2"}
+    assert sparse.probability[0] >= 0.5 and sparse_cost <= plain_cost
+
+
+def test_an_unneeded_categorical_flip_is_returned_to_the_applicants_category():
+    model = LinearScore({"x1": 10.0, "x2": 0.0, "x3": 0.0}, -8.0, levels={"colour": {"red": 0.0, "blue": 0.0}})
+    training, _ = _unit_training(model, extra={"colour": ["red", "blue"]})
+    applicant = {"x1": 0.2, "x2": 0.5, "x3": 0.5, "colour": "red"}
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant,
+                                                         {"x1": 1.0, "x2": 0.5, "x3": 0.5, "colour": "blue"})
+    assert "colour" in _changed(plain.rows.iloc[0].to_dict(), applicant)     # the plain scheme flips it (t > 0.5)
+    row = sparse.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"x1"} and row["colour"] == "red"
+    assert sparse_cost < plain_cost
+
+
+def test_max_changes_trades_cost_for_fewer_changes_when_asked():
+    # 4.2 x1 + 4 x2 - 4 from (0.2, 0.2): x1 alone needs 0.762 (a 0.562 move), more than the plain
+    # recourse's cost (0.407), so the default keeps both; --max-changes 1 accepts the dearer single change.
+    model = LinearScore({"x1": 4.2, "x2": 4.0, "x3": 0.0}, -4.0)
+    training, _ = _unit_training(model)
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
+    proto = {"x1": 1.0, "x2": 1.0, "x3": 0.5}
+    _, default, plain_cost, default_cost = _sparse_one(training, model, applicant, proto)
+    assert _changed(default.rows.iloc[0].to_dict(), applicant) == {"x1", "x2"}
+    assert default_cost <= plain_cost == pytest.approx(0.407, abs=2e-3)
+    _, capped, _, capped_cost = _sparse_one(training, model, applicant, proto, max_changes=1)
+    row = capped.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"x1"} and capped.kept[0]
+    assert (4 - 0.8) / 4.2 <= row["x1"] <= (4 - 0.8) / 4.2 + 1e-3
+    assert capped.probability[0] >= 0.5 and capped_cost > plain_cost
+
+
+def test_max_changes_drops_a_recourse_that_cannot_be_short_enough_and_says_so():
+    model = LinearScore({"x1": 3.0, "x2": 3.0, "x3": 0.0}, -4.5)
+    training, frame = _unit_training(model)
+    applicant = pd.DataFrame([{"x1": 0.2, "x2": 0.2, "x3": 0.5}])
+    plans = _plans(training, model, applicant, PlanSettings(method="nearest", k=2, max_changes=1))
+    assert plans[0].status == "infeasible" and plans[0].recourses == ()
+    assert "change more than 1 feature(s) even after sparsification (--max-changes)" in plans[0].reason
+    plans = _plans(training, model, applicant, PlanSettings(method="nearest", k=2, max_changes=2))
+    assert plans[0].status == "ok"
+    assert all(len(r.changes) <= 2 for r in plans[0].recourses)
+
+
+def test_max_changes_is_validated():
+    with pytest.raises(InputError, match="max_changes"):
+        PlanSettings(max_changes=0).validate()
+    with pytest.raises(InputError, match="graph recourses keep their paths"):
+        PlanSettings(max_changes=2, scheme="graph").validate()
+    with pytest.raises(InputError, match="margin"):
+        PlanSettings(margin=-0.1).validate()
+
+
+# ------------------------------------------------------------------ invariants on real models
+
+
+def _by_prototype(plan):
+    return {r.prototype: r for r in plan.recourses}
+
+
+def _compare_with_plain(training, model, applicants, **kw):
+    """Sparse vs plain plans of the same applicants: per prototype, no more cost and no more changes."""
+    sparse = _plans(training, model, applicants, PlanSettings(k=3, **kw))
+    plain = _plans(training, model, applicants, PlanSettings(k=3, sparsify=False, **kw))
+    n_compared = n_fewer = 0
+    for s, p in zip(sparse, plain):
+        assert s.status == p.status
+        ref = _by_prototype(p)
+        for r in s.recourses:
+            q = ref.get(r.prototype)
+            if q is None:         # the plain plan merged this prototype's recourse with a closer one
+                continue
+            n_compared += 1
+            assert r.cost <= q.cost + 1e-9, (s.applicant, r.prototype)
+            assert len(r.changes) <= len(q.changes), (s.applicant, r.prototype)
+            n_fewer += len(r.changes) < len(q.changes)
+    return sparse, n_compared, n_fewer
+
+
+def test_sparse_sample_recourses_never_cost_more_nor_change_more(sample_paths):
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"])
+    sparse, n_compared, n_fewer = _compare_with_plain(training, model, applicants)
+    assert n_compared >= 40 and n_fewer >= n_compared // 2
+    assert check_invariants(sparse, training, sample_paths["model"], applicants, 3) == len(applicants)
+
+
+@pytest.mark.parametrize("margin", [0.0, 0.05])
+def test_sparse_german_recourses_hold_every_invariant_at_the_margin(tmp_path, margin):
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.model_selection import train_test_split
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    frame = pd.read_csv(dataset_path("german.csv"))
+    train, test = train_test_split(frame, test_size=0.2, random_state=42, stratify=frame["label"])
+    features = [c for c in frame.columns if c != "label"]
+    pipe = Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["Personal status"]),
+                                    ("num", MinMaxScaler(), ["Duration", "Credit amount", "Age"])])),
+        ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=0, max_iter=500)),
+    ]).fit(train[features], train["label"])
+    model_path = tmp_path / "german.pkl"
+    joblib.dump(pipe, model_path)
+    train_path = tmp_path / "train.csv"
+    train.to_csv(train_path, index=False)
+    training, model = _setup(train_path, model_path, SchemaSpec(immutable=("Personal status",), increasing=("Age",)))
+    denied = test[features][pipe.predict_proba(test[features])[:, 1] < 0.5].head(30).reset_index(drop=True)
+    sparse, n_compared, _ = _compare_with_plain(training, model, denied, margin=margin)
+    assert n_compared >= 30
+    assert check_invariants(sparse, training, model_path, denied, 3) >= 0.8 * len(denied)
+    independent = joblib.load(model_path)                      # validity at the margin, re-predicted independently
+    rows = pd.DataFrame([r.features for p in sparse for r in p.recourses])
+    assert (independent.predict_proba(rows[features])[:, 1] >= 0.5 + margin).all()
+
+
+# ------------------------------------------------------------------ the margin
+
+
+def test_margin_recourses_reach_threshold_plus_margin_and_verification_checks_it(sample_paths):
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"])
+    plain = _plans(training, model, applicants, PlanSettings(k=3, sparsify=False))
+    margin = _plans(training, model, applicants, PlanSettings(k=3, sparsify=False, margin=0.1))
+    low = [r.probability for p in plain for r in p.recourses]
+    high = [r.probability for p in margin for r in p.recourses]
+    assert min(low) < 0.6 and min(high) >= 0.6                 # without the margin some sit below 0.6
+    assert all(p.status == "ok" for p in margin)
+    # the gate: a recourse below threshold + margin is refused
+    plan = next(p for p in plain if any(r.probability < 0.55 for r in p.recourses))
+    verify_plans(training.encoder, model, [plan])
+    with pytest.raises(RecourseVerificationError, match="by the margin"):
+        verify_plans(training.encoder, model, [plan], margin=0.05)
+
+
+def test_margin_that_no_probability_can_reach_is_refused(sample_paths):
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"]).head(2)
+    with pytest.raises(InputError, match="below 1"):
+        _plans(training, model, applicants, PlanSettings(margin=0.5))
+
+
+def test_margin_on_the_graph_scheme_keeps_end_points_above_it(sample_paths):
+    from frpd_cli.graph import build_graph
+
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"]).head(8)
+    graph = build_graph(training.X, training.codes, n_neighbors=10)
+    for endpoint in ("prototype", "first-favorable"):
+        settings = PlanSettings(k=3, scheme="graph", endpoint=endpoint, margin=0.1)
+        plans = _plans(training, model, applicants, settings, graph=graph)
+        probabilities = [r.probability for p in plans for r in p.recourses]
+        assert probabilities and min(probabilities) >= 0.6
+        assert all(r.path for p in plans for r in p.recourses)   # graph recourses keep their paths
+
+
+# ------------------------------------------------------------------ evaluation columns
+
+
+def test_evaluate_reports_mean_probability_and_the_share_near_the_threshold(sample_paths):
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"]).head(6)
+    names = list(training.schema.feature_names)
+    plans = _plans(training, model, applicants, PlanSettings(k=3))
+    from frpd_cli.plans import plan_record
+
+    records = [plan_record(p) for p in plans]
+    per = evaluate_plans(records, training, model, applicants[names])
+    for p, (_, row) in zip(plans, per.iterrows()):
+        probs = model.favorable_probability(pd.DataFrame([r.features for r in p.recourses])[names])
+        assert row["probability"] == pytest.approx(probs.mean(), abs=1e-12)
+        assert row["near threshold"] == pytest.approx(np.mean(probs < 0.51), abs=1e-12)
+        assert row["sparsity"] == pytest.approx(np.mean([len(r.changes) for r in p.recourses]))
+    summary = summarize_by_method(per)
+    assert list(summary.columns[-4:]) == ["probability mean", "probability std", "near threshold mean",
+                                          "near threshold std"]
+    assert list(per.columns[-2:]) == ["probability", "near threshold"]
+
+
+# ------------------------------------------------------------------ command line
+
+
+def _plan_args(paths, *extra):
+    return ["plan", str(paths["data"]), "--model", str(paths["model"]), "--schema", str(paths["schema"]),
+            "--applicants", str(paths["applicants"]), "--format", "jsonl", *extra]
+
+
+def test_cli_margin_and_max_changes(sample_paths):
+    result = runner.invoke(app, _plan_args(sample_paths, "--margin", "0.05", "--max-changes", "2"))
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    recourses = [r for rec in records for r in rec["recourses"]]
+    assert recourses and all(r["probability"] >= 0.55 for r in recourses)
+    assert all(len(r["changes"]) <= 2 for r in recourses)
+    plain = runner.invoke(app, _plan_args(sample_paths, "--no-sparsify"))
+    assert plain.exit_code == 0
+    n_plain = np.mean([len(r["changes"]) for line in plain.stdout.splitlines() for r in json.loads(line)["recourses"]])
+    default = runner.invoke(app, _plan_args(sample_paths))
+    n_sparse = np.mean([len(r["changes"]) for line in default.stdout.splitlines()
+                        for r in json.loads(line)["recourses"]])
+    assert n_sparse < n_plain
+
+
+@pytest.mark.parametrize("extra, text", [
+    (["--margin", "-0.1"], "margin"),
+    (["--margin", "1"], "margin"),
+    (["--margin", "0.5"], "below 1"),
+    (["--max-changes", "0"], "max-changes"),
+])
+def test_cli_refuses_bad_margin_and_max_changes_as_usage_errors(sample_paths, extra, text):
+    result = runner.invoke(app, _plan_args(sample_paths, *extra))
+    assert result.exit_code == 2
+    assert text in result.stderr and result.stdout == ""
+
+
+def test_cli_max_changes_with_a_graph_is_a_usage_error(sample_paths, tmp_path):
+    result = runner.invoke(app, _plan_args(sample_paths, "--max-changes", "2", "--graph", str(tmp_path)))
+    assert result.exit_code == 2 and "graph recourses keep their paths" in result.stderr
+
+
+def test_help_lists_the_new_options():
+    result = runner.invoke(app, ["plan", "--help"])
+    for option in ("--margin", "--no-sparsify", "--max-changes"):
+        assert option in result.stdout
+
+
+def test_plans_do_not_depend_on_their_batch_with_a_margin_and_max_changes(sample_paths):
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"])
+    settings = PlanSettings(k=3, margin=0.05, max_changes=2)
+    reference = _plans(training, model, applicants, settings, chunk_size=256)
+    for chunk_size in (1, 7):
+        assert _plans(training, model, applicants, settings, chunk_size=chunk_size) == reference
+
+
+def test_verify_plans_margin_names_the_rule():
+    class Half:
+        threshold = 0.5
+
+        def favorable_probability(self, rows):
+            return np.full(len(rows), 0.52)
+
+    model = LinearScore({"x1": 1.0, "x2": 0.0, "x3": 0.0}, 0.0)
+    training, _ = _unit_training(model)
+    features = {"x1": 0.5, "x2": 0.5, "x3": 0.5}
+    plan = Plan("a", "ok", None, "quad", (Recourse(1, features, {}, 0.0, 0.52, 0),), {"x1": 0.4, "x2": 0.5,
+                                                                                     "x3": 0.5})
+    verify_plans(training.encoder, Half(), [plan], margin=0.02)
+    with pytest.raises(RecourseVerificationError, match=r"0.5 \+ 0.05"):
+        verify_plans(training.encoder, Half(), [plan], margin=0.05)
