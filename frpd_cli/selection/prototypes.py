@@ -43,13 +43,16 @@ FULL_ENUMERATION = 20_000
 
 # Strengthened QUAD: subsets scored in the enlarged reduced problem; dual-ascent iterations with lambda = 1;
 # best-response iterations from the greedy start; nearest rows (times k) added to Z; swap partners per chosen
-# row and rounds of the exact problem over them.
+# row and rounds of the exact problem over them. Chosen for cost (benchmarks/bench_quad.py): on Adult, 5
+# dual-ascent and 5 restart iterations, and 1,000 partners per row, changed the answer of 3 of 186
+# (constrained) and 6 of 60 (5,048 candidates) applicants for about 1.5x the selection time; a round stops
+# at the first that does not improve, so 3 rounds cost about 1.
 _REDUCED_BUDGET = 6_000
 _REDUCED_BUDGET_LARGE_K = 40_000  # k >= 4: C(m, k) grows fast; 40,000 subsets keep 32 rows at k = 4
-_DUAL_ITER = 5
-_RESTART_ITER = 5
+_DUAL_ITER = 0
+_RESTART_ITER = 2
 _NEAREST_FACTOR = 2
-_NEIGHBOURS = 1_000
+_NEIGHBOURS = 10
 _NEIGHBOURHOOD_ROUNDS = 3
 
 #: Largest number of candidates for ``method="exact"`` when enumeration is too large
@@ -280,11 +283,11 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
 
     Steps when ``C(N, k) > full_enumeration``: (1) the paper's procedure (``quad``: best response;
     ``quad-dp``: dual ascent with ``step``), whose screening set ``Z`` is kept whole; (2) more screening
-    rows: dual-ascent iterates with the authors' ``lambda = 1``, best-response iterates from the greedy
-    solution, the nearest rows; (3) the exact problem over this union (enumeration, at most
+    rows: best-response iterates from the greedy solution, the nearest rows (dual-ascent iterates with the
+    authors' ``lambda = 1`` when ``_DUAL_ITER > 0``); (3) the exact problem over this union (enumeration, at most
     ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
-    answer; (5) the exact problem over the answer and its best swap partners, then
-    local search again, while it improves. Each step starts from the previous answer: never worse than
+    answer; (5) the exact problem over the answer and its 10 best swap partners per chosen row, then
+    local search again, while it improves (at most 3 rounds); see :func:`~frpd_cli.selection.quad.improve_subset`. Each step starts from the previous answer: never worse than
     the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
     gives ``objective_gap``; 0 means proven optimal.
     """
@@ -438,9 +441,10 @@ def select_prototypes(
     -----
     Costs (``N`` candidates, ``p`` features, ``M <= p`` eigenpairs): geometry ``O(N p)``; eigenpairs
     ``O(N p^2)``; ``quad-paper`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1)
-    k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add 5 dual-ascent and up to 5
-    best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets (40,000 for ``k >= 4``)
-    of the enlarged ``Z``, ``O(N p)`` per local-search move and ``O(N k)`` per exact solve over swap partners. ``info`` then
+    k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add a greedy start (``k - 1``
+    products ``O(N p)``), up to 2 best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets
+    (40,000 for ``k >= 4``) of the enlarged ``Z``, ``O(N p)`` per local-search move and ``O(N k)`` plus an
+    enumeration of ``C(11 k, k)`` subsets per round over swap partners. ``info`` then
     holds ``paper_objective`` (the paper procedure's value, never below the result), ``lower_bound``
     and ``objective_gap`` (objective minus the best lower bound:
     :func:`~frpd_cli.selection.quad.lagrangian_bound` at ``w = s v`` for ``s`` in 0, 1/2, 1 and ``v`` the
