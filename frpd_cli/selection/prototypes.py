@@ -45,8 +45,9 @@ FULL_ENUMERATION = 20_000
 # best-response iterations from the greedy start; nearest rows (times k) added to Z; swap partners per chosen
 # row and rounds of the exact problem over them. Chosen for cost (benchmarks/bench_quad.py): on Adult, 5
 # dual-ascent and 5 restart iterations, and 1,000 partners per row, changed the answer of 3 of 186
-# (constrained) and 6 of 60 (5,048 candidates) applicants for about 1.5x the selection time; a round stops
-# at the first that does not improve, so 3 rounds cost about 1.
+# (constrained) and 6 of 60 (5,048 candidates) applicants for about 1.25x the selection time (the dual-ascent
+# iterates no longer helped once the swap partners are enumerated); rounds stop at the first that does not
+# improve, so 3 rounds cost little more than 1.
 _REDUCED_BUDGET = 6_000
 _REDUCED_BUDGET_LARGE_K = 40_000  # k >= 4: C(m, k) grows fast; 40,000 subsets keep 32 rows at k = 4
 _DUAL_ITER = 0
@@ -284,11 +285,11 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
     Steps when ``C(N, k) > full_enumeration``: (1) the paper's procedure (``quad``: best response;
     ``quad-dp``: dual ascent with ``step``), whose screening set ``Z`` is kept whole; (2) more screening
     rows: best-response iterates from the greedy solution, the nearest rows (dual-ascent iterates with the
-    authors' ``lambda = 1`` when ``_DUAL_ITER > 0``); (3) the exact problem over this union (enumeration, at most
-    ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
+    authors' ``lambda = 1`` when ``_DUAL_ITER > 0``); (3) the exact problem over this union (enumeration,
+    at most ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
     answer; (5) the exact problem over the answer and its 10 best swap partners per chosen row, then
-    local search again, while it improves (at most 3 rounds); see :func:`~frpd_cli.selection.quad.improve_subset`. Each step starts from the previous answer: never worse than
-    the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
+    local search again, while it improves (at most 3 rounds; :func:`~frpd_cli.selection.quad.improve_subset`).
+    Each step starts from the previous answer: never worse than the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
     gives ``objective_gap``; 0 means proven optimal.
     """
     distances, directions = geometry.distances, geometry.directions
