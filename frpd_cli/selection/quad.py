@@ -437,6 +437,11 @@ def improve_subset(
             directions, distances, found, theta, _product_rows(directions, found, known), True, max_moves
         )
         n_moves += moves
-    v, av = directions[subset].sum(axis=0), rows.sum(axis=0)
-    lower = max(lagrangian_bound(directions, distances, k, theta, s * v, aw=s * av) for s in (0.0, 0.5, 1.0))
+    # lagrangian_bound at w = s v for s = 0, 1/2, 1, sharing (1 - theta) d and A v = sum of the kept rows.
+    vv, av, base = float(np.sum(directions[subset].sum(axis=0) ** 2)), rows.sum(axis=0), (1.0 - theta) * distances
+    lower = float(base[_k_smallest(base, k)].sum())
+    for s in (0.5, 1.0):
+        score = av * (2.0 * theta * s)
+        score += base
+        lower = max(lower, float(score[_k_smallest(score, k)].sum() - theta * s * s * vv))
     return subset, value, n_moves, n_rounds, lower
