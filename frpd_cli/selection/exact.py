@@ -89,46 +89,93 @@ def _objective(directions: np.ndarray, distances: np.ndarray, subset: np.ndarray
     return float(theta * (v @ v) + (1.0 - theta) * distances[subset].sum())
 
 
-# Largest number of k-subsets scored in one vectorised pass over the whole subset table (about 10 MB at k = 4).
-_ONE_PASS = 1 << 18
+def _pair_weights(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
+    """``W`` with ``theta ||sum_{i in z} a_i||^2 + (1 - theta) sum_{i in z} d_i = sum_{a < b in z} W_ab`` for ``|z| = k``.
 
-
-def _enumerate_one_pass(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
-    """Best ``k``-subset of a small problem: the whole subset table at once, pair sums of the Gram matrix."""
-    combos = combinations_array(distances.shape[0], k)
+    ``W_ab = 2 theta a_a^T a_b + (u_a + u_b) / (k - 1)`` with ``u_i = theta ||a_i||^2 + (1 - theta) d_i``: each row of a
+    ``k``-set lies in ``k - 1`` of its pairs. Exactly symmetric (the Gram matrix comes from one ``A A^T`` product).
+    """
     gram = directions @ directions.T
-    quad = np.zeros(combos.shape[0])
-    dist = np.zeros(combos.shape[0])
-    for a in range(k):
-        col = combos[:, a]
-        quad += gram[col, col]
-        dist += distances[col]
-        for b in range(a + 1, k):
-            quad += 2.0 * gram[col, combos[:, b]]
-    values = theta * quad + (1.0 - theta) * dist
-    return combos[int(np.argmin(values))].astype(np.int64)
+    unary = (theta * np.diagonal(gram) + (1.0 - theta) * distances) / (k - 1)
+    weights = (2.0 * theta) * gram
+    weights += unary[:, None] + unary[None, :]  # u_a + u_b == u_b + u_a: W stays exactly symmetric
+    return weights
+
+
+def _strict_upper(weights: np.ndarray) -> np.ndarray:
+    """``weights`` with ``inf`` on and below the diagonal (only ``a < b`` pairs left)."""
+    n = weights.shape[0]
+    return np.where(np.arange(n)[None, :] > np.arange(n)[:, None], weights, np.inf)
+
+
+# Largest number of values scored in one vectorised block (2 MB of float64).
+_BLOCK = 1 << 18
+
+
+def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
+    """Best ``k``-subset (``k >= 2``) from the pair weights; ties: lexicographic first.
+
+    ``k = 2``: the smallest strict-upper entry of ``W``. ``k = 3``: the table ``U_ij + U_il + W_jl``
+    over ``i`` and the later rows ``j, l`` (``U`` = strict upper part, so only ``i < j, i < l`` is finite; both
+    orders of ``j, l`` give the same value and the first minimum has ``j < l``), by blocks of ``i``. ``k >= 4``: every
+    ``(k - 1)``-subset ``h`` (lexicographic) against every later last row ``l`` in one table
+    ``sum_{a < b in h} W_ab + sum_{a in h} W_al``, by blocks of ``h``. Flat table order is lexicographic
+    order of the ``k``-sets, so the first minimum is the lexicographically first optimal set.
+    """
+    n = distances.shape[0]
+    weights = _pair_weights(directions, distances, k, theta)
+    upper = _strict_upper(weights)
+    if k == 2:
+        return np.array(divmod(int(np.argmin(upper)), n), dtype=np.int64)
+    best_value, best = np.inf, None
+    if k == 3:
+        np.fill_diagonal(weights, np.inf)  # j == l
+        block = max(1, _BLOCK // (n * n))
+        for start in range(0, n - 2, block):
+            # rows i in [start, start + block), later rows j, l in (start, n)
+            rows = upper[start : start + block, start + 1 :]
+            table = rows[:, :, None] + rows[:, None, :]
+            table += weights[None, start + 1 :, start + 1 :]
+            flat = int(np.argmin(table))
+            if table.flat[flat] < best_value:
+                i, j, l = np.unravel_index(flat, table.shape)
+                best_value = float(table.flat[flat])
+                best = np.array([start + i, start + 1 + j, start + 1 + l], dtype=np.int64)
+        return np.sort(best)
+    heads = combinations_array(n, k - 1)
+    heads = heads[heads[:, -1] < n - 1]
+    block = max(1, _BLOCK // n)
+    for start in range(0, heads.shape[0], block):
+        part = heads[start : start + block]
+        table = np.take(upper, part[:, -1], axis=0)
+        inner = np.zeros(part.shape[0])
+        for a in range(k - 1):
+            col = part[:, a]
+            if a < k - 2:
+                table += np.take(weights, col, axis=0)
+            for b in range(a + 1, k - 1):
+                inner += weights[col, part[:, b]]
+        table += inner[:, None]
+        flat = int(np.argmin(table))
+        if table.flat[flat] < best_value:
+            h, last = divmod(flat, n)
+            best_value, best = float(table.flat[flat]), np.append(part[h], last).astype(np.int64)
+    return best
 
 
 def _enumerate(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
-    """Best ``k``-subset by scoring all of them (chunked by first element when many); ties: lexicographic first."""
+    """Best ``k``-subset by scoring all of them; ties: lexicographic first (up to rounding)."""
     n = distances.shape[0]
-    if math.comb(n, k) <= _ONE_PASS and n <= _GRAM_MAX:
-        return _enumerate_one_pass(directions, distances, k, theta)
-    use_gram = n <= _GRAM_MAX
-    gram = directions @ directions.T if use_gram else None
+    if k == 1:
+        values = theta * np.einsum("ij,ij->i", directions, directions) + (1.0 - theta) * distances
+        return np.array([int(np.argmin(values))], dtype=np.int64)
+    if n <= _GRAM_MAX:
+        return _enumerate_pairs(directions, distances, k, theta)
     best_value, best = np.inf, None
     for first in range(n - k + 1):
         rest = first + 1 + combinations_array(n - first - 1, k - 1)
-        if use_gram:
-            quad = gram[first, first] + 2.0 * gram[first, rest].sum(axis=1)
-            for a in range(k - 1):
-                col = rest[:, a]
-                quad += gram[col, col]
-                for b in range(a + 1, k - 1):
-                    quad += 2.0 * gram[col, rest[:, b]]
-        else:
-            v = directions[first] + directions[rest].sum(axis=1)
-            quad = np.einsum("ij,ij->i", v, v)
+        v = directions[first] + directions[rest].sum(axis=1)
+        quad = np.einsum("ij,ij->i", v, v)
         values = theta * quad + (1.0 - theta) * (distances[first] + distances[rest].sum(axis=1))
         i = int(np.argmin(values))
         if values[i] < best_value:
@@ -366,8 +413,9 @@ def solve_subset_qp(
 
     Notes
     -----
-    Enumeration costs ``O(C(n, k) k^2)`` with the ``n x n`` Gram matrix when ``n <= 1024``
-    (``O(C(n, k) k p)`` otherwise). Each OA round is one MILP with ``n`` binaries, ``p + 1``
+    Enumeration scores the ``k``-sets from ``n x n`` pair weights when ``n <= 1024``: about ``2 C(n, 3)``
+    table entries for ``k = 3`` and ``k C(n, k)`` for ``k >= 4``, ``k - 1`` additions each, in blocks of at
+    most 262,144 entries (``O(C(n, k) k p)`` otherwise). Each OA round is one MILP with ``n`` binaries, ``p + 1``
     continuous variables and ``p + 1`` rows plus one cut per round.
 
     References

@@ -14,13 +14,12 @@ from frpd_cli.selection.dpp import DppKernel, dpp_greedy, dpp_local_search
 from frpd_cli.selection.exact import MAX_ENUMERATION, solve_subset_qp
 from frpd_cli.selection.geometry import Eigen, Geometry, compute_geometry, eigen_decompose  # noqa: F401 (doctest)
 from frpd_cli.selection.quad import (
-    lagrangian_bound,
+    greedy_start,
+    improve_subset,
     quad_objective_values,
     screen_best_response,
     screen_dual_ascent,
     screening_set,
-    swap_local_search,
-    swap_neighbours,
 )
 
 __all__ = [
@@ -44,15 +43,18 @@ FULL_ENUMERATION = 20_000
 
 # Strengthened QUAD: subsets scored in the enlarged reduced problem; dual-ascent iterations with lambda = 1;
 # best-response iterations from the greedy start; nearest rows (times k) added to Z; swap partners per chosen
-# row and rounds of the exact problem over them.
+# row and rounds of the exact problem over them. Chosen for cost (benchmarks/bench_quad.py): on Adult, 5
+# dual-ascent and 5 restart iterations, and 1,000 partners per row, changed the answer of 3 of 186
+# (constrained) and 6 of 60 (5,048 candidates) applicants for about 1.25x the selection time (the dual-ascent
+# iterates no longer helped once the swap partners are enumerated); rounds stop at the first that does not
+# improve, so 3 rounds cost little more than 1.
 _REDUCED_BUDGET = 6_000
 _REDUCED_BUDGET_LARGE_K = 40_000  # k >= 4: C(m, k) grows fast; 40,000 subsets keep 32 rows at k = 4
-_DUAL_ITER = 5
-_RESTART_ITER = 5
+_DUAL_ITER = 0
+_RESTART_ITER = 2
 _NEAREST_FACTOR = 2
-_NEIGHBOURS = 1_000
+_NEIGHBOURS = 10
 _NEIGHBOURHOOD_ROUNDS = 3
-_GREEDY_LS = False
 
 #: Largest number of candidates for ``method="exact"`` when enumeration is too large
 #: (``C(N, k) > max_enumeration``). Measured here with the OA-MILP, ``k = 3``: 63 candidates
@@ -250,20 +252,6 @@ def _select_quad_paper(geometry, k, method, theta, eigen, n_iter, tau, step, tim
     return screening[local], screening, info, eigen
 
 
-def _greedy_unit(directions, distances, k, theta):
-    """:func:`quad_greedy` for unit directions (``||a_i||^2 = 1``): ``k - 1`` matrix-vector products."""
-    increase = theta + (1.0 - theta) * distances
-    chosen = np.empty(k, dtype=np.int64)
-    aw = np.zeros(distances.shape[0])
-    for step in range(k):
-        score = increase + (2.0 * theta) * aw
-        score[chosen[:step]] = np.inf
-        chosen[step] = int(np.argmin(score))
-        if step < k - 1:
-            aw += directions @ directions[chosen[step]]
-    return chosen
-
-
 def _largest_enumerable(k: int, budget: int) -> int:
     """Largest ``m`` with ``C(m, k) <= budget`` (at least ``k``)."""
     m = k
@@ -296,12 +284,12 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
 
     Steps when ``C(N, k) > full_enumeration``: (1) the paper's procedure (``quad``: best response;
     ``quad-dp``: dual ascent with ``step``), whose screening set ``Z`` is kept whole; (2) more screening
-    rows: dual-ascent iterates with the authors' ``lambda = 1``, best-response iterates from the greedy
-    solution, the nearest rows; (3) the exact problem over this union (enumeration, at most
-    ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
-    answer; (5) the exact problem over the answer and its best swap partners, then
-    local search again, while it improves. Each step starts from the previous answer: never worse than
-    the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
+    rows: best-response iterates from the greedy solution, the nearest rows (dual-ascent iterates with the
+    authors' ``lambda = 1`` when ``_DUAL_ITER > 0``); (3) the exact problem over this union (enumeration,
+    at most ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
+    answer; (5) the exact problem over the answer and its 10 best swap partners per chosen row, then
+    local search again, while it improves (at most 3 rounds; :func:`~frpd_cli.selection.quad.improve_subset`).
+    Each step starts from the previous answer: never worse than the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
     gives ``objective_gap``; 0 means proven optimal.
     """
     distances, directions = geometry.distances, geometry.directions
@@ -317,7 +305,7 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
                                                      time_limit, max_enumeration)
     paper = np.sort(paper)
     paper_value = quad_objective_values(directions, distances, paper, theta)
-    greedy = np.sort(_greedy_unit(directions, distances, k, theta))
+    greedy, known = greedy_start(directions, distances, k, theta)
     extra = []
     if method == "quad-dp":
         extra.append(screen_best_response(eigen, distances, k, theta, n_iter)[0][::-1])
@@ -334,33 +322,15 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
     best = paper
     if screening.size > paper_z.size:  # C(|Z|, k) <= _REDUCED_BUDGET by construction
         best = _enumerate_over(directions, distances, screening, k, theta)
-    best_value = quad_objective_values(directions, distances, best, theta)
-    if best_value > paper_value:  # cannot happen (Z is a superset of the paper's), kept as a guard
-        best, best_value = paper, paper_value
-    moves = 0
-    best, best_value, moves, products = swap_local_search(directions, distances, best, theta)
-    if _GREEDY_LS:
-        found, value, n_moves, found_products = swap_local_search(directions, distances, greedy, theta)
-        moves += n_moves
-        if value < best_value:
-            best, best_value, products = found, value, found_products
-    rounds = 0
+    if quad_objective_values(directions, distances, best, theta) > paper_value:
+        best = paper  # cannot happen (Z is a superset of the paper's), kept as a guard
     per_position = min(_NEIGHBOURS, (_largest_enumerable(k, budget) - k) // k)
-    while per_position >= 1 and rounds < _NEIGHBOURHOOD_ROUNDS:
-        rows = np.union1d(best, swap_neighbours(products, distances, best, theta, per_position))
-        found = _enumerate_over(directions, distances, rows, k, theta)
-        value = quad_objective_values(directions, distances, found, theta)
-        rounds += 1
-        if not value < best_value - 1e-12 * max(1.0, abs(best_value)):
-            break
-        found, value, n_moves, found_products = swap_local_search(directions, distances, found, theta)
-        moves += n_moves
-        best, best_value, products = found, value, found_products
-    # Lower bounds at w = s v(best), s in {0, 1/2, 1} (A w from the kept cosines: no extra product). Only
-    # quantities of the encoded space enter, not the eigenpairs: a stored float32 decomposition (select
-    # --reuse-eigen) gives the same bound, hence the same objective_gap.
-    v, av = directions[best].sum(axis=0), products.sum(axis=1)
-    lower = max(lagrangian_bound(directions, distances, k, theta, scale * v, aw=scale * av) for scale in (0.0, 0.5, 1.0))
+    best, best_value, moves, rounds, lower = improve_subset(
+        directions, distances, best, theta, per_position=per_position, max_rounds=_NEIGHBOURHOOD_ROUNDS,
+        products=known,
+    )
+    # The bound uses only quantities of the encoded space, not the eigenpairs: a stored float32 decomposition
+    # (select --reuse-eigen) gives the same bound, hence the same objective_gap.
     gap = max(best_value - lower, 0.0)
     if gap <= 1e-9 * max(1.0, abs(best_value)):
         gap = 0.0
@@ -472,9 +442,10 @@ def select_prototypes(
     -----
     Costs (``N`` candidates, ``p`` features, ``M <= p`` eigenpairs): geometry ``O(N p)``; eigenpairs
     ``O(N p^2)``; ``quad-paper`` ``O(N M)`` per iteration plus the reduced problem (``|Z| <= (tau + 1)
-    k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add 5 dual-ascent and up to 5
-    best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets (40,000 for ``k >= 4``)
-    of the enlarged ``Z``, ``O(N p)`` per local-search move and ``O(N k)`` per exact solve over swap partners. ``info`` then
+    k``); ``quad-dp-paper`` ``O(N M n_iter)``; ``quad`` and ``quad-dp`` add a greedy start (``k - 1``
+    products ``O(N p)``), up to 2 best-response iterations ``O(N M)``, an enumeration of at most 6,000 subsets
+    (40,000 for ``k >= 4``) of the enlarged ``Z``, ``O(N p)`` per local-search move and ``O(N k)`` plus an
+    enumeration of ``C(11 k, k)`` subsets per round over swap partners. ``info`` then
     holds ``paper_objective`` (the paper procedure's value, never below the result), ``lower_bound``
     and ``objective_gap`` (objective minus the best lower bound:
     :func:`~frpd_cli.selection.quad.lagrangian_bound` at ``w = s v`` for ``s`` in 0, 1/2, 1 and ``v`` the

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
+from frpd_cli.selection.exact import solve_subset_qp
 from frpd_cli.selection.geometry import Eigen
 
 __all__ = [
@@ -14,6 +17,8 @@ __all__ = [
     "lagrangian_bound",
     "swap_local_search",
     "swap_neighbours",
+    "greedy_start",
+    "improve_subset",
 ]
 
 
@@ -23,11 +28,30 @@ def quad_objective_values(directions: np.ndarray, distances: np.ndarray, indices
     return float(theta * (v @ v) + (1.0 - theta) * distances[indices].sum())
 
 
+# Up to this k, the k smallest scores are found by k argmin passes (ties: lowest index): a few microseconds
+# where np.argpartition takes about 30 at N = 5,000.
+_FEW = 8
+
+
 def _k_smallest(score: np.ndarray, k: int) -> np.ndarray:
-    """Sorted indices of the ``k`` smallest scores, ``O(N)`` (``np.argpartition``, no sort of ``N``)."""
-    if k >= score.shape[0]:
-        return np.arange(score.shape[0], dtype=np.int64)
-    return np.sort(np.argpartition(score, k - 1)[:k]).astype(np.int64)
+    """Sorted indices of the ``k`` smallest scores, ``O(N k)`` for ``k <= 8``, else ``O(N)`` (``np.argpartition``).
+
+    ``score`` must be writable: the chosen entries are masked during the search and restored.
+    """
+    n = score.shape[0]
+    if k >= n:
+        return np.arange(n, dtype=np.int64)
+    if k > _FEW:
+        return np.sort(np.argpartition(score, k - 1)[:k]).astype(np.int64)
+    picked, saved = [], []
+    for _ in range(k):
+        i = int(score.argmin())
+        picked.append(i)
+        saved.append(score[i])
+        score[i] = np.inf
+    score[picked] = saved
+    picked.sort()
+    return np.array(picked, dtype=np.int64)
 
 
 def screening_set(iterates: list[np.ndarray], n_iter: int, tau: int, cycle_start: int | None) -> np.ndarray:
@@ -80,7 +104,9 @@ def screen_best_response(
     z = np.zeros(0, dtype=np.int64) if start is None else np.asarray(start, dtype=np.int64)
     for t in range(n_iter):
         if z.size:
-            score = base + (2.0 * theta) * (V @ (sigma * V[z].sum(axis=0)))
+            score = V @ (sigma * V[z].sum(axis=0))
+            score *= 2.0 * theta
+            score += base
         else:
             score = base
         z = _k_smallest(score, k)
@@ -134,7 +160,9 @@ def screen_dual_ascent(
         vz = V[z].sum(axis=0) if z.size else np.zeros(sigma.shape[0])
         alpha = np.minimum(2.0 * step / np.sqrt(t + 1.0) / target_scale, 1.0)
         gamma = gamma + alpha * (-target_scale * vz - gamma)
-        score = base - 2.0 * (V @ gamma)
+        score = V @ gamma
+        score *= -2.0
+        score += base
         z = _k_smallest(score, k)
         iterates.append(z)
         if bounds is not None:
@@ -174,26 +202,67 @@ def lagrangian_bound(
     return float(score[_k_smallest(score, k)].sum() - theta * float(w @ w))
 
 
-def _swap_values(products: np.ndarray, distances: np.ndarray, subset: np.ndarray, theta: float) -> np.ndarray:
-    """Objective after swapping position ``j`` of ``subset`` for row ``i``, for every ``(i, j)``: shape (N, k).
+def _swap_table(rows: np.ndarray, distances: np.ndarray, subset: np.ndarray, theta: float) -> np.ndarray:
+    """Objective after swapping position ``j`` of ``subset`` for row ``i``, for every ``(j, i)``: shape (k, N).
 
-    ``products[:, j] = A a_{subset[j]}`` (the cosines of every candidate with chosen row ``j``). With
+    ``rows[j] = A a_{subset[j]}`` (the cosines of every candidate with chosen row ``j``). With
     ``v = sum_j a_j`` and unit directions, swapping ``j`` for ``i`` gives
-    ``theta (||v - a_j||^2 + 2 a_i^T (v - a_j) + 1) + (1 - theta) (D - d_j + d_i)``. Chosen rows get ``inf``.
+    ``theta (||v - a_j||^2 + 2 a_i^T v - 2 a_i^T a_j + 1) + (1 - theta) (D - d_j + d_i)``: one row
+    ``c_i = theta + (1 - theta) d_i + 2 theta a_i^T v`` shared by all ``j``, minus ``2 theta rows[j]``, plus a
+    constant per ``j``. Chosen rows get ``inf``.
     """
-    av = products.sum(axis=1)                                  # A v
-    vv = float(av[subset].sum())                               # ||v||^2
-    rest = theta * (vv - 2.0 * av[subset] + 1.0) + (1.0 - theta) * (distances[subset].sum() - distances[subset])
-    values = (2.0 * theta) * (av[:, None] - products)
-    values += (theta + (1.0 - theta) * distances)[:, None]
-    values += rest[None, :]
-    values[subset, :] = np.inf
+    av = rows.sum(axis=0)                                      # A v
+    at_chosen = av[subset]
+    vv = float(at_chosen.sum())                                # ||v||^2
+    rest = theta * (vv - 2.0 * at_chosen + 1.0) + (1.0 - theta) * (distances[subset].sum() - distances[subset])
+    shared = (theta + (1.0 - theta) * distances) + (2.0 * theta) * av
+    values = rows * (-2.0 * theta)
+    values += shared
+    values += rest[:, None]
+    values[:, subset] = np.inf
     return values
 
 
-def _products(directions: np.ndarray, subset: np.ndarray) -> np.ndarray:
-    """``A a_j`` for every ``j`` of ``subset``, shape (N, k), one matrix-vector product each."""
-    return np.column_stack([directions @ directions[j] for j in subset])
+def _product_rows(directions: np.ndarray, subset: np.ndarray, known: dict | None = None) -> np.ndarray:
+    """``A a_j`` for every ``j`` of ``subset`` as the rows of a (k, N) array; rows found in ``known`` are reused."""
+    out = np.empty((subset.size, directions.shape[0]))
+    for r, j in enumerate(subset.tolist()):
+        if known is not None and j in known:
+            out[r] = known[j]
+        else:
+            np.dot(directions, directions[j], out=out[r])
+    return out
+
+
+def _as_rows(products: np.ndarray) -> np.ndarray:
+    """The (k, N) row layout of an (N, k) ``products`` array (free for the arrays this module returns)."""
+    return np.ascontiguousarray(np.asarray(products, dtype=np.float64).T)
+
+
+def _local_search(directions, distances, subset, theta, rows, owned, max_moves):
+    """:func:`swap_local_search` on the (k, N) layout; also returns the swap table of the answer."""
+    current = quad_objective_values(directions, distances, subset, theta)
+    n_moves = 0
+    while True:
+        values = _swap_table(rows, distances, subset, theta)
+        if n_moves >= max_moves:
+            break
+        j, i = divmod(int(np.argmin(values)), values.shape[1])
+        tol = 1e-12 * max(1.0, abs(current))
+        if not values[j, i] < current - tol:
+            break
+        candidate = subset.copy()
+        candidate[j] = i
+        value = quad_objective_values(directions, distances, candidate, theta)
+        if not value < current - tol:
+            break
+        if not owned:
+            rows, owned = rows.copy(), True
+        np.dot(directions, directions[i], out=rows[j])
+        order = np.argsort(candidate)
+        subset, rows, current = candidate[order], rows[order], value
+        n_moves += 1
+    return subset, current, n_moves, rows, values
 
 
 def swap_local_search(
@@ -213,6 +282,7 @@ def swap_local_search(
     Parameters
     ----------
     directions : ndarray of shape (n_candidates, n_features)
+        Unit rows.
     distances : ndarray of shape (n_candidates,)
     subset : ndarray of shape (k,)
         The start; the result is never worse.
@@ -227,33 +297,32 @@ def swap_local_search(
     objective : float
     n_moves : int
     products : ndarray of shape (n_candidates, k)
-        ``A a_j`` for the returned rows (for :func:`swap_neighbours` and :func:`lagrangian_bound`).
+        ``A a_j`` for the returned rows (for :func:`swap_neighbours` and :func:`lagrangian_bound`); a
+        transposed view of a C-ordered (k, N) array.
 
     Notes
     -----
-    The cosines of every candidate with each chosen row are kept: a pass scores all moves in
-    ``O(N k)`` and a move costs one matrix-vector product ``O(N p)``; no ``N x N`` matrix.
+    The cosines of every candidate with each chosen row are kept as ``k`` contiguous rows: a pass scores all
+    ``k (N - k)`` moves at once from one shared vector ``(1 - theta) d + 2 theta A v`` minus
+    ``2 theta A a_j`` (``O(N k)``, a handful of vector operations), and a move costs one matrix-vector
+    product ``O(N p)``; no ``N x N`` matrix.
     """
     subset = np.sort(np.asarray(subset, dtype=np.int64))
-    products = _products(directions, subset) if products is None else products
-    current = quad_objective_values(directions, distances, subset, theta)
-    n_moves = 0
-    while n_moves < max_moves:
-        values = _swap_values(products, distances, subset, theta)
-        i, j = np.unravel_index(int(np.argmin(values)), values.shape)
-        if not values[i, j] < current - 1e-12 * max(1.0, abs(current)):
-            break
-        candidate = subset.copy()
-        candidate[j] = i
-        value = quad_objective_values(directions, distances, candidate, theta)
-        if not value < current - 1e-12 * max(1.0, abs(current)):
-            break
-        products = products.copy()
-        products[:, j] = directions @ directions[i]
-        order = np.argsort(candidate)
-        subset, products, current = candidate[order], products[:, order], value
-        n_moves += 1
-    return subset, current, n_moves, products
+    if products is None:
+        rows, owned = _product_rows(directions, subset), True
+    else:
+        rows, owned = _as_rows(products), False
+    subset, current, n_moves, rows, _ = _local_search(directions, distances, subset, theta, rows, owned, max_moves)
+    return subset, current, n_moves, rows.T
+
+
+def _neighbours_from_table(values: np.ndarray, per_position: int) -> np.ndarray:
+    """The ``per_position`` best entries of each row of a swap table (sorted, unique)."""
+    m = min(per_position, values.shape[1] - values.shape[0])
+    if m <= 0:
+        return np.zeros(0, dtype=np.int64)
+    picks = np.argpartition(values, m - 1, axis=1)[:, :m]
+    return np.unique(picks).astype(np.int64)
 
 
 def swap_neighbours(
@@ -266,9 +335,113 @@ def swap_neighbours(
     ``O(N k)``.
     """
     subset = np.asarray(subset, dtype=np.int64)
-    values = _swap_values(products, distances, subset, theta)
-    m = min(per_position, distances.shape[0] - subset.size)
-    if m <= 0:
-        return np.zeros(0, dtype=np.int64)
-    picks = [np.argpartition(values[:, j], m - 1)[:m] for j in range(subset.size)]
-    return np.unique(np.concatenate(picks)).astype(np.int64)
+    return _neighbours_from_table(_swap_table(_as_rows(products), distances, subset, theta), per_position)
+
+
+def greedy_start(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> tuple[np.ndarray, dict]:
+    """Greedy on the QUAD objective for unit directions, with the cosines it computed along the way.
+
+    Step ``t`` adds the row of least objective increase ``theta + (1 - theta) d_i + 2 theta a_i^T v_t``
+    (``v_t`` the sum of the rows chosen so far; ties: lowest index).
+
+    Returns
+    -------
+    subset : ndarray of shape (k,), int64, sorted
+    products : dict
+        ``A a_j`` for the first ``k - 1`` chosen rows ``j`` (reused by :func:`improve_subset`).
+
+    Notes
+    -----
+    ``k - 1`` matrix-vector products ``O(N p)`` and ``k`` passes ``O(N)``.
+    """
+    increase = theta + (1.0 - theta) * distances
+    chosen: list[int] = []
+    products: dict = {}
+    aw = np.zeros(distances.shape[0])
+    for step in range(k):
+        score = (2.0 * theta) * aw
+        score += increase
+        score[chosen] = np.inf
+        best = int(score.argmin())
+        chosen.append(best)
+        if step < k - 1:
+            products[best] = directions @ directions[best]
+            aw += products[best]
+    return np.sort(np.array(chosen, dtype=np.int64)), products
+
+
+def improve_subset(
+    directions: np.ndarray,
+    distances: np.ndarray,
+    subset: np.ndarray,
+    theta: float,
+    *,
+    per_position: int,
+    max_rounds: int,
+    max_moves: int = 100,
+    products: dict | None = None,
+) -> tuple[np.ndarray, float, int, int, float]:
+    """Swap local search from ``subset``, then exact solves over the answer and its best swap partners.
+
+    Each round enumerates every ``k``-subset of the answer and its ``per_position`` best swap partners per
+    chosen row (two- and three-row exchanges a single swap cannot make); when that improves, local search
+    runs again from the new answer. The single best swap of every position is among the partners, so a round
+    that finds nothing better also certifies the answer swap-optimal.
+
+    Parameters
+    ----------
+    directions : ndarray of shape (n_candidates, n_features)
+        Unit rows.
+    distances : ndarray of shape (n_candidates,)
+    subset : ndarray of shape (k,)
+        The start; the result is never worse.
+    theta : float
+    per_position : int
+        Swap partners per chosen row in a round (0: no rounds).
+    max_rounds : int
+    max_moves : int, default=100
+        Cap on the moves of each local search.
+    products : dict, optional
+        ``A a_j`` already computed for some rows ``j`` (from :func:`greedy_start`).
+
+    Returns
+    -------
+    subset : ndarray of shape (k,), int64, sorted
+    objective : float
+    n_moves : int
+    n_rounds : int
+    lower_bound : float
+        The best :func:`lagrangian_bound` at ``w = s v`` for ``s`` in 0, 1/2, 1 and ``v`` the answer's direction
+        sum (``A w`` from the kept cosines: no further product).
+
+    Notes
+    -----
+    A pass of local search is ``O(N k)``, a move one product ``O(N p)``; a round ``O(N k)`` plus the
+    enumeration of ``C(k (per_position + 1), k)`` subsets and the products of the rows that changed.
+    """
+    subset = np.sort(np.asarray(subset, dtype=np.int64))
+    k = subset.size
+    rows = _product_rows(directions, subset, products)
+    subset, value, n_moves, rows, table = _local_search(directions, distances, subset, theta, rows, True, max_moves)
+    n_rounds = 0
+    while per_position >= 1 and n_rounds < max_rounds:
+        pool = np.union1d(subset, _neighbours_from_table(table, per_position))
+        local, _ = solve_subset_qp(directions[pool], distances[pool], k, theta, max_enumeration=math.comb(pool.size, k))
+        found = pool[local]
+        found_value = quad_objective_values(directions, distances, found, theta)
+        n_rounds += 1
+        if not found_value < value - 1e-12 * max(1.0, abs(value)):
+            break
+        known = dict(zip(subset.tolist(), rows))
+        subset, value, moves, rows, table = _local_search(
+            directions, distances, found, theta, _product_rows(directions, found, known), True, max_moves
+        )
+        n_moves += moves
+    # lagrangian_bound at w = s v for s = 0, 1/2, 1, sharing (1 - theta) d and A v = sum of the kept rows.
+    vv, av, base = float(np.sum(directions[subset].sum(axis=0) ** 2)), rows.sum(axis=0), (1.0 - theta) * distances
+    lower = float(base[_k_smallest(base, k)].sum())
+    for s in (0.5, 1.0):
+        score = av * (2.0 * theta * s)
+        score += base
+        lower = max(lower, float(score[_k_smallest(score, k)].sum() - theta * s * s * vv))
+    return subset, value, n_moves, n_rounds, lower
