@@ -380,7 +380,7 @@ def parse_range(feature: Feature, value) -> Feature:
         known = {category_key(level): level for level in feature.levels}
         unknown = [str(v) for v in items if category_key(v) not in known]
         if not items or unknown:
-            raise DeclarationError("--range", name, 
+            raise DeclarationError("--range", name,
                 f"The range of the categorical feature '{name}' must list allowed levels of its training "
                 f"vocabulary ({', '.join(str(v) for v in feature.levels)}). Got "
                 f"{', '.join(unknown) if unknown else repr(value)} instead."

@@ -327,34 +327,16 @@ def test_graph_of_other_data_is_refused(sample):
 
 
 @pytest.mark.parametrize("method", ["quad", "face"])
-def test_german_graph_plans_hold_every_invariant(tmp_path, method):
-    import joblib
-    from conftest import dataset_path
-    from sklearn.compose import ColumnTransformer
-    from sklearn.model_selection import train_test_split
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
-
+def test_german_graph_plans_hold_every_invariant(german, method):
     from frpd_cli.cli.graph import category_blocks
     from frpd_cli.graph import default_neighbors
 
-    frame = pd.read_csv(dataset_path("german.csv"))
-    train, test = train_test_split(frame, test_size=0.2, random_state=42, stratify=frame["label"])
-    features = [c for c in frame.columns if c != "label"]
-    pipe = Pipeline([
-        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["Personal status"]),
-                                    ("num", MinMaxScaler(), ["Duration", "Credit amount", "Age"])])),
-        ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=0, max_iter=500)),
-    ]).fit(train[features], train["label"])
-    model_path = tmp_path / "german.pkl"
-    joblib.dump(pipe, model_path)
-    train_path = tmp_path / "train.csv"
-    train.to_csv(train_path, index=False)
-    training, model = _setup(train_path, model_path, SchemaSpec(immutable=("Personal status",), increasing=("Age",)))
+    model_path = german.model_path
+    training, model = _setup(german.train_path, model_path,
+                             SchemaSpec(immutable=("Personal status",), increasing=("Age",)))
     graph = build_graph(training.X, training.codes, n_neighbors=default_neighbors(training.n_rows),
                         category_blocks=category_blocks(training.encoder))
-    denied = test[features][pipe.predict_proba(test[features])[:, 1] < 0.5].head(30).reset_index(drop=True)
+    denied = german.denied.head(30)
     settings = PlanSettings(method=method, k=3, scheme="graph")
     plans = _plans(training, model, denied, settings, graph)
     n_ok = check_invariants(_euclidean(training, denied, plans), training, model_path, denied, 3)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import dataset_path
 
 from frpd_cli.dataset import build_training_set
 from frpd_cli.model import load_model
@@ -226,31 +225,11 @@ def test_theta_zero_gives_nearest_prototypes(sample):
     assert [[r.prototype for r in p.recourses] for p in a] == [[r.prototype for r in p.recourses] for p in b]
 
 
-def test_german_plans_hold_every_invariant(tmp_path):
-    import joblib
-    from sklearn.compose import ColumnTransformer
-    from sklearn.model_selection import train_test_split
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
-
-    path = dataset_path("german.csv")
-    frame = pd.read_csv(path)
-    train, test = train_test_split(frame, test_size=0.2, random_state=42, stratify=frame["label"])
-    features = [c for c in frame.columns if c != "label"]
-    numeric = ["Duration", "Credit amount", "Age"]
-    pipe = Pipeline([
-        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["Personal status"]),
-                                    ("num", MinMaxScaler(), numeric)])),
-        ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=0, max_iter=500)),
-    ]).fit(train[features], train["label"])
-    model_path = tmp_path / "german.pkl"
-    joblib.dump(pipe, model_path)
-    train_path = tmp_path / "train.csv"
-    train.to_csv(train_path, index=False)
+def test_german_plans_hold_every_invariant(german):
+    model_path = german.model_path
     spec = SchemaSpec(immutable=("Personal status",), increasing=("Age",))
-    training, model = _setup(train_path, model_path, spec)
-    denied = test[features][pipe.predict_proba(test[features])[:, 1] < 0.5].head(40)
+    training, model = _setup(german.train_path, model_path, spec)
+    denied = german.denied
     plans = _plans(training, model, denied, PlanSettings(method="quad", k=3))
     n_ok = check_invariants(plans, training, model_path, denied, 3)
     assert n_ok >= 0.8 * len(denied)

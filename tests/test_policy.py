@@ -120,7 +120,7 @@ def test_auto_is_the_default_and_projects_only_numeric_immutables(crafted):
     result = _plan(crafted)
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
-    est, frame = crafted["estimator"], crafted["frame"]
+    est = crafted["estimator"]
     for rec, (_, x0) in zip(records, crafted["raw_applicants"].iterrows()):
         assert rec["status"] == "ok"
         rows = pd.DataFrame([r["features"] for r in rec["recourses"]])

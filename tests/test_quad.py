@@ -122,7 +122,7 @@ def test_logistic_44_row_construction(full_enumeration):
 @pytest.mark.parametrize("method, paper_method", [("quad", "quad-paper"), ("quad-dp", "quad-dp-paper")])
 def test_never_worse_than_the_paper_procedure(method, paper_method):
     rng = np.random.default_rng(7)
-    for seed in range(12):
+    for _ in range(12):
         n, p = int(rng.integers(100, 600)), int(rng.choice([3, 10, 30]))
         X, x0 = rng.random((n, p)), rng.random(p)
         g = compute_geometry(X, x0)

@@ -13,8 +13,8 @@ import pytest
 
 from frpd_cli.exceptions import InputError, SolverError
 from frpd_cli.selection import (
-    EXACT_MAX_CANDIDATES,
     EIGEN_METHODS,
+    EXACT_MAX_CANDIDATES,
     METHODS,
     Eigen,
     Geometry,

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import dataset_path
 from test_planning import _plans, _setup, check_invariants
 from typer.testing import CliRunner
 
@@ -192,28 +191,13 @@ def test_sparse_sample_recourses_never_cost_more_nor_change_more(sample_paths):
 
 
 @pytest.mark.parametrize("margin", [0.0, 0.05])
-def test_sparse_german_recourses_hold_every_invariant_at_the_margin(tmp_path, margin):
+def test_sparse_german_recourses_hold_every_invariant_at_the_margin(german, margin):
     import joblib
-    from sklearn.compose import ColumnTransformer
-    from sklearn.model_selection import train_test_split
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
 
-    frame = pd.read_csv(dataset_path("german.csv"))
-    train, test = train_test_split(frame, test_size=0.2, random_state=42, stratify=frame["label"])
-    features = [c for c in frame.columns if c != "label"]
-    pipe = Pipeline([
-        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["Personal status"]),
-                                    ("num", MinMaxScaler(), ["Duration", "Credit amount", "Age"])])),
-        ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=0, max_iter=500)),
-    ]).fit(train[features], train["label"])
-    model_path = tmp_path / "german.pkl"
-    joblib.dump(pipe, model_path)
-    train_path = tmp_path / "train.csv"
-    train.to_csv(train_path, index=False)
-    training, model = _setup(train_path, model_path, SchemaSpec(immutable=("Personal status",), increasing=("Age",)))
-    denied = test[features][pipe.predict_proba(test[features])[:, 1] < 0.5].head(30).reset_index(drop=True)
+    model_path, features = german.model_path, german.features
+    training, model = _setup(german.train_path, model_path,
+                             SchemaSpec(immutable=("Personal status",), increasing=("Age",)))
+    denied = german.denied.head(30)
     sparse, n_compared, _ = _compare_with_plain(training, model, denied, margin=margin)
     assert n_compared >= 30
     assert check_invariants(sparse, training, model_path, denied, 3) >= 0.8 * len(denied)

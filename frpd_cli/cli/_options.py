@@ -418,9 +418,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     """
     from ..dataset import build_training_set, read_training_frame
     from ..model import load_model
-    from ..schema import infer_schema
-
-    from ..schema import DeclarationError
+    from ..schema import DeclarationError, infer_schema
 
     spec = flags.spec()
     frame = read_training_frame(data, encoding=encoding)

@@ -289,7 +289,8 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
     at most ``_REDUCED_BUDGET`` subsets); (4) best-improvement swap local search on the full objective from that
     answer; (5) the exact problem over the answer and its 10 best swap partners per chosen row, then
     local search again, while it improves (at most 3 rounds; :func:`~frpd_cli.selection.quad.improve_subset`).
-    Each step starts from the previous answer: never worse than the paper's. A lower bound (:func:`lagrangian_bound` at multiples of the answer's direction sum)
+    Each step starts from the previous answer: never worse than the paper's. A lower bound
+    (:func:`lagrangian_bound` at multiples of the answer's direction sum)
     gives ``objective_gap``; 0 means proven optimal.
     """
     distances, directions = geometry.distances, geometry.directions
