@@ -39,7 +39,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import tomllib
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser as a package
+    import tomli as tomllib
 
 from .exceptions import SchemaError
 
