@@ -787,10 +787,26 @@ def _toml_ordinal(schema: Schema, context: dict) -> list[str]:
     return ["[ordinal]"] + [f"{_toml_key(f.name)} = {_toml_array(f.levels)}" for f in ordinal]
 
 
+def _toml_range(schema: Schema, context: dict) -> list[str]:
+    lines = []
+    for f in schema.features:
+        if f.allowed:
+            lines.append(f"{_toml_key(f.name)} = {_toml_array(f.allowed)}")
+        elif f.low is not None or f.high is not None:
+            bounds = ":".join("" if b is None else repr(float(b)) for b in (f.low, f.high))
+            lines.append(f"{_toml_key(f.name)} = {_toml_string(bounds)}")
+    return ["[range]", *lines] if lines else []
+
+
+def _toml_weight(schema: Schema, context: dict) -> list[str]:
+    lines = [f"{_toml_key(f.name)} = {float(f.weight)!r}" for f in schema.features if f.weight != 1.0]
+    return ["[weight]", *lines] if lines else []
+
+
 #: Writers of the schema file's top-level keys, in file order: ``(schema, context) -> lines``.
 TOML_KEY_WRITERS = (_toml_identity, _toml_exclude, _toml_mutability, _toml_kinds)
 #: Writers of the schema file's tables (after every key): ``(schema, context) -> lines`` with the header.
-TOML_TABLE_WRITERS = (_toml_ordinal,)
+TOML_TABLE_WRITERS = (_toml_ordinal, _toml_range, _toml_weight)
 
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 

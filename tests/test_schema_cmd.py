@@ -56,6 +56,27 @@ def test_round_trip_through_the_command_and_the_schema_option(sample_paths, tmp_
     assert rows["label"]["role"] == "target"
 
 
+def test_round_trip_keeps_the_users_ranges_and_weights(sample_paths, tmp_path):
+    written = tmp_path / "schema.toml"
+    limits = ("--range", "credit_amount=500.5:", "--range", "duration=:36", "--range", "housing=own,rent",
+              "--weight", "age=4", "--weight", "savings=0.25")
+    result = runner.invoke(app, _schema_args(sample_paths, "--write", str(written), "--format", "csv", *limits))
+    assert result.exit_code == 0, result.stderr
+    frame = pd.read_csv(sample_paths["data"])
+    spec = SchemaSpec(ranges={"credit_amount": "500.5:", "duration": ":36", "housing": "own,rent"},
+                      weights={"age": 4.0, "savings": 0.25})
+    from frpd_cli.schema import merge_specs
+
+    original = infer_schema(frame, merge_specs(load_schema_file(sample_paths["schema"]), spec))
+    again = infer_schema(frame, load_schema_file(written))
+    assert again == original
+    by_name = {f.name: f for f in again.features}
+    assert (by_name["credit_amount"].low, by_name["credit_amount"].high) == (500.5, None)
+    assert (by_name["duration"].low, by_name["duration"].high) == (None, 36.0)
+    assert by_name["housing"].allowed == ("own", "rent") and by_name["age"].weight == 4.0
+    assert by_name["job"].weight == 1.0 and not by_name["job"].allowed
+
+
 def _spec_of(path, immutable_extra=()):
     from frpd_cli.schema import merge_specs
 

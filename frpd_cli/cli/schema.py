@@ -74,6 +74,9 @@ def schema_command(
     decreasing: o.DecreasingOpt = None,
     categorical: o.CategoricalOpt = None,
     continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.FeatureWeightOpt = None,
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
@@ -101,7 +104,7 @@ def schema_command(
     write_to_stdout = write is not None and is_stdio(write)
     fmt_ = resolve_format(fmt, None)
     spec = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous,
-                  id_column).spec()
+                  id_column, vary=vary, ranges=range_, weights=feature_weight).spec()
     frame = read_training_frame(data, encoding=encoding)
     report = inspect_schema(frame, spec, source=f"'{data}'")
     toml = schema_to_toml(report.schema, columns=list(frame.columns), source=f"'{Path(data).name}'")
