@@ -206,7 +206,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         from .sparsify import sparsify_recourses
 
         sparse = sparsify_recourses(encoder, judge, X0[seg_app], XK, seg_raw, result.rows, result.probability,
-                                    found=result.found, max_changes=max_changes, tol=tol)
+                                    found=result.found, max_changes=max_changes, tol=tol, groups=seg_app)
         plain = _Fallback(encoder, result, X0[seg_app], max_changes)
         sparse = _other_when_repeated(encoder, judge, X0[seg_app], XK, seg_raw, seg_app, sparse, plain,
                                       max_changes=max_changes, tol=tol)
@@ -276,11 +276,12 @@ def _other_when_repeated(encoder, judge, X0, XK, raw0, seg_app, sparse, plain, *
     """Replace a sparse recourse that repeats an earlier one of its applicant by one that changes other features.
 
     The repeated segment is interpolated again towards its prototype with the features of the repeated
-    recourse held at the applicant's values, and sparsified; the result is used when it is accepted and
-    costs no more (nor changes more features) than the segment's plain recourse. Otherwise the caller
+    recourse held at the applicant's values, and sparsified; the result is used when it is accepted, changes
+    no more features than the segment's plain recourse and costs at most ``COST_FACTOR`` times as much
+    (the bound of :mod:`frpd_cli.sparsify`). Otherwise the caller
     falls back to the plain recourse, or merges the repeat. Depends only on each applicant's own segments.
     """
-    from .sparsify import changed_features, sparsify_recourses
+    from .sparsify import COST_FACTOR, changed_features, sparsify_recourses
 
     names = list(encoder.schema.feature_names)
     keys = [tuple(str(v) for v in row) for row in sparse.rows.loc[:, names].itertuples(index=False, name=None)]
@@ -311,7 +312,8 @@ def _other_when_repeated(encoder, judge, X0, XK, raw0, seg_app, sparse, plain, *
     cost = np.linalg.norm(Za - X0[rep], axis=1)
     n_plain = changed_features(encoder, np.where(plain.usable[rep][:, None], encoder.encode(
         pd.DataFrame([plain.records[s] for s in rep])[names], source="the recourses"), X0[rep]), X0[rep]).sum(axis=1)
-    better = alt.kept & found & (cost <= plain.costs[rep] + 1e-12) & (alt.n_changes <= np.maximum(n_plain, 1))
+    better = alt.kept & found & (cost <= COST_FACTOR * plain.costs[rep] + 1e-12) & \
+        (alt.n_changes <= np.maximum(n_plain, 1))
     if max_changes is not None:
         better &= alt.n_changes <= max_changes
     if not better.any():

@@ -52,6 +52,8 @@ too long it is flagged (``kept`` is False) for the caller to drop.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import combinations
+from math import comb
 
 import numpy as np
 import pandas as pd
@@ -60,9 +62,15 @@ from .encoding import Encoder
 from .exceptions import InputError
 from .interpolation import decode_from
 
-__all__ = ["SparseResult", "sparsify_recourses", "changed_features"]
+__all__ = ["SparseResult", "sparsify_recourses", "changed_features", "COST_FACTOR"]
 
 _EPS = 1e-12
+
+#: A sparse recourse costs at most this many times its plain recourse (see the module docstring).
+COST_FACTOR = 1.5
+
+#: Subsets of one size tried per recourse; beyond, the greedy search takes over.
+_MAX_SUBSETS = 64
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,8 @@ def sparsify_recourses(
     found: np.ndarray | None = None,
     max_changes: int | None = None,
     tol: float = 1e-3,
+    groups: np.ndarray | None = None,
+    cost_factor: float = COST_FACTOR,
 ) -> SparseResult:
     """Sparsify the recourses found on segments ``X0[i] -> XK[i]``.
 
@@ -192,21 +202,36 @@ def sparsify_recourses(
         budget and flagged when they still do.
     tol : float, default=1e-3
         Bisection tolerance, as a fraction of the segment.
+    groups : ndarray of int, shape (n_segments,), optional
+        The applicant of each segment (segments of one applicant, in rank
+        order): among equally short supports, a segment prefers features its
+        applicant's earlier segments do not change. By default every segment
+        is its own group.
+    cost_factor : float, default=COST_FACTOR
+        A sparse recourse costs at most ``cost_factor`` times the plain one.
 
     Returns
     -------
     result : SparseResult
 
+    Raises
+    ------
+    InputError
+        ``max_changes`` is not an int >= 1, or ``cost_factor`` is below 1.
+
     Notes
     -----
-    Model calls: one for the orders, one per greedy round (the largest number
-    of changed features), about ``log2(1 / tol)`` for the bisection and one per
-    revert round; each call scores at most one row per segment (the order call:
-    one per changed feature). Python work is ``O(n_segments)`` per round.
+    Model calls: one for the single-feature supports, one for the pairs, one
+    per bisection step (about ``log2(1 / tol)``, every accepted candidate of
+    the batch together), and those of the greedy search for the recourses no
+    support of one or two features serves. Python work is ``O(n_segments)``
+    per call; no model call scores a segment that is already decided.
     """
     if max_changes is not None and (isinstance(max_changes, bool) or int(max_changes) != max_changes
                                     or max_changes < 1):
         raise InputError(f"The 'max_changes' option must be an int >= 1. Got {max_changes!r} instead.")
+    if not (isinstance(cost_factor, (int, float)) and np.isfinite(cost_factor) and cost_factor >= 1):
+        raise InputError(f"The 'cost_factor' option must be a number >= 1. Got {cost_factor!r} instead.")
     X0 = np.asarray(X0, dtype=np.float64)
     XK = np.asarray(XK, dtype=np.float64)
     n = X0.shape[0]
@@ -214,20 +239,293 @@ def sparsify_recourses(
     rows = rows.reset_index(drop=True)
     probability = np.asarray(probability, dtype=np.float64).copy()
     found = np.ones(n, dtype=bool) if found is None else np.asarray(found, dtype=bool)
-    search = _Search(encoder, model, X0, XK, raw0, rows, probability, found, tol)
+    groups = np.arange(n) if groups is None else np.asarray(groups, dtype=np.int64)
+    best = _Rows(rows)
+    calls = 0
+    # the plain recourses: their supports and costs
+    Zp = X0.copy()
+    if n and found.any():
+        Zp[found] = encoder.encode(rows.loc[found], source="the recourses")
+    sq = _block_sq(encoder, Zp - X0)
+    support = sq > _EPS * _EPS
+    plain_cost = np.sqrt(sq.sum(axis=1))
+    budget = cost_factor * plain_cost
+    n_changes = support.sum(axis=1).astype(np.int64)
     if n:
-        search.run(max_changes)
+        small = _SmallSupports(encoder, model, X0, XK, raw0, tol)
+        chosen, too_many = small.search(found & (n_changes >= 2), support, budget)
+        calls += small.calls
+        # the greedy search where the subsets to try are too many
+        rest = np.flatnonzero(too_many)
+        if rest.size:
+            greedy = _Search(encoder, model, X0[rest], XK[rest], raw0.iloc[rest].reset_index(drop=True),
+                             rows.iloc[rest].reset_index(drop=True), probability[rest], np.ones(rest.size, bool),
+                             tol, budget=budget[rest])
+            greedy.run(None)
+            calls += greedy.calls
+            best.put(rest, greedy.best.frame())
+            probability[rest] = greedy.prob
+            support[rest] = greedy.support
+            n_changes[rest] = greedy.n_changes
+        picks = small.pick(chosen, groups, support)
+        if picks.size:
+            segs = small.cand_seg[picks]
+            frame = pd.DataFrame(small.columns(segs, small.cand_sup[picks], small.cand_t[picks])[0])
+            best.put(segs, frame)
+            probability[segs] = small.cand_p[picks]
+            support[segs] = small.cand_act[picks]
+            n_changes[segs] = support[segs].sum(axis=1)
+    if max_changes is not None and n:
+        long = np.flatnonzero(found & (n_changes > max_changes))
+        if long.size:
+            again = _Search(encoder, model, X0[long], XK[long], raw0.iloc[long].reset_index(drop=True),
+                            best.frame(long), probability[long], np.ones(long.size, bool), tol)
+            again.run(max_changes)
+            calls += again.calls
+            best.put(long, again.best.frame())
+            probability[long] = again.prob
+            n_changes[long] = again.n_changes
     kept = found.copy()
     if max_changes is not None:
-        kept &= search.n_changes <= max_changes
-    return SparseResult(rows=search.best.frame(), probability=search.prob, n_changes=search.n_changes,
-                        kept=kept, n_model_calls=search.calls)
+        kept &= n_changes <= max_changes
+    return SparseResult(rows=best.frame(), probability=probability, n_changes=n_changes, kept=kept,
+                        n_model_calls=calls)
+
+
+class _SmallSupports:
+    """Recourses that change one or two of the plain recourse's features (see :func:`sparsify_recourses`).
+
+    Works on numpy columns: the decoded row of a candidate is the applicant's raw row with the features of
+    its support moved towards the prototype (numeric ones the fraction ``t`` of the way, decoded as
+    :func:`frpd_cli.interpolation.decode_from` decodes them; categorical ones to the prototype's category).
+    """
+
+    def __init__(self, encoder: Encoder, model, X0: np.ndarray, XK: np.ndarray, raw0: pd.DataFrame, tol: float):
+        self.encoder, self.model, self.tol = encoder, model, tol
+        self.features = list(encoder.schema.features)
+        self.names = [f.name for f in self.features]
+        self.X0, self.D = X0, XK - X0
+        self.col = encoder.offsets[:-1].astype(np.int64)
+        scale = encoder.column_scale
+        self.scale = np.ones(encoder.n_features_out) if scale is None else scale
+        self.is_cat = np.array([f.is_categorical for f in self.features], dtype=bool)
+        self.raw = {name: raw0[name].to_numpy() for name in self.names}
+        n, n_feat = X0.shape[0], len(self.features)
+        # squared encoded move of each whole feature at the prototype (categoricals: the prototype's category)
+        self.sq_end = np.zeros((n, n_feat))
+        self.proto = {}
+        cats = [j for j in range(n_feat) if self.is_cat[j]]
+        decoded = encoder.decode(XK) if cats else None
+        for j in range(n_feat):
+            start, stop = int(encoder.offsets[j]), int(encoder.offsets[j + 1])
+            if self.is_cat[j]:
+                differ = np.argmax(X0[:, start:stop], axis=1) != np.argmax(XK[:, start:stop], axis=1)
+                self.sq_end[:, j] = np.where(differ, 2.0 * self.scale[start] ** 2, 0.0)
+                self.proto[j] = decoded[self.names[j]].to_numpy()
+            else:
+                self.sq_end[:, j] = self.D[:, start] ** 2
+        self.calls = 0
+        self.cand_seg = np.zeros(0, dtype=np.int64)
+
+    # ------------------------------------------------------------------ rows
+    def _numeric(self, j: int, segs: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Raw values of numeric feature ``j`` moved the fraction ``t`` of the way, and their squared encoded move."""
+        f, c, enc = self.features[j], self.col[j], self.encoder
+        x0 = self.X0[segs, c]
+        z = x0 + t * self.D[segs, c]
+        column = enc._decode_numeric(j, f, z / self.scale[c])
+        original = self.raw[f.name][segs]
+        if f.mutability in ("increasing", "decreasing"):
+            column = column.astype(np.result_type(column.dtype, original.dtype))
+            column = np.maximum(column, original) if f.mutability == "increasing" else np.minimum(column, original)
+        if f.has_range:
+            low = -np.inf if f.low is None else (np.ceil(f.low) if f.kind == "integer" else f.low)
+            high = np.inf if f.high is None else (np.floor(f.high) if f.kind == "integer" else f.high)
+            column = np.clip(column, low, high).astype(column.dtype) if low <= high else column
+        unchanged = np.abs(z - x0) <= 1e-12
+        column = column.astype(np.result_type(column.dtype, original.dtype))
+        column[unchanged] = original[unchanged]
+        lo, span = enc.minimum[j], enc.maximum[j] - enc.minimum[j]
+        with np.errstate(over="ignore", invalid="ignore"):
+            e = (column.astype(np.float64) - lo) / span if span > 0 else column.astype(np.float64) - lo
+            e = e * self.scale[c]
+        return column, (e - x0) ** 2
+
+    def columns(self, segs: np.ndarray, sup: np.ndarray, t: np.ndarray) -> tuple[dict, np.ndarray]:
+        """Raw columns of the candidate rows, and each feature's squared encoded move, shape (n, n_features)."""
+        out, sq = {}, np.zeros(sup.shape)
+        for j, name in enumerate(self.names):
+            base = self.raw[name][segs]
+            mask = sup[:, j]
+            if not mask.any():
+                out[name] = base
+                continue
+            where = np.flatnonzero(mask)
+            if self.is_cat[j]:
+                values = self.proto[j][segs[where]]
+                sq[where, j] = self.sq_end[segs[where], j]
+            else:
+                values, sq[where, j] = self._numeric(j, segs[where], t[where])
+            if base.dtype != values.dtype:
+                both_numbers = base.dtype.kind in "iufb" and values.dtype.kind in "iufb"
+                base = base.astype(np.result_type(base.dtype, values.dtype) if both_numbers else object)
+            else:
+                base = base.copy()
+            base[where] = values
+            out[name] = base
+        return out, sq
+
+    def _score(self, columns: dict) -> np.ndarray:
+        self.calls += 1
+        return np.asarray(self.model.favorable_probability(pd.DataFrame(columns)), dtype=np.float64)
+
+    # ------------------------------------------------------------------ search
+    def _try(self, segs: np.ndarray, sup: np.ndarray, budget: np.ndarray) -> None:
+        """Judge candidate supports at their budget points; append them to the candidates."""
+        if segs.size == 0:
+            return
+        num = sup & ~self.is_cat
+        cat_sq = np.where(sup & self.is_cat, self.sq_end[segs], 0.0).sum(axis=1)
+        num_sq = np.where(num, self.sq_end[segs], 0.0).sum(axis=1)
+        room = budget[segs] ** 2 - cat_sq
+        fits = room >= -_EPS
+        segs, sup, room, num_sq = segs[fits], sup[fits], room[fits], num_sq[fits]
+        if segs.size == 0:
+            return
+        with np.errstate(divide="ignore", invalid="ignore"):
+            t = np.minimum(np.where(num_sq > 0, np.sqrt(np.maximum(room, 0.0) / num_sq), 1.0), 1.0)
+        limit = budget[segs] * (1 + 1e-12) + _EPS
+        for _ in range(3):          # integer rounding can push the decoded cost past the budget: shrink t
+            columns, sq = self.columns(segs, sup, t)
+            cost = np.sqrt(sq.sum(axis=1))
+            over = cost > limit
+            if not over.any():
+                break
+            t = np.where(over, t * np.minimum(budget[segs] / np.maximum(cost, _EPS), 1.0) * 0.999, t)
+        p = self._score(columns)
+        ok = (cost <= limit) & (p >= self.model.threshold)
+        self.cand_seg = np.concatenate([self.cand_seg, segs])
+        self.cand_sup = np.concatenate([self.cand_sup, sup])
+        self.cand_t = np.concatenate([self.cand_t, t])
+        self.cand_p = np.concatenate([self.cand_p, p])
+        self.cand_cost = np.concatenate([self.cand_cost, cost])
+        self.cand_ok = np.concatenate([self.cand_ok, ok])
+        self.cand_act = np.concatenate([self.cand_act, sq > _EPS * _EPS])
+
+    def search(self, active: np.ndarray, support: np.ndarray, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Find the accepted supports of the fewest features, trying sizes 1, 2, ... in turn.
+
+        Returns ``chosen`` (the first accepted candidate of each segment, -1 where none was accepted; a
+        segment's candidates are contiguous) and ``too_many`` (segments whose subsets of some size
+        outnumber :data:`_MAX_SUBSETS` before one was accepted: the greedy search takes them on).
+        """
+        n, n_feat = support.shape
+        self.cand_seg = np.zeros(0, dtype=np.int64)
+        self.cand_sup = np.zeros((0, n_feat), dtype=bool)
+        self.cand_t = self.cand_p = self.cand_cost = np.zeros(0)
+        self.cand_ok = np.zeros(0, dtype=bool)
+        self.cand_act = np.zeros((0, n_feat), dtype=bool)
+        m = support.sum(axis=1)
+        served = np.zeros(n, dtype=bool)
+        too_many = np.zeros(n, dtype=bool)
+        open_ = active.copy()
+        size = 1
+        while True:
+            open_ &= ~served & ~too_many & (m > size)
+            if not open_.any():
+                break
+            seg_parts, sup_parts = [], []
+            for width in np.unique(m[open_]):
+                segs = np.flatnonzero(open_ & (m == width))
+                if comb(int(width), size) > _MAX_SUBSETS:
+                    too_many[segs] = True
+                    continue
+                changed = np.nonzero(support[segs])[1].reshape(segs.size, int(width))
+                subsets = np.array(list(combinations(range(int(width)), size)), dtype=np.int64)
+                feats = changed[:, subsets]                          # (segments, subsets, size)
+                sup = np.zeros((segs.size, subsets.shape[0], n_feat), dtype=bool)
+                np.put_along_axis(sup, feats, True, axis=2)
+                seg_parts.append(np.repeat(segs, subsets.shape[0]))
+                sup_parts.append(sup.reshape(-1, n_feat))
+            if seg_parts:
+                self._try(np.concatenate(seg_parts), np.vstack(sup_parts), budget)
+                served[self.cand_seg[self.cand_ok]] = True
+            size += 1
+        # keep the accepted candidates of the smallest size of each segment; then the first accepted point
+        keep = self._smallest()
+        self._bisect(keep)
+        order = np.argsort(self.cand_seg, kind="stable")
+        for name in ("cand_seg", "cand_sup", "cand_t", "cand_p", "cand_cost", "cand_ok", "cand_act"):
+            setattr(self, name, getattr(self, name)[order])
+        chosen = np.full(n, -1, dtype=np.int64)
+        where = np.flatnonzero(self.cand_ok)
+        first = np.unique(self.cand_seg[where], return_index=True)
+        chosen[first[0]] = where[first[1]]
+        return chosen, too_many & ~served
+
+    def _smallest(self) -> np.ndarray:
+        """Mark as accepted only the candidates of the fewest actual changes of their segment."""
+        size = np.where(self.cand_ok, self.cand_act.sum(axis=1), np.iinfo(np.int64).max)
+        least = np.full(self.X0.shape[0], np.iinfo(np.int64).max)
+        np.minimum.at(least, self.cand_seg, size)
+        self.cand_ok &= size == least[self.cand_seg]
+        return np.flatnonzero(self.cand_ok & (self.cand_sup & ~self.is_cat).any(axis=1))
+
+    def _bisect(self, idx: np.ndarray) -> None:
+        """The first accepted point of each accepted candidate's direction, at or before its budget point."""
+        lo = np.zeros(idx.size)
+        hi = self.cand_t[idx].copy()
+        while True:
+            open_ = np.flatnonzero(hi - lo > self.tol)
+            if open_.size == 0:
+                break
+            c = idx[open_]
+            t = 0.5 * (lo[open_] + hi[open_])
+            columns, sq = self.columns(self.cand_seg[c], self.cand_sup[c], t)
+            p = self._score(columns)
+            ok = p >= self.model.threshold
+            hi[open_[ok]] = t[ok]
+            lo[open_[~ok]] = t[~ok]
+            win = c[ok]
+            self.cand_t[win] = t[ok]
+            self.cand_p[win] = p[ok]
+            self.cand_cost[win] = np.sqrt(sq[ok].sum(axis=1))
+            self.cand_act[win] = sq[ok] > _EPS * _EPS
+
+    def pick(self, chosen: np.ndarray, groups: np.ndarray, support: np.ndarray) -> np.ndarray:
+        """One accepted candidate per served segment: the fewest changes, then the fewest features shared with
+        the earlier segments of its group, then the cheapest.
+
+        ``support`` holds the supports of the segments without a candidate (updated in place for the others).
+        """
+        picks = []
+        seen: dict = {}
+        ok = self.cand_ok
+        size = self.cand_act.sum(axis=1)
+        for s in range(support.shape[0]):
+            earlier = seen.setdefault(int(groups[s]), [])
+            c0 = chosen[s]
+            if c0 >= 0:
+                stop = c0
+                while stop < self.cand_seg.size and self.cand_seg[stop] == s:
+                    stop += 1
+                idx = c0 + np.flatnonzero(ok[c0:stop])
+                idx = idx[size[idx] == size[idx].min()]
+                if earlier and idx.size > 1:
+                    shared = self.cand_act[idx].astype(np.int64) @ np.sum(earlier, axis=0)
+                else:
+                    shared = np.zeros(idx.size, dtype=np.int64)
+                c = idx[np.lexsort((idx, self.cand_cost[idx], shared))[0]]
+                picks.append(c)
+                support[s] = self.cand_act[c]
+            earlier.append(support[s].astype(np.int64))
+        return np.asarray(picks, dtype=np.int64)
 
 
 class _Search:
     """The state of one sparsification batch (see :func:`sparsify_recourses`)."""
 
-    def __init__(self, encoder, model, X0, XK, raw0, rows, probability, found, tol):
+    def __init__(self, encoder, model, X0, XK, raw0, rows, probability, found, tol, budget=None):
         self.encoder, self.model, self.tol = encoder, model, tol
         self.X0, self.raw0 = X0, raw0
         self.D = XK - X0
@@ -251,8 +549,8 @@ class _Search:
             Zp = X0.copy()
         sq = _block_sq(encoder, Zp - X0)
         self.support = sq > _EPS * _EPS                      # features the current recourse changes
-        self.budget = np.sqrt(sq.sum(axis=1))                # the plain recourse's cost: never exceeded
-        self.cost = self.budget.copy()
+        self.cost = np.sqrt(sq.sum(axis=1))
+        self.budget = self.cost.copy() if budget is None else np.asarray(budget, dtype=np.float64)  # never exceeded
         self.n_changes = self.support.sum(axis=1).astype(np.int64)
         self.plain_sq = sq
         self.order: list = [np.zeros(0, dtype=np.int64)] * n

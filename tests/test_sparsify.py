@@ -18,7 +18,7 @@ from frpd_cli.interpolation import interpolate_linear
 from frpd_cli.planning import PlanSettings
 from frpd_cli.plans import Plan, Recourse
 from frpd_cli.schema import SchemaSpec, infer_schema, load_schema_file
-from frpd_cli.sparsify import sparsify_recourses
+from frpd_cli.sparsify import COST_FACTOR, sparsify_recourses
 from frpd_cli.verification import RecourseVerificationError, verify_plans
 
 runner = CliRunner()
@@ -117,21 +117,35 @@ def test_an_unneeded_categorical_flip_is_returned_to_the_applicants_category():
     assert sparse_cost < plain_cost
 
 
-def test_max_changes_trades_cost_for_fewer_changes_when_asked():
-    # 4.2 x1 + 4 x2 - 4 from (0.2, 0.2): x1 alone needs 0.762 (a 0.562 move), more than the plain
-    # recourse's cost (0.407), so the default keeps both; --max-changes 1 accepts the dearer single change.
-    model = LinearScore({"x1": 4.2, "x2": 4.0, "x3": 0.0}, -4.0)
+def test_a_single_change_dearer_than_the_bound_is_not_taken_but_a_pair_within_it_is():
+    # 4 (x1 + x2 + x3) - 4 from (0.2, 0.2, 0.2) towards (1, 1, 1): the plain recourse moves each by 0.1333
+    # (cost 0.2309); one feature alone needs a 0.4 move (1.73 times that: above COST_FACTOR), two features
+    # need 0.2 each (cost 0.2828, 1.22 times: within it), so the default changes two.
+    model = LinearScore({"x1": 4.0, "x2": 4.0, "x3": 4.0}, -4.0)
     training, _ = _unit_training(model)
-    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
-    proto = {"x1": 1.0, "x2": 1.0, "x3": 0.5}
-    _, default, plain_cost, default_cost = _sparse_one(training, model, applicant, proto)
-    assert _changed(default.rows.iloc[0].to_dict(), applicant) == {"x1", "x2"}
-    assert default_cost <= plain_cost == pytest.approx(0.407, abs=2e-3)
-    _, capped, _, capped_cost = _sparse_one(training, model, applicant, proto, max_changes=1)
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.2}
+    proto = {"x1": 1.0, "x2": 1.0, "x3": 1.0}
+    plain, default, plain_cost, default_cost = _sparse_one(training, model, applicant, proto)
+    assert _changed(plain.rows.iloc[0].to_dict(), applicant) == {"x1", "x2", "x3"}
+    assert plain_cost == pytest.approx(0.2309, abs=2e-3)
+    row = default.rows.iloc[0].to_dict()
+    assert len(_changed(row, applicant)) == 2 and default.n_changes[0] == 2
+    assert default_cost == pytest.approx(0.2828, abs=2e-3) and default_cost <= COST_FACTOR * plain_cost
+    assert default.probability[0] >= 0.5
+
+
+def test_max_changes_trades_cost_for_fewer_changes_when_asked():
+    # the case above with --max-changes 1: a dearer single change (one feature from 0.2 to 0.6) is accepted
+    model = LinearScore({"x1": 4.0, "x2": 4.0, "x3": 4.0}, -4.0)
+    training, _ = _unit_training(model)
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.2}
+    proto = {"x1": 1.0, "x2": 1.0, "x3": 1.0}
+    _, capped, plain_cost, capped_cost = _sparse_one(training, model, applicant, proto, max_changes=1)
     row = capped.rows.iloc[0].to_dict()
-    assert _changed(row, applicant) == {"x1"} and capped.kept[0]
-    assert (4 - 0.8) / 4.2 <= row["x1"] <= (4 - 0.8) / 4.2 + 1e-3
-    assert capped.probability[0] >= 0.5 and capped_cost > plain_cost
+    (name,) = _changed(row, applicant)
+    assert capped.kept[0] and capped.n_changes[0] == 1
+    assert 0.6 <= row[name] <= 0.6 + 1e-3
+    assert capped.probability[0] >= 0.5 and capped_cost > COST_FACTOR * plain_cost
 
 
 def test_max_changes_drops_a_recourse_that_cannot_be_short_enough_and_says_so():
@@ -163,7 +177,7 @@ def _by_prototype(plan):
 
 
 def _compare_with_plain(training, model, applicants, **kw):
-    """Sparse vs plain plans of the same applicants: per prototype, no more cost and no more changes."""
+    """Sparse vs plain plans of the same applicants: per prototype, no more changes, and a cost within the bound."""
     sparse = _plans(training, model, applicants, PlanSettings(k=3, **kw))
     plain = _plans(training, model, applicants, PlanSettings(k=3, sparsify=False, **kw))
     n_compared = n_fewer = 0
@@ -175,13 +189,13 @@ def _compare_with_plain(training, model, applicants, **kw):
             if q is None:         # the plain plan merged this prototype's recourse with a closer one
                 continue
             n_compared += 1
-            assert r.cost <= q.cost + 1e-9, (s.applicant, r.prototype)
+            assert r.cost <= COST_FACTOR * q.cost + 1e-9, (s.applicant, r.prototype)
             assert len(r.changes) <= len(q.changes), (s.applicant, r.prototype)
             n_fewer += len(r.changes) < len(q.changes)
     return sparse, n_compared, n_fewer
 
 
-def test_sparse_sample_recourses_never_cost_more_nor_change_more(sample_paths):
+def test_sparse_sample_recourses_never_change_more_nor_cost_more_than_the_bound(sample_paths):
     spec = load_schema_file(sample_paths["schema"])
     training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
     applicants = pd.read_csv(sample_paths["applicants"])
