@@ -3,50 +3,63 @@
 Linear interpolation (:func:`frpd_cli.interpolation.interpolate_linear`) moves
 every feature in which the prototype differs from the applicant, so a recourse
 often changes most features although a few would do. :func:`sparsify_recourses`
-starts from those recourses and returns whole features (a categorical's one-hot
-block together) to the applicant's own value, keeping a recourse only where the
-model still gives it a probability of at least ``model.threshold`` (the
-threshold plus any margin), without raising its cost.
+starts from those recourses and looks, for each, for the smallest set of whole
+features (a categorical's one-hot block counts as one feature) that, moved
+towards the same prototype while every other feature keeps the applicant's
+value, still gives a row the model accepts: probability at least
+``model.threshold`` (the threshold plus any margin).
 
-The search, for each recourse (all recourses of a batch share each model call,
-one call per round; a recourse's result depends on it alone):
+**The cost bound.** A recourse that changes fewer features is easier to act on
+even when it asks for somewhat larger moves ("a valid recourse that changes 17
+features is correct and useless"), so a sparse recourse may cost more than the
+plain one, by a documented bound: at most :data:`COST_FACTOR` (1.5) times the
+plain recourse's cost (the Euclidean distance in the encoded space, with the
+feature weights). It never changes more features than the plain recourse.
 
-1. **Order.** Each changed feature ``j`` of the plain recourse ``r`` is ranked
-   by ``(p(r) - p(r with j reverted)) / c_j**2``: the probability it buys per
-   unit of squared cost ``c_j**2`` (its share of ``||r - x0||**2`` in the
-   encoded space), smallest first, ties by feature order. For a score that is
-   locally linear, dropping a feature and stretching the others along their
-   own directions keeps the cost within the plain recourse's exactly when this
-   ratio is small against the rest, so the features most likely to be dropped
-   are tried first. One model call scores every single revert.
-2. **Greedy removal.** Features are tried in that order, one per round: the
-   candidate support ``S - {j}`` is judged at its *budget point*, the farthest
-   point ``x0 + D_cat + t * D_num`` (categoricals in the support take the
-   prototype's category, numeric ones move the fraction ``t <= 1`` of the way
-   to the prototype) whose decoded row costs no more than the plain recourse.
-   The removal is kept when the model accepts that point.
-3. **Closest point.** Where a feature was removed, bisection on ``t`` finds
-   the first accepted point of the reduced direction (the decoded cost never
-   decreases with ``t``, so it stays within the budget).
-4. **Revert pass.** Every feature still changed is reverted alone, in the same
-   order, when the model still accepts the row without it.
+The search (all recourses of a batch share each model call; a recourse's result
+depends on its own segment and on the earlier segments of its applicant only):
+
+1. **Smallest supports first.** Supports of one changed feature are tried,
+   then of two for the recourses no single feature serves, and so on (every
+   subset of that size of the plain recourse's changed features, one model
+   call per size for the whole batch). A support ``S`` is judged at its
+   *budget point*: the farthest point ``x0 + D_cat + t * D_num`` (categoricals
+   of ``S`` take the prototype's category, numeric ones move the fraction
+   ``t <= 1`` of the way to the prototype's values) whose decoded row costs at
+   most the bound. The first size at which some support is accepted is the
+   recourse's size; the plain recourse is kept where no smaller support is.
+2. **First accepted point.** For every accepted support of that size, a
+   search on ``t`` (bisection, two levels per model call, down to ``tol``) finds the
+   first accepted point of its direction, nearer the applicant; the decoded
+   cost never decreases with ``t``, so it stays within the bound.
+3. **Choice, with the applicant's other recourses in mind.** Among the
+   accepted supports of the smallest size, a recourse takes one whose row no
+   earlier recourse of the same applicant took, then the one sharing the
+   fewest features with them (disjoint supports give orthogonal directions:
+   the plan's anti-diversity drops), then the cheapest.
+4. **Greedy beyond.** Where the subsets of one size outnumber
+   ``_MAX_SUBSETS`` (recourses that change many features), a greedy search
+   takes over: changed features are ranked by the probability they buy per
+   unit of squared cost, smallest first; each is dropped in turn when the
+   reduced support is accepted at its budget point; the first accepted point
+   is then searched; a last pass reverts any feature the model does not need.
 
 Reverting a feature to the applicant's value, or moving it towards a
 prototype that obeys the constraints, never breaks an immutable, monotone,
-integer or vocabulary rule; every returned row is the decoded row the model
-scored. A sparse recourse never costs more and never changes more features
-than the plain one: where the search cannot do better, the plain recourse is
-returned unchanged.
+integer, ``--range`` or vocabulary rule (numeric values are decoded as the
+interpolation decodes them: rounded, clipped to the training range and to the
+user's range, never past the applicant's value against a monotone feature);
+every returned row is the decoded row the model scored.
 
-When two prototypes of one applicant end at the same sparse recourse, the
+When two prototypes of one applicant still end at the same sparse recourse, the
 caller (:func:`frpd_cli.planning.interpolate_plans`) looks for another one
 that changes other features, or keeps the plain recourse, so plans stay full.
 
 ``max_changes``: a recourse still changing more than ``max_changes`` features
-is searched again without the cost budget (numeric features may go up to the
-prototype's values, so it may then cost more than the plain recourse, never
-change more features), stopping as soon as it is short enough; if it is still
-too long it is flagged (``kept`` is False) for the caller to drop.
+is searched again without the cost bound (numeric features may go up to the
+prototype's values, so it may then cost more than the bound, never change more
+features), stopping as soon as it is short enough; if it is still too long it
+is flagged (``kept`` is False) for the caller to drop.
 """
 
 from __future__ import annotations
@@ -72,8 +85,9 @@ COST_FACTOR = 1.5
 #: Subsets of one size tried per recourse; beyond, the greedy search takes over.
 _MAX_SUBSETS = 128
 
-#: Brackets per model call in the search for the first accepted point (8: a 1e-3 bracket in 4 calls).
-_SPLITS = 8
+#: Brackets per model call in the search for the first accepted point (4: the points of bisection, two
+#: levels per call; a 1e-3 bracket in 5 calls).
+_SPLITS = 4
 
 
 @dataclass(frozen=True)
@@ -176,7 +190,7 @@ def sparsify_recourses(
     max_changes: int | None = None,
     tol: float = 1e-3,
     groups: np.ndarray | None = None,
-    cost_factor: float = COST_FACTOR,
+    cost_factor: float | None = None,
 ) -> SparseResult:
     """Sparsify the recourses found on segments ``X0[i] -> XK[i]``.
 
@@ -210,8 +224,9 @@ def sparsify_recourses(
         order): among equally short supports, a segment prefers features its
         applicant's earlier segments do not change. By default every segment
         is its own group.
-    cost_factor : float, default=COST_FACTOR
-        A sparse recourse costs at most ``cost_factor`` times the plain one.
+    cost_factor : float, optional
+        A sparse recourse costs at most ``cost_factor`` times the plain one
+        (default :data:`COST_FACTOR`).
 
     Returns
     -------
@@ -233,6 +248,7 @@ def sparsify_recourses(
     if max_changes is not None and (isinstance(max_changes, bool) or int(max_changes) != max_changes
                                     or max_changes < 1):
         raise InputError(f"The 'max_changes' option must be an int >= 1. Got {max_changes!r} instead.")
+    cost_factor = COST_FACTOR if cost_factor is None else cost_factor
     if not (isinstance(cost_factor, (int, float)) and np.isfinite(cost_factor) and cost_factor >= 1):
         raise InputError(f"The 'cost_factor' option must be a number >= 1. Got {cost_factor!r} instead.")
     X0 = np.asarray(X0, dtype=np.float64)
@@ -551,7 +567,7 @@ class _SmallSupports:
 
 
 class _Search:
-    """The state of one sparsification batch (see :func:`sparsify_recourses`)."""
+    """The greedy search of one batch: step 4 of the module docstring, and the ``max_changes`` search."""
 
     def __init__(self, encoder, model, X0, XK, raw0, rows, probability, found, tol, budget=None):
         self.encoder, self.model, self.tol = encoder, model, tol
