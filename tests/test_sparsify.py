@@ -148,6 +148,45 @@ def test_max_changes_trades_cost_for_fewer_changes_when_asked():
     assert capped.probability[0] >= 0.5 and capped_cost > COST_FACTOR * plain_cost
 
 
+def _two_segments(training, model, applicant: dict, prototype: dict, **kw):
+    """The same applicant and prototype twice (two recourses of one plan), sparsified together."""
+    encoder = training.encoder
+    names = list(training.schema.feature_names)
+    raw0 = pd.DataFrame([applicant, applicant])[names]
+    X0, XK = encoder.encode(raw0), encoder.encode(pd.DataFrame([prototype, prototype])[names])
+    plain = interpolate_linear(encoder, model, X0, XK, raw0)
+    assert plain.found.all()
+    return sparsify_recourses(encoder, model, X0, XK, raw0, plain.rows, plain.probability, found=plain.found, **kw)
+
+
+def test_recourses_of_one_applicant_prefer_features_the_others_do_not_change():
+    # 4.1 x1 + 4 x2 - 4 from (0.2, 0.2) towards (1, 1): the plain recourse moves both by 0.294 (cost 0.416);
+    # x1 alone needs a 0.581 move, x2 alone 0.595 (both within 1.5 times the plain cost), so each alone is a
+    # one-change recourse and x1 is the cheaper. The first recourse takes x1; the second, of the same applicant,
+    # takes x2 (the same row again would add nothing to the plan); recourses of different applicants both take x1.
+    model = LinearScore({"x1": 4.1, "x2": 4.0, "x3": 0.0}, -4.0)
+    training, _ = _unit_training(model)
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
+    proto = {"x1": 1.0, "x2": 1.0, "x3": 0.5}
+    same = _two_segments(training, model, applicant, proto, groups=np.array([0, 0]))
+    first, second = (same.rows.iloc[i].to_dict() for i in (0, 1))
+    assert _changed(first, applicant) == {"x1"} and _changed(second, applicant) == {"x2"}
+    assert (4.0 - 0.8) / 4.1 <= first["x1"] <= (4.0 - 0.8) / 4.1 + 1e-3
+    assert (4.0 - 0.82) / 4.0 <= second["x2"] <= (4.0 - 0.82) / 4.0 + 1e-3
+    assert (same.probability >= 0.5).all() and list(same.n_changes) == [1, 1]
+    apart = _two_segments(training, model, applicant, proto, groups=np.array([0, 1]))
+    assert [_changed(apart.rows.iloc[i].to_dict(), applicant) for i in (0, 1)] == [{"x1"}, {"x1"}]
+    assert apart.rows.iloc[[0]].reset_index(drop=True).equals(same.rows.iloc[[0]].reset_index(drop=True))
+
+
+def test_cost_factor_is_validated():
+    model = LinearScore({"x1": 4.1, "x2": 4.0, "x3": 0.0}, -4.0)
+    training, _ = _unit_training(model)
+    with pytest.raises(InputError, match="cost_factor"):
+        _two_segments(training, model, {"x1": 0.2, "x2": 0.2, "x3": 0.5}, {"x1": 1.0, "x2": 1.0, "x3": 0.5},
+                      cost_factor=0.5)
+
+
 def test_max_changes_drops_a_recourse_that_cannot_be_short_enough_and_says_so():
     model = LinearScore({"x1": 3.0, "x2": 3.0, "x3": 0.0}, -4.5)
     training, frame = _unit_training(model)
