@@ -290,8 +290,9 @@ MarginOpt = Annotated[float, typer.Option("--margin", callback=_check_margin,
                                           "where the model's probability is >= threshold + margin; 0 is the "
                                           "paper's first accepted point.", rich_help_panel=_SEL)]
 SparsifyOpt = Annotated[bool, typer.Option("--sparsify/--no-sparsify",
-                                           help="Linear recourses: return every feature the model does not need "
-                                           "to the applicant's value (never raising the cost); --no-sparsify gives "
+                                           help="Linear recourses: change the fewest features the model needs, "
+                                           "the others keep the applicant's value (at most 1.5 times the plain "
+                                           "recourse's cost, never more changes); --no-sparsify gives "
                                            "the paper's plain interpolation. Graph recourses keep their paths.",
                                            rich_help_panel=_SEL)]
 MaxChangesOpt = Annotated[Optional[int], typer.Option("--max-changes", min=1,
