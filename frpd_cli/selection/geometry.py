@@ -49,25 +49,78 @@ class Geometry:
         return int(self.directions.shape[1])
 
 
-@dataclass(frozen=True, eq=False)
 class Eigen:
     """Top-``M`` eigenpairs of ``S = A^T A`` (the ``N x N`` cosine similarity matrix).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_components,)
+    vectors : ndarray of shape (n_candidates, n_components), optional
+        The eigenvectors; omit them to give ``directions`` and ``coefficients`` instead.
+    directions : ndarray of shape (n_candidates, n_features), optional
+        The directions ``B`` the eigenpairs come from.
+    coefficients : ndarray of shape (n_features, n_components), optional
+        ``C`` with ``vectors = B C``.
 
     Attributes
     ----------
     values : ndarray of shape (n_components,)
         Eigenvalues ``sigma_1 >= ... >= sigma_M > 0``.
     vectors : ndarray of shape (n_candidates, n_components)
-        Orthonormal eigenvectors ``v_m`` as columns.
+        Orthonormal eigenvectors ``v_m`` as columns. From :func:`eigen_decompose` they are formed on first
+        access (``O(N p M)``): the screening only needs products with them, which :meth:`vectors_dot` and
+        :meth:`vectors_sum` compute through ``B`` and ``C`` in ``O(N p)`` without the ``N x M`` array.
+
+    Notes
+    -----
+    Instances are immutable and compare by identity.
     """
 
-    values: np.ndarray
-    vectors: np.ndarray
+    __slots__ = ("values", "_vectors", "_directions", "_coefficients")
+
+    def __init__(self, values, vectors=None, *, directions=None, coefficients=None):
+        if vectors is None and (directions is None or coefficients is None):
+            raise InputError("Eigen needs either 'vectors' or both 'directions' and 'coefficients'. Got neither.")
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "_vectors", vectors)
+        object.__setattr__(self, "_directions", None if vectors is not None else directions)
+        object.__setattr__(self, "_coefficients", None if vectors is not None else coefficients)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Eigen is immutable; cannot set '{name}'.")
+
+    def __repr__(self) -> str:
+        return f"Eigen(n_candidates={self.n_candidates}, n_components={self.n_components})"
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Eigenvectors as the columns of an (n_candidates, n_components) array (read-only)."""
+        if self._vectors is None:
+            object.__setattr__(self, "_vectors", _readonly(self._directions @ self._coefficients))
+        return self._vectors
 
     @property
     def n_components(self) -> int:
         """Number ``M`` of eigenpairs kept."""
         return int(self.values.shape[0])
+
+    @property
+    def n_candidates(self) -> int:
+        """Number ``N`` of rows of the eigenvectors."""
+        rows = self._vectors if self._vectors is not None else self._directions
+        return int(rows.shape[0])
+
+    def vectors_dot(self, x: np.ndarray) -> np.ndarray:
+        """``V x`` for ``x`` of shape (n_components,): shape (n_candidates,), ``O(N p)``."""
+        if self._vectors is not None:
+            return self._vectors @ x
+        return self._directions @ (self._coefficients @ x)
+
+    def vectors_sum(self, rows: np.ndarray) -> np.ndarray:
+        """``V[rows].sum(axis=0)``, shape (n_components,), ``O(|rows| p)``."""
+        if self._vectors is not None:
+            return self._vectors[rows].sum(axis=0)
+        return self._directions[rows].sum(axis=0) @ self._coefficients
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -228,5 +281,7 @@ def eigen_decompose(geometry: Geometry, *, rtol: float = 1e-9, solver: str = "gr
         w, W = w[::-1], W[:, ::-1]
         keep = _keep_count(w, float(rtol))
         values = w[:keep].copy()
-        vectors = B @ (W[:, :keep] / np.sqrt(values))
+        # The N x M vectors B C are formed only if asked for (Eigen.vectors): screening needs products only.
+        coefficients = W[:, :keep] / np.sqrt(values)
+        return Eigen(values=_readonly(values), directions=B, coefficients=_readonly(coefficients))
     return Eigen(values=_readonly(values), vectors=_readonly(vectors))

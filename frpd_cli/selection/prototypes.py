@@ -316,7 +316,7 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
         extra.append(screen_best_response(eigen, distances, k, theta, _RESTART_ITER, start=greedy)[0][::-1])
     budget = _REDUCED_BUDGET if k <= 3 else _REDUCED_BUDGET_LARGE_K
     limit = max(_largest_enumerable(k, budget), paper_z.size)
-    parts = [paper_z, paper, greedy, k_nearest(distances, min(n, _NEAREST_FACTOR * k))]
+    parts = [paper_z, paper, greedy, k_nearest(distances, min(n, max(_NEAREST_FACTOR * k, 1)))]
     for iterates in extra:
         parts.extend(iterates)
     screening = np.sort(_ordered_union(parts, limit))
@@ -488,7 +488,7 @@ def select_prototypes(
     max_enumeration = _check_int("max_enumeration", max_enumeration, 1)
     full_enumeration = _check_int("full_enumeration", full_enumeration, 0)
     n = geometry.n_candidates
-    if eigen is not None and (not isinstance(eigen, Eigen) or eigen.vectors.shape[0] != n):
+    if eigen is not None and (not isinstance(eigen, Eigen) or eigen.n_candidates != n):
         raise InputError(
             f"eigen must be the Eigen of this geometry (vectors with {n} rows). "
             f"Got {type(eigen).__name__} instead; pass eigen=None to compute it."

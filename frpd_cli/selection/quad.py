@@ -97,14 +97,14 @@ def screen_best_response(
     ----------
     Paper eq. (z-opt), eq. (gamma-opt) and Algorithm 1.
     """
-    V, sigma = eigen.vectors, eigen.values
+    sigma = eigen.values
     base = (1.0 - theta) * distances
     iterates: list[np.ndarray] = []
     seen: dict[bytes, int] = {}
     z = np.zeros(0, dtype=np.int64) if start is None else np.asarray(start, dtype=np.int64)
     for t in range(n_iter):
         if z.size:
-            score = V @ (sigma * V[z].sum(axis=0))
+            score = eigen.vectors_dot(sigma * eigen.vectors_sum(z))
             score *= 2.0 * theta
             score += base
         else:
@@ -150,17 +150,17 @@ def screen_dual_ascent(
     ----------
     Paper eq. (dualprogram) and Algorithm 2.
     """
-    V, sigma = eigen.vectors, eigen.values
+    sigma = eigen.values
     base = (1.0 - theta) * distances
     gamma = np.zeros(sigma.shape[0])
     target_scale = theta * sigma
     iterates: list[np.ndarray] = []
     z = np.zeros(0, dtype=np.int64)
     for t in range(n_iter):
-        vz = V[z].sum(axis=0) if z.size else np.zeros(sigma.shape[0])
+        vz = eigen.vectors_sum(z) if z.size else np.zeros(sigma.shape[0])
         alpha = np.minimum(2.0 * step / np.sqrt(t + 1.0) / target_scale, 1.0)
         gamma = gamma + alpha * (-target_scale * vz - gamma)
-        score = V @ gamma
+        score = eigen.vectors_dot(gamma)
         score *= -2.0
         score += base
         z = _k_smallest(score, k)
