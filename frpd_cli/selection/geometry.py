@@ -110,6 +110,16 @@ class Eigen:
         rows = self._vectors if self._vectors is not None else self._directions
         return int(rows.shape[0])
 
+    def factors(self) -> tuple[np.ndarray, np.ndarray | None, float]:
+        """``(R, C, r)`` with ``vectors = R C`` (``C`` None: ``R`` is the vectors) and ``r >= max_i ||R_i||``.
+
+        ``|V_i^T x - V_i^T y| <= r ||C (x - y)||``: how far a product can move, without computing it.
+        """
+        if self._vectors is not None:
+            norms = np.sqrt(np.einsum("ij,ij->i", self._vectors, self._vectors))
+            return self._vectors, None, float(norms.max(initial=0.0)) * (1.0 + 1e-12)
+        return self._directions, self._coefficients, 1.0 + 1e-12  # unit direction rows
+
     def vectors_dot(self, x: np.ndarray) -> np.ndarray:
         """``V x`` for ``x`` of shape (n_components,): shape (n_candidates,), ``O(N p)``."""
         if self._vectors is not None:

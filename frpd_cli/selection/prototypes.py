@@ -282,6 +282,25 @@ def _enumerate_over(directions, distances, rows, k, theta):
     return np.sort(rows[local])
 
 
+def _restart_from_greedy(directions, distances, k, theta, eigen, greedy, known):
+    """Best-response iterates from the greedy set (``_RESTART_ITER`` of them).
+
+    The first is taken on the full objective, ``(1 - theta) d + 2 theta A v`` with ``v`` the greedy rows' direction
+    sum: ``A v`` is the sum of the greedy rows' cosines, of which only the last row's is new (kept in ``known`` for
+    the local search). The following ones on the eigen-approximation, as :func:`screen_best_response`.
+    """
+    for j in greedy.tolist():
+        if j not in known:
+            known[j] = directions @ directions[j]
+    score = sum(known[j] for j in greedy.tolist())
+    score *= 2.0 * theta
+    score += (1.0 - theta) * distances
+    first = _k_smallest(score, k)
+    if _RESTART_ITER == 1:
+        return [first]
+    return [first] + screen_best_response(eigen, distances, k, theta, _RESTART_ITER - 1, start=first)[0]
+
+
 def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration,
                  full_enumeration):
     """The strengthened QUAD: the full problem exactly when it is small, else the paper's procedure improved.
@@ -317,7 +336,7 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
     if _DUAL_ITER and (method == "quad" or step != 1.0):
         extra.append(screen_dual_ascent(eigen, distances, k, theta, _DUAL_ITER, 1.0)[::-1])
     if _RESTART_ITER:
-        extra.append(screen_best_response(eigen, distances, k, theta, _RESTART_ITER, start=greedy)[0][::-1])
+        extra.append(_restart_from_greedy(directions, distances, k, theta, eigen, greedy, known)[::-1])
     budget = _REDUCED_BUDGET if k <= 3 else _REDUCED_BUDGET_LARGE_K
     limit = max(_largest_enumerable(k, budget), paper_z.size)
     parts = [paper_z, paper, greedy, rank_order(distances, _k_smallest(distances.copy(), min(n, _NEAREST_FACTOR * k)))]
