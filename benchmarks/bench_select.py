@@ -1,7 +1,8 @@
 """Benchmark prototype selection: median milliseconds per applicant, peak memory, naive reference.
 
 Usage: ``python benchmarks/bench_select.py [--quick]``. Writes the ``bench_select`` section of
-``docs/benchmarks.md``. BLAS runs single-threaded (set before numpy is imported) because planning
+``docs/benchmarks.md``. Times are CPU times of this process (``time.process_time``), so a loaded machine
+inflates them less than wall time. BLAS runs single-threaded (set before numpy is imported) because planning
 parallelises over applicants, not inside one; pass ``--threads`` to keep the library default.
 
 Per applicant the timed work is ``compute_geometry`` + ``eigen_decompose`` (QUAD family only) +
@@ -118,9 +119,9 @@ def _median_ms(fn, applicants, results=None):
     fn(applicants[0])  # warm-up
     times = []
     for x0 in applicants:
-        start = time.perf_counter()
+        start = time.process_time()  # CPU time: what the work costs, whatever else runs on the machine
         out = fn(x0)
-        times.append(time.perf_counter() - start)
+        times.append(time.process_time() - start)
         if results is not None:
             results.append(out)
     return 1e3 * float(np.median(times))
@@ -169,7 +170,8 @@ def main(argv=None) -> int:
         "",
         f"{machine_line()}; {threads}; numpy {np.__version__}. Synthetic uniform data in [0, 1]^p (seeded), "
         f"k = {K}, theta = {THETA}, h = {BANDWIDTH}, defaults otherwise (T = 100, tau = 20). "
-        f"Time = median over applicants ({args.applicants}; at most 5 at N = 100k) of geometry + eigenpairs "
+        f"Time = median CPU time (`time.process_time`) over applicants ({args.applicants}; at most 5 at N = 100k) "
+        "of geometry + eigenpairs "
         "(QUAD family) + selection. "
         "Peak = tracemalloc peak for one applicant. Mean QUAD objective (lower is better): over the same "
         "applicants, QUAD family only. Naive = research-code formulation (dense N x N S / L, full "

@@ -191,15 +191,19 @@ def compute_geometry(X, x0, *, overwrite_X: bool = False) -> Geometry:
         raise InputError("X must have at least one feature column. Got 0 columns instead.")
     if not np.all(np.isfinite(x0)):
         raise InputError("x0 contains NaN or infinite values; encode the applicant with finite values.")
-    if not np.all(np.isfinite(X)):
-        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
-        raise InputError(f"Row {row} of X contains NaN or infinite values; encode the candidates with finite values.")
-    if overwrite_X and X.flags.writeable and X.flags.c_contiguous:
+    in_place = overwrite_X and X.flags.writeable and X.flags.c_contiguous
+    if in_place and not np.all(np.isfinite(X)):  # X is about to be overwritten: check it first
+        _raise_not_finite(X)
+    if in_place:
         diff = X
         diff -= x0
     else:
         diff = X - x0
     distances = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    # x0 is finite, so a NaN or infinite value of X makes its row's distance NaN or infinite: one pass over the
+    # distances instead of one over X (the exact check only then, to name the row; a finite overflow passes it).
+    if not in_place and not np.all(np.isfinite(distances)) and not np.all(np.isfinite(X)):
+        _raise_not_finite(X)
     zero = np.flatnonzero(distances == 0.0)
     if zero.size:
         raise InputError(
@@ -208,6 +212,11 @@ def compute_geometry(X, x0, *, overwrite_X: bool = False) -> Geometry:
         )
     diff /= distances[:, None]
     return Geometry(directions=_readonly(diff), distances=_readonly(distances))
+
+
+def _raise_not_finite(X: np.ndarray) -> None:
+    row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
+    raise InputError(f"Row {row} of X contains NaN or infinite values; encode the candidates with finite values.")
 
 
 def _keep_count(values: np.ndarray, rtol: float) -> int:
