@@ -137,6 +137,12 @@ def test_eigen_products_equal_products_with_the_vectors(solver):
     np.testing.assert_allclose(stored.vectors_dot(x), e.vectors_dot(x), atol=1e-12)
     with pytest.raises(AttributeError):
         e.values = e.values
+    import pickle
+
+    for eigen in (e, stored):  # worker processes send them back
+        copy = pickle.loads(pickle.dumps(eigen))
+        np.testing.assert_array_equal(copy.vectors_dot(x), eigen.vectors_dot(x))
+        np.testing.assert_array_equal(copy.values, eigen.values)
     with pytest.raises(InputError, match="vectors"):
         Eigen(values=e.values)
 

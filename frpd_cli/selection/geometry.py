@@ -89,6 +89,9 @@ class Eigen:
     def __setattr__(self, name, value):
         raise AttributeError(f"Eigen is immutable; cannot set '{name}'.")
 
+    def __reduce__(self):  # pickling (worker processes) without __setattr__
+        return (_rebuild_eigen, (self.values, self._vectors, self._directions, self._coefficients))
+
     def __repr__(self) -> str:
         return f"Eigen(n_candidates={self.n_candidates}, n_components={self.n_components})"
 
@@ -131,6 +134,10 @@ class Eigen:
         if self._vectors is not None:
             return self._vectors[rows].sum(axis=0)
         return self._directions[rows].sum(axis=0) @ self._coefficients
+
+
+def _rebuild_eigen(values, vectors, directions, coefficients) -> Eigen:
+    return Eigen(values, vectors, directions=directions, coefficients=coefficients)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
