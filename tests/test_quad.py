@@ -18,7 +18,14 @@ from sklearn.linear_model import LogisticRegression
 from typer.testing import CliRunner
 
 from frpd_cli.cli.app import app
-from frpd_cli.selection import FULL_ENUMERATION, FULL_ENUMERATION_LARGE_K, compute_geometry, eigen_decompose, quad_objective, select_prototypes
+from frpd_cli.selection import (
+    FULL_ENUMERATION,
+    FULL_ENUMERATION_LARGE_K,
+    compute_geometry,
+    eigen_decompose,
+    quad_objective,
+    select_prototypes,
+)
 from frpd_cli.selection.quad import lagrangian_bound, screen_dual_ascent, swap_local_search
 
 runner = CliRunner()

@@ -296,7 +296,7 @@ def _restart_from_greedy(directions, distances, k, theta, eigen, greedy, known):
     score *= 2.0 * theta
     score += (1.0 - theta) * distances
     first = _k_smallest(score, k)
-    if _RESTART_ITER == 1:
+    if _RESTART_ITER == 1 or np.array_equal(first, greedy):  # a fixed point: the next iterates repeat it
         return [first]
     return [first] + screen_best_response(eigen, distances, k, theta, _RESTART_ITER - 1, start=first)[0]
 

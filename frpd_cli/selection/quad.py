@@ -142,9 +142,9 @@ def screen_dual_ascent(
     ``gamma`` keeps moving). Exact pruning (not in the paper): a score moves by at most
     ``2 max_i ||v_i|| ||gamma - gamma'||`` (rows ``v_i`` of the eigenvectors; through the unit directions
     when the vectors are not formed), so after a full pass only the rows within twice that of the pass's
-    ``k``-th smallest score are rescored, while they are at most ``N / 8``; same iterates, a fraction of the cost. Safeguard (not in the paper): in coordinates where the paper's step
-    would overshoot the coordinate-wise maximiser ``-theta sigma_m v_m^T z_t`` of the concave
-    dual function, i.e. ``2 lambda / sqrt(t+1) > theta sigma_m``, the step is capped at that
+    ``k``-th smallest score are rescored, while they are at most ``N / 8``; same iterates, a fraction of the cost.
+    Safeguard (not in the paper): in coordinates where the paper's step would overshoot the coordinate-wise
+    maximiser ``-theta sigma_m v_m^T z_t`` of the concave dual function, i.e. ``2 lambda / sqrt(t+1) > theta sigma_m``, the step is capped at that
     maximiser. Without the cap the small-``sigma_m`` coordinates oscillate with a growing
     amplitude and overflow; with it they take the best-response value, and the large-``sigma``
     coordinates follow the paper exactly.
