@@ -145,9 +145,9 @@ def screen_dual_ascent(
     ``k``-th smallest score are rescored, while they are at most ``N / 8``; same iterates, a fraction of the cost.
     Safeguard (not in the paper): in coordinates where the paper's step would overshoot the coordinate-wise
     maximiser ``-theta sigma_m v_m^T z_t`` of the concave dual function, i.e.
-    ``2 lambda / sqrt(t+1) > theta sigma_m``, the step is capped at that maximiser. Without the cap the small-``sigma_m`` coordinates oscillate with a growing
-    amplitude and overflow; with it they take the best-response value, and the large-``sigma``
-    coordinates follow the paper exactly.
+    ``2 lambda / sqrt(t+1) > theta sigma_m``, the step is capped at that maximiser. Without the cap the
+    small-``sigma_m`` coordinates oscillate with a growing amplitude and overflow; with it they take the
+    best-response value, and the large-``sigma`` coordinates follow the paper exactly.
 
     References
     ----------
