@@ -18,7 +18,14 @@ from sklearn.linear_model import LogisticRegression
 from typer.testing import CliRunner
 
 from frpd_cli.cli.app import app
-from frpd_cli.selection import FULL_ENUMERATION, compute_geometry, eigen_decompose, quad_objective, select_prototypes
+from frpd_cli.selection import (
+    FULL_ENUMERATION,
+    FULL_ENUMERATION_LARGE_K,
+    compute_geometry,
+    eigen_decompose,
+    quad_objective,
+    select_prototypes,
+)
 from frpd_cli.selection.quad import lagrangian_bound, screen_dual_ascent, swap_local_search
 
 runner = CliRunner()
@@ -74,7 +81,7 @@ def test_tiny_instances_optimal_and_exact_when_small(method):
         sel = select_prototypes(g, k=k, method=method, theta=theta)
         assert sel.objective >= optimum - 1e-12
         hits += sel.objective <= optimum + 1e-12
-        if math.comb(g.n_candidates, k) <= FULL_ENUMERATION:
+        if math.comb(g.n_candidates, k) <= (FULL_ENUMERATION if k <= 3 else FULL_ENUMERATION_LARGE_K):
             assert sel.info["stage"] == "full" and sel.info["objective_gap"] == 0.0
             assert sel.objective == pytest.approx(optimum, abs=1e-12)
         assert sel.objective == pytest.approx(quad_objective(g, sel.indices, theta=theta), abs=1e-12)
@@ -294,3 +301,35 @@ def test_unknown_method_is_a_usage_error(two_regions):
     result = runner.invoke(app, ["plan", str(two_regions["data"]), *_args(two_regions, "--method", "quad-best")])
     assert result.exit_code == 2
     assert "quad-paper" in result.output
+
+
+@pytest.mark.parametrize("stored_vectors", [False, True])
+def test_dual_ascent_pruning_gives_the_iterates_of_full_passes(monkeypatch, stored_vectors):
+    """Rescoring only the rows that can still be among the k smallest changes no iterate and no bound."""
+    import frpd_cli.selection.quad as quad_module
+    from frpd_cli.selection import Eigen
+
+    rng = np.random.default_rng(17)
+    X, x0 = rng.random((3000, 12)), rng.random(12)
+    g = compute_geometry(X, x0)
+    e = eigen_decompose(g)
+    if stored_vectors:  # as --reuse-eigen builds it: explicit (float32-rounded) vectors
+        e = Eigen(values=e.values, vectors=e.vectors.astype(np.float32).astype(np.float64))
+    real_k_smallest, sizes = quad_module._k_smallest, []
+
+    def recording(score, k):
+        sizes.append(score.shape[0])
+        return real_k_smallest(score, k)
+
+    for step in (0.1, 1.0):
+        pruned_bounds, full_bounds = [], []
+        sizes.clear()
+        with monkeypatch.context() as m:
+            m.setattr(quad_module, "_k_smallest", recording)
+            pruned = screen_dual_ascent(e, g.distances, 3, 0.9, 100, step, bounds=pruned_bounds)
+        assert min(sizes) < 3000 // 8  # the pruned path did run
+        with monkeypatch.context() as m:
+            m.setattr(quad_module, "_ACTIVE_SHARE", 10**12)  # n // share == 0: every pass is full
+            full = screen_dual_ascent(e, g.distances, 3, 0.9, 100, step, bounds=full_bounds)
+        assert [z.tolist() for z in pruned] == [z.tolist() for z in full]
+        np.testing.assert_allclose(pruned_bounds, full_bounds, rtol=0, atol=1e-9)

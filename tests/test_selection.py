@@ -123,6 +123,30 @@ def test_eigenpairs_match_dense_eigh_and_reconstruct_S(seed, solver):
     np.testing.assert_allclose(P1, P2, atol=1e-8)
 
 
+@pytest.mark.parametrize("solver", ["gram", "svd"])
+def test_eigen_products_equal_products_with_the_vectors(solver):
+    """vectors_dot / vectors_sum (what screening uses, without the N x M array) agree with V itself."""
+    rng = np.random.default_rng(5)
+    g = compute_geometry(rng.normal(size=(40, 6)), rng.normal(size=6))
+    e = eigen_decompose(g, solver=solver)
+    assert e.n_candidates == 40
+    x, rows = rng.normal(size=e.n_components), np.array([3, 7, 31])
+    np.testing.assert_allclose(e.vectors_dot(x), e.vectors @ x, atol=1e-12)
+    np.testing.assert_allclose(e.vectors_sum(rows), e.vectors[rows].sum(axis=0), atol=1e-12)
+    stored = Eigen(values=e.values, vectors=np.array(e.vectors))  # as --reuse-eigen builds it
+    np.testing.assert_allclose(stored.vectors_dot(x), e.vectors_dot(x), atol=1e-12)
+    with pytest.raises(AttributeError):
+        e.values = e.values
+    import pickle
+
+    for eigen in (e, stored):  # worker processes send them back
+        copy = pickle.loads(pickle.dumps(eigen))
+        np.testing.assert_array_equal(copy.vectors_dot(x), eigen.vectors_dot(x))
+        np.testing.assert_array_equal(copy.values, eigen.values)
+    with pytest.raises(InputError, match="vectors"):
+        Eigen(values=e.values)
+
+
 def test_eigen_truncates_rank_deficient_directions():
     # Directions in a 2-D subspace of R^5: only two eigenpairs survive.
     rng = np.random.default_rng(3)

@@ -49,25 +49,95 @@ class Geometry:
         return int(self.directions.shape[1])
 
 
-@dataclass(frozen=True, eq=False)
 class Eigen:
     """Top-``M`` eigenpairs of ``S = A^T A`` (the ``N x N`` cosine similarity matrix).
+
+    Parameters
+    ----------
+    values : ndarray of shape (n_components,)
+    vectors : ndarray of shape (n_candidates, n_components), optional
+        The eigenvectors; omit them to give ``directions`` and ``coefficients`` instead.
+    directions : ndarray of shape (n_candidates, n_features), optional
+        The directions ``B`` the eigenpairs come from.
+    coefficients : ndarray of shape (n_features, n_components), optional
+        ``C`` with ``vectors = B C``.
 
     Attributes
     ----------
     values : ndarray of shape (n_components,)
         Eigenvalues ``sigma_1 >= ... >= sigma_M > 0``.
     vectors : ndarray of shape (n_candidates, n_components)
-        Orthonormal eigenvectors ``v_m`` as columns.
+        Orthonormal eigenvectors ``v_m`` as columns. From :func:`eigen_decompose` they are formed on first
+        access (``O(N p M)``): the screening only needs products with them, which :meth:`vectors_dot` and
+        :meth:`vectors_sum` compute through ``B`` and ``C`` in ``O(N p)`` without the ``N x M`` array.
+
+    Notes
+    -----
+    Instances are immutable and compare by identity.
     """
 
-    values: np.ndarray
-    vectors: np.ndarray
+    __slots__ = ("values", "_vectors", "_directions", "_coefficients")
+
+    def __init__(self, values, vectors=None, *, directions=None, coefficients=None):
+        if vectors is None and (directions is None or coefficients is None):
+            raise InputError("Eigen needs either 'vectors' or both 'directions' and 'coefficients'. Got neither.")
+        object.__setattr__(self, "values", values)
+        object.__setattr__(self, "_vectors", vectors)
+        object.__setattr__(self, "_directions", None if vectors is not None else directions)
+        object.__setattr__(self, "_coefficients", None if vectors is not None else coefficients)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Eigen is immutable; cannot set '{name}'.")
+
+    def __reduce__(self):  # pickling (worker processes) without __setattr__
+        return (_rebuild_eigen, (self.values, self._vectors, self._directions, self._coefficients))
+
+    def __repr__(self) -> str:
+        return f"Eigen(n_candidates={self.n_candidates}, n_components={self.n_components})"
+
+    @property
+    def vectors(self) -> np.ndarray:
+        """Eigenvectors as the columns of an (n_candidates, n_components) array (read-only)."""
+        if self._vectors is None:
+            object.__setattr__(self, "_vectors", _readonly(self._directions @ self._coefficients))
+        return self._vectors
 
     @property
     def n_components(self) -> int:
         """Number ``M`` of eigenpairs kept."""
         return int(self.values.shape[0])
+
+    @property
+    def n_candidates(self) -> int:
+        """Number ``N`` of rows of the eigenvectors."""
+        rows = self._vectors if self._vectors is not None else self._directions
+        return int(rows.shape[0])
+
+    def factors(self) -> tuple[np.ndarray, np.ndarray | None, float]:
+        """``(R, C, r)`` with ``vectors = R C`` (``C`` None: ``R`` is the vectors) and ``r >= max_i ||R_i||``.
+
+        ``|V_i^T x - V_i^T y| <= r ||C (x - y)||``: how far a product can move, without computing it.
+        """
+        if self._vectors is not None:
+            norms = np.sqrt(np.einsum("ij,ij->i", self._vectors, self._vectors))
+            return self._vectors, None, float(norms.max(initial=0.0)) * (1.0 + 1e-12)
+        return self._directions, self._coefficients, 1.0 + 1e-12  # unit direction rows
+
+    def vectors_dot(self, x: np.ndarray) -> np.ndarray:
+        """``V x`` for ``x`` of shape (n_components,): shape (n_candidates,), ``O(N p)``."""
+        if self._vectors is not None:
+            return self._vectors @ x
+        return self._directions @ (self._coefficients @ x)
+
+    def vectors_sum(self, rows: np.ndarray) -> np.ndarray:
+        """``V[rows].sum(axis=0)``, shape (n_components,), ``O(|rows| p)``."""
+        if self._vectors is not None:
+            return self._vectors[rows].sum(axis=0)
+        return self._directions[rows].sum(axis=0) @ self._coefficients
+
+
+def _rebuild_eigen(values, vectors, directions, coefficients) -> Eigen:
+    return Eigen(values, vectors, directions=directions, coefficients=coefficients)
 
 
 def _readonly(array: np.ndarray) -> np.ndarray:
@@ -128,15 +198,19 @@ def compute_geometry(X, x0, *, overwrite_X: bool = False) -> Geometry:
         raise InputError("X must have at least one feature column. Got 0 columns instead.")
     if not np.all(np.isfinite(x0)):
         raise InputError("x0 contains NaN or infinite values; encode the applicant with finite values.")
-    if not np.all(np.isfinite(X)):
-        row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
-        raise InputError(f"Row {row} of X contains NaN or infinite values; encode the candidates with finite values.")
-    if overwrite_X and X.flags.writeable and X.flags.c_contiguous:
+    in_place = overwrite_X and X.flags.writeable and X.flags.c_contiguous
+    if in_place and not np.all(np.isfinite(X)):  # X is about to be overwritten: check it first
+        _raise_not_finite(X)
+    if in_place:
         diff = X
         diff -= x0
     else:
         diff = X - x0
     distances = np.sqrt(np.einsum("ij,ij->i", diff, diff))
+    # x0 is finite, so a NaN or infinite value of X makes its row's distance NaN or infinite: one pass over the
+    # distances instead of one over X (the exact check only then, to name the row; a finite overflow passes it).
+    if not in_place and not np.all(np.isfinite(distances)) and not np.all(np.isfinite(X)):
+        _raise_not_finite(X)
     zero = np.flatnonzero(distances == 0.0)
     if zero.size:
         raise InputError(
@@ -145,6 +219,11 @@ def compute_geometry(X, x0, *, overwrite_X: bool = False) -> Geometry:
         )
     diff /= distances[:, None]
     return Geometry(directions=_readonly(diff), distances=_readonly(distances))
+
+
+def _raise_not_finite(X: np.ndarray) -> None:
+    row = int(np.flatnonzero(~np.all(np.isfinite(X), axis=1))[0])
+    raise InputError(f"Row {row} of X contains NaN or infinite values; encode the candidates with finite values.")
 
 
 def _keep_count(values: np.ndarray, rtol: float) -> int:
@@ -228,5 +307,7 @@ def eigen_decompose(geometry: Geometry, *, rtol: float = 1e-9, solver: str = "gr
         w, W = w[::-1], W[:, ::-1]
         keep = _keep_count(w, float(rtol))
         values = w[:keep].copy()
-        vectors = B @ (W[:, :keep] / np.sqrt(values))
+        # The N x M vectors B C are formed only if asked for (Eigen.vectors): screening needs products only.
+        coefficients = W[:, :keep] / np.sqrt(values)
+        return Eigen(values=_readonly(values), directions=B, coefficients=_readonly(coefficients))
     return Eigen(values=_readonly(values), vectors=_readonly(vectors))

@@ -14,6 +14,7 @@ from frpd_cli.selection.dpp import DppKernel, dpp_greedy, dpp_local_search
 from frpd_cli.selection.exact import MAX_ENUMERATION, solve_subset_qp
 from frpd_cli.selection.geometry import Eigen, Geometry, compute_geometry, eigen_decompose  # noqa: F401 (doctest)
 from frpd_cli.selection.quad import (
+    _k_smallest,
     greedy_start,
     improve_subset,
     quad_objective_values,
@@ -27,6 +28,7 @@ __all__ = [
     "EIGEN_METHODS",
     "EXACT_MAX_CANDIDATES",
     "FULL_ENUMERATION",
+    "FULL_ENUMERATION_LARGE_K",
     "Selection",
     "select_prototypes",
     "quad_objective",
@@ -38,8 +40,12 @@ METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "nearest", 
 #: Methods that screen with the eigendecomposition of ``S`` (they use a precomputed ``eigen``).
 EIGEN_METHODS = ("quad", "quad-dp", "quad-paper", "quad-dp-paper")
 
-#: ``quad`` and ``quad-dp`` solve the full problem exactly (enumeration) when ``C(N, k)`` is at most this.
-FULL_ENUMERATION = 20_000
+#: ``quad`` and ``quad-dp`` solve the full problem exactly (enumeration) when ``C(N, k)`` is at most this
+#: (``k <= 3``; N <= 85 at k = 3). Measured (``benchmarks/bench_select.py`` notes): at k = 3 enumerating 82,160
+#: subsets (N = 80) costs less CPU than the improved heuristic, and is exact.
+FULL_ENUMERATION = 100_000
+#: The same for ``k >= 4``, whose enumeration costs about 4x more per subset (N <= 33 at k = 4, 23 at k = 5).
+FULL_ENUMERATION_LARGE_K = 30_000
 
 # Strengthened QUAD: subsets scored in the enlarged reduced problem; dual-ascent iterations with lambda = 1;
 # best-response iterations from the greedy start; nearest rows (times k) added to Z; swap partners per chosen
@@ -228,10 +234,12 @@ def _select_quad_paper(geometry, k, method, theta, eigen, n_iter, tau, step, tim
         iterates = screen_dual_ascent(eigen, distances, k, theta, n_iter, step, bounds=bounds)
         cycle_start = None
     screening = screening_set(iterates, n_iter, tau, cycle_start)
-    # Distinct iterates inside Z are feasible starts for the exact solver (incumbent and cuts).
-    position = np.full(distances.shape[0], -1, dtype=np.int64)
-    position[screening] = np.arange(screening.size)
-    starts = {z.tobytes(): position[z] for z in iterates if np.all(position[z] >= 0)}
+    starts = {}
+    if math.comb(screening.size, k) > max_enumeration:
+        # Distinct iterates inside Z are feasible starts for the OA-MILP (incumbent and cuts).
+        position = np.full(distances.shape[0], -1, dtype=np.int64)
+        position[screening] = np.arange(screening.size)
+        starts = {z.tobytes(): position[z] for z in iterates if np.all(position[z] >= 0)}
     local, info = solve_subset_qp(
         directions[screening],
         distances[screening],
@@ -262,13 +270,9 @@ def _largest_enumerable(k: int, budget: int) -> int:
 
 def _ordered_union(parts, limit: int) -> np.ndarray:
     """Rows of ``parts`` in order of first appearance, at most ``limit`` of them."""
-    seen: dict[int, None] = {}
-    for part in parts:
-        for i in np.asarray(part, dtype=np.int64).tolist():
-            if len(seen) >= limit:
-                return np.fromiter(seen, dtype=np.int64)
-            seen.setdefault(i, None)
-    return np.fromiter(seen, dtype=np.int64, count=len(seen))
+    rows = np.concatenate([np.asarray(part, dtype=np.int64) for part in parts])
+    unique, first = np.unique(rows, return_index=True)
+    return unique[np.argsort(first, kind="stable")][:limit]
 
 
 def _enumerate_over(directions, distances, rows, k, theta):
@@ -276,6 +280,25 @@ def _enumerate_over(directions, distances, rows, k, theta):
     rows = np.sort(np.asarray(rows, dtype=np.int64))
     local, _ = solve_subset_qp(directions[rows], distances[rows], k, theta, max_enumeration=math.comb(rows.size, k))
     return np.sort(rows[local])
+
+
+def _restart_from_greedy(directions, distances, k, theta, eigen, greedy, known):
+    """Best-response iterates from the greedy set (``_RESTART_ITER`` of them).
+
+    The first is taken on the full objective, ``(1 - theta) d + 2 theta A v`` with ``v`` the greedy rows' direction
+    sum: ``A v`` is the sum of the greedy rows' cosines, of which only the last row's is new (kept in ``known`` for
+    the local search). The following ones on the eigen-approximation, as :func:`screen_best_response`.
+    """
+    for j in greedy.tolist():
+        if j not in known:
+            known[j] = directions @ directions[j]
+    score = sum(known[j] for j in greedy.tolist())
+    score *= 2.0 * theta
+    score += (1.0 - theta) * distances
+    first = _k_smallest(score, k)
+    if _RESTART_ITER == 1 or np.array_equal(first, greedy):  # a fixed point: the next iterates repeat it
+        return [first]
+    return [first] + screen_best_response(eigen, distances, k, theta, _RESTART_ITER - 1, start=first)[0]
 
 
 def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limit, max_enumeration,
@@ -313,10 +336,10 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
     if _DUAL_ITER and (method == "quad" or step != 1.0):
         extra.append(screen_dual_ascent(eigen, distances, k, theta, _DUAL_ITER, 1.0)[::-1])
     if _RESTART_ITER:
-        extra.append(screen_best_response(eigen, distances, k, theta, _RESTART_ITER, start=greedy)[0][::-1])
+        extra.append(_restart_from_greedy(directions, distances, k, theta, eigen, greedy, known)[::-1])
     budget = _REDUCED_BUDGET if k <= 3 else _REDUCED_BUDGET_LARGE_K
     limit = max(_largest_enumerable(k, budget), paper_z.size)
-    parts = [paper_z, paper, greedy, k_nearest(distances, min(n, _NEAREST_FACTOR * k))]
+    parts = [paper_z, paper, greedy, rank_order(distances, _k_smallest(distances.copy(), min(n, _NEAREST_FACTOR * k)))]
     for iterates in extra:
         parts.extend(iterates)
     screening = np.sort(_ordered_union(parts, limit))
@@ -378,7 +401,7 @@ def select_prototypes(
     max_swaps: int = 100,
     time_limit: float = 60.0,
     max_enumeration: int = MAX_ENUMERATION,
-    full_enumeration: int = FULL_ENUMERATION,
+    full_enumeration: int | None = None,
     exact_fallback: bool = True,
 ) -> Selection:
     """Select ``k`` diverse prototypes among the candidates of one applicant.
@@ -420,9 +443,10 @@ def select_prototypes(
     max_enumeration : int, default=1_000_000
         The exact (reduced) problem is solved by enumeration when ``C(n, k)`` is at most this, and by
         the OA-MILP on HiGHS otherwise.
-    full_enumeration : int, default=20_000
+    full_enumeration : int, optional
         ``quad`` and ``quad-dp`` enumerate the full problem when ``C(N, k)`` is at most this
-        (0: never; the improved heuristic runs whatever ``N``).
+        (0: never; the improved heuristic runs whatever ``N``). Default: :data:`FULL_ENUMERATION` (100,000)
+        for ``k <= 3``, :data:`FULL_ENUMERATION_LARGE_K` (30,000) for larger ``k``.
     exact_fallback : bool, default=True
         ``method="exact"`` above :data:`EXACT_MAX_CANDIDATES` candidates (with ``C(N, k) >
         max_enumeration``): True runs ``quad`` instead and says so in ``info["fallback"]``; False raises.
@@ -486,9 +510,11 @@ def select_prototypes(
     max_swaps = _check_int("max_swaps", max_swaps, 0)
     time_limit = _check_float("time_limit", time_limit, 0.0, math.inf, low_open=True)
     max_enumeration = _check_int("max_enumeration", max_enumeration, 1)
+    if full_enumeration is None:
+        full_enumeration = FULL_ENUMERATION if k <= 3 else FULL_ENUMERATION_LARGE_K
     full_enumeration = _check_int("full_enumeration", full_enumeration, 0)
     n = geometry.n_candidates
-    if eigen is not None and (not isinstance(eigen, Eigen) or eigen.vectors.shape[0] != n):
+    if eigen is not None and (not isinstance(eigen, Eigen) or eigen.n_candidates != n):
         raise InputError(
             f"eigen must be the Eigen of this geometry (vectors with {n} rows). "
             f"Got {type(eigen).__name__} instead; pass eigen=None to compute it."
