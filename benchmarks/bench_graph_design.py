@@ -44,13 +44,14 @@ PAPER = {"face": (1.33, 2.66), "quad": (1.99, 0.52)}  # Table 2, Adult: path cos
 TARGETS = {"face": 1.35, "quad": 2.0}
 
 
-def rule_rows(p, n_applicants: int, neighbors=None) -> list[str]:
+def rule_rows(p, n_applicants: int, neighbors=None, radii=()) -> list[str]:
     blocks = pt.category_blocks(p.training)
     default = default_neighbors(p.training.n_rows)
     cases = [("plain", 10, None), ("plain", 50, None), ("per change", 5, blocks), ("per change", 10, blocks),
              ("per change", default, blocks), ("per change", 30, blocks)]
     if neighbors:
         cases = [("per change", k, blocks) for k in neighbors]
+    cases += [("radius", r, None) for r in radii]
     seen, lines = set(), []
     support = pt.graph_support()
     p.applicants, p.ids = p.applicants.head(n_applicants), p.ids[:n_applicants]
@@ -59,7 +60,10 @@ def rule_rows(p, n_applicants: int, neighbors=None) -> list[str]:
             continue
         seen.add((rule, k))
         start = time.process_time()
-        graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b)
+        if rule == "radius":  # every actionable row within Euclidean distance k (no neighbour count)
+            graph = build_graph(p.training.X, p.training.codes, radius=k)
+        else:
+            graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b)
         build = time.process_time() - start
         records, cpu = [], {}
         for method in ("face", "quad"):
@@ -129,10 +133,12 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-cli", action="store_true", help="skip the build-graph command-line table")
     parser.add_argument("--dataset", default="adult", help="another dataset of paper_tables.py (own section)")
     parser.add_argument("--neighbors", default=None, help="comma-separated k to compare, per-change rule")
+    parser.add_argument("--radius", default=None, help="comma-separated radii to compare (radius graphs)")
     args = parser.parse_args(argv)
     spec = next(s for s in pt.SPECS if s.name.lower() == args.dataset.lower())
     section = "bench_graph_design" + ("" if spec.name == "Adult" else f"_{spec.name.lower()}")
     neighbors = [int(k) for k in args.neighbors.split(",")] if args.neighbors else None
+    radii = [float(r) for r in args.radius.split(",")] if args.radius else []
     if not (pt.DATASETS / spec.file).exists():
         print(f"{spec.file} not found in {pt.DATASETS}; nothing to measure", file=sys.stderr)
         return 0
@@ -141,7 +147,7 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         p = pt.prepare(spec, tmp, args.n_applicants)
         cli = [] if args.skip_cli else cli_rows(p, tmp)
-        rules = rule_rows(p, args.n_applicants, neighbors)
+        rules = rule_rows(p, args.n_applicants, neighbors, radii)
     lines = [
         f"## Actionability graph design on {spec.name} (`benchmarks/bench_graph_design.py"
         f"{'' if spec.name == 'Adult' else ' ' + ' '.join(argv if argv is not None else sys.argv[1:])}`)", "",
@@ -149,7 +155,8 @@ def main(argv=None) -> int:
         f"process's own). {spec.name} with the paper's protocol (`paper_tables.py`: 80/20 split, MLP), "
         f"{p.training.n_rows:,} training rows, immutable {', '.join(spec.immutable)} as edge rules; the first "
         f"{len(p.applicants)} denied test rows; K = 3, θ = 0.9; path cost as every method's proximity term. "
-        "'plain': each row's k nearest actionable rows; 'per change': its k nearest per number of changed "
+        "'plain': each row's k nearest actionable rows; 'radius': every actionable row within Euclidean distance "
+        "k (the `--radius` graph); 'per change': its k nearest per number of changed "
         f"categorical features (`category_blocks`, the `build-graph` default, k = `default_neighbors(rows)` = "
         f"{default_neighbors(p.training.n_rows)}; without mutable categorical features both rules give the same "
         "graph). " + (f"Paper (Table 2): FACE path cost {PAPER['face'][0]}, QUAD {PAPER['quad'][0]} with "
