@@ -12,7 +12,8 @@ immutable features as actionability constraints (what `frpd plan` does). Table 2
 (the `build-graph` default: neighbours per number of changed categories, `default_neighbors(rows)`), with the
 immutable features as edge rules and the path cost as every method's proximity term. Every plan is scored by
 `frpd_cli.evaluation`, which re-predicts each recourse with the model. Seconds per applicant are measured around
-the library call.
+the library call. Every table also runs the paper's own procedures (`quad-paper`, `quad-dp-paper`) next to our
+strengthened `quad` / `quad-dp`, and a generated targets block sets our QUAD against the published one.
 
 Outputs: sections `paper_tables` (Tables 1 and 2, the path table, the runtime table) of docs/benchmarks.md, and
 PNG figures in docs/ (`paper_pareto_<dataset>.png`, `paper_runtime.png`). Datasets are read from
