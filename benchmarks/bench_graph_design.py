@@ -196,7 +196,8 @@ def main(argv=None) -> int:
         "graph); 'radius': every actionable row within Euclidean distance k (the `--radius` graph); 'per change "
         "∪ radius r': the edges of both; 'favourable rows end paths': the default graph without the edges that "
         "leave a favourable row, so that a path stops at the first favourable row it meets (the authors' code "
-        "removes every edge between two favourable rows). " + (f"Paper (Table 2): FACE path cost {PAPER['face'][0]}, QUAD {PAPER['quad'][0]} with "
+        "removes every edge between two favourable rows). "
+        + (f"Paper (Table 2): FACE path cost {PAPER['face'][0]}, QUAD {PAPER['quad'][0]} with "
                       f"anti-diversity {PAPER['quad'][1]}; targets FACE ≤ {TARGETS['face']}, QUAD ≤ "
                       f"{TARGETS['quad']}." if spec.name == "Adult" else ""), "",
         "### Neighbour rule", "",
