@@ -26,11 +26,14 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 import argparse  # noqa: E402
+import dataclasses  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -44,13 +47,34 @@ PAPER = {"face": (1.33, 2.66), "quad": (1.99, 0.52)}  # Table 2, Adult: path cos
 TARGETS = {"face": 1.35, "quad": 2.0}
 
 
-def rule_rows(p, n_applicants: int, neighbors=None) -> list[str]:
+def union(a, b):
+    """The graph with the edges of both ``a`` and ``b`` (same rows, Euclidean weights: an edge present in both has
+    the same weight in both)."""
+    adjacency = a.adjacency.maximum(b.adjacency).tocsr()
+    adjacency.sort_indices()
+    return dataclasses.replace(a, adjacency=adjacency, directed=a.directed or b.directed)
+
+
+def favourable_ends(graph, favorable):
+    """``graph`` without the edges that leave a favourable row: a path ends at the first favourable row it meets (the
+    authors' code removes the edges between two rows of the favourable class)."""
+    adjacency = graph.adjacency.tocsr(copy=True)
+    adjacency.data[np.repeat(np.asarray(favorable, bool), np.diff(adjacency.indptr))] = 0
+    adjacency.eliminate_zeros()
+    return dataclasses.replace(graph, adjacency=adjacency, directed=True)
+
+
+def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=False) -> list[str]:
     blocks = pt.category_blocks(p.training)
     default = default_neighbors(p.training.n_rows)
     cases = [("plain", 10, None), ("plain", 50, None), ("per change", 5, blocks), ("per change", 10, blocks),
              ("per change", default, blocks), ("per change", 30, blocks)]
     if neighbors:
         cases = [("per change", k, blocks) for k in neighbors]
+    cases += [("radius", r, None) for r in radii]
+    cases += [(f"per change ∪ radius {r}", k, blocks) for k, r in unions]
+    if ends:
+        cases.append(("per change, favourable rows end paths", default, blocks))
     seen, lines = set(), []
     support = pt.graph_support()
     p.applicants, p.ids = p.applicants.head(n_applicants), p.ids[:n_applicants]
@@ -59,7 +83,15 @@ def rule_rows(p, n_applicants: int, neighbors=None) -> list[str]:
             continue
         seen.add((rule, k))
         start = time.process_time()
-        graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b)
+        if rule == "radius":  # every actionable row within Euclidean distance k (no neighbour count)
+            graph = build_graph(p.training.X, p.training.codes, radius=k)
+        elif "∪" in rule:  # both: the k nearest per change and every row within the radius
+            graph = union(build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b),
+                          build_graph(p.training.X, p.training.codes, radius=float(rule.rsplit(" ", 1)[1])))
+        else:
+            graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b)
+        if rule.endswith("end paths"):
+            graph = favourable_ends(graph, p.training.favorable)
         build = time.process_time() - start
         records, cpu = [], {}
         for method in ("face", "quad"):
@@ -69,12 +101,14 @@ def rule_rows(p, n_applicants: int, neighbors=None) -> list[str]:
             records += recs
         summary = summarize_by_method(evaluate_plans(records, p.training, p.model, p.applicants, p.ids, k=3,
                                                      graph=graph)).set_index("method")
-        cells = [rule + (" (default)" if b is not None and k == default else ""), str(k), f"{graph.n_edges:,}",
+        cells = [rule + (" (default)" if rule == "per change" and k == default else ""), str(k), f"{graph.n_edges:,}",
                  f"{build:.1f}"]
         for method in ("face", "quad"):
             r = summary.loc[method]
             cells += [f"{r['cost mean']:.3f}", f"{r['anti-diversity mean']:.2f}"]
-        cells += [f"{summary.loc['quad', 'validity mean']:.2f}", f"{cpu['quad'] * 1000:.0f}"]
+        moves = [len(r.get("steps") or []) for rec in records if rec["method"] == "quad" for r in rec["recourses"]]
+        cells += [f"{summary.loc['quad', 'validity mean']:.2f}", f"{np.mean(moves) if moves else float('nan'):.1f}",
+                  f"{cpu['quad'] * 1000:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
         print(lines[-1], file=sys.stderr, flush=True)
     return lines
@@ -129,10 +163,17 @@ def main(argv=None) -> int:
     parser.add_argument("--skip-cli", action="store_true", help="skip the build-graph command-line table")
     parser.add_argument("--dataset", default="adult", help="another dataset of paper_tables.py (own section)")
     parser.add_argument("--neighbors", default=None, help="comma-separated k to compare, per-change rule")
+    parser.add_argument("--radius", default=None, help="comma-separated radii to compare (radius graphs)")
+    parser.add_argument("--favourable-ends", action="store_true", help="also the default graph without the edges "
+                        "that leave a favourable row (paths end at the first favourable row)")
+    parser.add_argument("--union", default=None, help="comma-separated K+R: the per-change K graph with every edge "
+                        "of the radius-R graph added")
     args = parser.parse_args(argv)
     spec = next(s for s in pt.SPECS if s.name.lower() == args.dataset.lower())
     section = "bench_graph_design" + ("" if spec.name == "Adult" else f"_{spec.name.lower()}")
     neighbors = [int(k) for k in args.neighbors.split(",")] if args.neighbors else None
+    radii = [float(r) for r in args.radius.split(",")] if args.radius else []
+    unions = [(int(c.split("+")[0]), float(c.split("+")[1])) for c in args.union.split(",")] if args.union else []
     if not (pt.DATASETS / spec.file).exists():
         print(f"{spec.file} not found in {pt.DATASETS}; nothing to measure", file=sys.stderr)
         return 0
@@ -141,7 +182,7 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         p = pt.prepare(spec, tmp, args.n_applicants)
         cli = [] if args.skip_cli else cli_rows(p, tmp)
-        rules = rule_rows(p, args.n_applicants, neighbors)
+        rules = rule_rows(p, args.n_applicants, neighbors, radii, unions, args.favourable_ends)
     lines = [
         f"## Actionability graph design on {spec.name} (`benchmarks/bench_graph_design.py"
         f"{'' if spec.name == 'Adult' else ' ' + ' '.join(argv if argv is not None else sys.argv[1:])}`)", "",
@@ -152,13 +193,18 @@ def main(argv=None) -> int:
         "'plain': each row's k nearest actionable rows; 'per change': its k nearest per number of changed "
         f"categorical features (`category_blocks`, the `build-graph` default, k = `default_neighbors(rows)` = "
         f"{default_neighbors(p.training.n_rows)}; without mutable categorical features both rules give the same "
-        "graph). " + (f"Paper (Table 2): FACE path cost {PAPER['face'][0]}, QUAD {PAPER['quad'][0]} with "
+        "graph); 'radius': every actionable row within Euclidean distance k (the `--radius` graph); 'per change "
+        "∪ radius r': the edges of both; 'favourable rows end paths': the default graph without the edges that "
+        "leave a favourable row, so that a path stops at the first favourable row it meets (the authors' code "
+        "removes every edge between two favourable rows). "
+        + (f"Paper (Table 2): FACE path cost {PAPER['face'][0]}, QUAD {PAPER['quad'][0]} with "
                       f"anti-diversity {PAPER['quad'][1]}; targets FACE ≤ {TARGETS['face']}, QUAD ≤ "
                       f"{TARGETS['quad']}." if spec.name == "Adult" else ""), "",
         "### Neighbour rule", "",
         "| rule | k | edges | build CPU (s) | FACE cost | FACE anti-div | QUAD cost | QUAD anti-div | QUAD validity "
-        "| QUAD plan CPU (ms / applicant) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rules, "",
+        "| QUAD moves | QUAD plan CPU (ms / applicant) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rules, "",
+        "QUAD moves: the mean number of moves (edges) of QUAD's recourse paths.", "",
     ]
     if cli:
         lines += [f"### `frpd build-graph` on {spec.name} (one fresh process per case)", "",
