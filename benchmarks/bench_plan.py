@@ -140,8 +140,34 @@ main()
 """
 
 
-def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra) -> tuple[float, float, dict]:
-    """Wall time, CPU time (user + system, its worker processes included) and the CPU split of one run."""
+def _tree_usage(pids) -> tuple[float, int]:
+    """CPU seconds (user + system) and minor faults of processes ``pids`` and their live descendants (/proc)."""
+    if not pids or not os.path.isdir("/proc"):
+        return 0.0, 0
+    stats = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry)] = fields
+    found, frontier = set(), {p for p in pids if p in stats}
+    while frontier:
+        found |= frontier
+        frontier = {p for p, fields in stats.items() if int(fields[1]) in frontier} - found
+    tick = os.sysconf("SC_CLK_TCK")
+    # fields after the command name: state is [0], ppid [1], minflt [7], utime [11], stime [12]
+    cpu = sum(int(stats[p][11]) + int(stats[p][12]) for p in found) / tick
+    return cpu, sum(int(stats[p][7]) for p in found)
+
+
+def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra, cluster=()) -> tuple[float, float, dict]:
+    """Wall time, CPU time (user + system, its worker processes included) and the CPU split of one run.
+
+    ``cluster``: processes of a Dask cluster started beforehand; their CPU during the run counts as the workers'.
+    """
     import json
     import tempfile
 
@@ -154,15 +180,20 @@ def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra) -> tup
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "rusage.json"
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cluster_before = _tree_usage(cluster)
         start = time.perf_counter()
         done = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
                               env={**os.environ, "FRPD_BENCH_RUSAGE": str(report)})
         seconds = time.perf_counter() - start
+        cluster_after = _tree_usage(cluster)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             raise SystemExit(f"frpd plan failed ({' '.join(extra)}):\n{done.stderr}")
         split = json.loads(report.read_text())
-    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), split
+    cluster_cpu = cluster_after[0] - cluster_before[0]
+    split["workers"] += cluster_cpu
+    split["workers_minflt"] += cluster_after[1] - cluster_before[1]
+    return seconds, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) + cluster_cpu, split
 
 
 def _free_port() -> int:
@@ -226,7 +257,8 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     try:
         for label, flags in variants:
             out = tmp / "out.csv"
-            whole, cpu, split = min((_frpd_plan(train_path, model_path, applicants, out, *flags)
+            pids = [proc.pid for proc in cluster] if cluster and "--scheduler" in flags else ()
+            whole, cpu, split = min((_frpd_plan(train_path, model_path, applicants, out, *flags, cluster=pids)
                                      for _ in range(repeats)), key=lambda r: r[0])
             data = out.read_bytes()
             if reference is None:
@@ -234,7 +266,8 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
             elif data != reference:
                 raise SystemExit(f"the output of {label} differs from --jobs 1")
             single, single_cpu, single_split = min((_frpd_plan(train_path, model_path, one, tmp / "one_out.csv",
-                                                               *flags) for _ in range(repeats)), key=lambda r: r[0])
+                                                               *flags, cluster=pids) for _ in range(repeats)),
+                                                   key=lambda r: r[0])
             planning = whole - single
             rows.append({"run": label, "applicants": n, "whole command s": whole, "one-applicant run s": single,
                          "planning s": planning, "applicants/s": (n - 1) / planning,
@@ -250,6 +283,22 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     for r in rows:
         r["speed-up vs --jobs 1"] = f"{base / r['planning s']:.2f}x"
     return rows
+
+
+def _ratios(rows) -> list[str]:
+    """The two targets read from the rows: --jobs 2 over --jobs 1, and the loopback cluster over --jobs 2."""
+    rate = {r["run"].split(" (")[0]: float(r["applicants/s"]) for r in rows}
+    cpu = {r["run"].split(" (")[0]: float(r["planning CPU s"]) for r in rows}
+    lines = []
+    if "--jobs 1" in rate and "--jobs 2" in rate:
+        lines.append(f"- `--jobs 2` plans {rate['--jobs 2'] / rate['--jobs 1']:.2f}x as many applicants per second "
+                     f"as `--jobs 1` (target 1.7x) and uses {cpu['--jobs 2'] / cpu['--jobs 1']:.2f}x its CPU.")
+    loop = "--backend dask --scheduler"
+    if loop in rate and "--jobs 2" in rate:
+        lines.append(f"- the loopback Dask cluster of 2 workers plans at {100 * rate[loop] / rate['--jobs 2']:.0f}% "
+                     f"of the local `--jobs 2` rate (target at least 80%) and uses "
+                     f"{cpu[loop] / cpu['--jobs 2']:.2f}x its CPU.")
+    return lines
 
 
 def _load_line() -> str:
@@ -316,13 +365,14 @@ def main(argv=None) -> int:
                   "scoring the training set; a one-applicant run starts no pool, see README), so the local-cluster "
                   "row includes starting the Dask cluster and the loopback-cluster row does not (its cluster was "
                   "started beforehand). planning CPU s: the same difference in CPU time (user + system) of frpd "
-                  "and its local worker processes (Dask workers of the loopback cluster are not counted): what "
-                  "parallelism costs in extra work, independent of how loaded the machine is; parent / worker CPU s "
-                  "split it between the frpd process itself (reading applicants, cutting tasks, unpickling "
-                  "results, writing the output) and the processes it started and reaped (local pool workers, a "
-                  "Dask cluster frpd started), each as the same difference; worker minor faults: page faults of "
-                  "those processes (copy-on-write copies of the parent's memory after the fork among them). "
-                  "The outputs of all runs are byte-identical (checked)."]
+                  "and its worker processes: what parallelism costs in extra work, independent of how loaded the "
+                  "machine is; parent / worker CPU s split it between the frpd process itself (reading applicants, "
+                  "cutting tasks, unpickling results, writing the output) and the workers (local pool workers and "
+                  "a Dask cluster frpd started, reaped by it; for the loopback cluster, its scheduler, workers and "
+                  "their nanny processes, read from /proc before and after the run), each as the same difference; "
+                  "worker minor faults: page faults of those processes (copy-on-write copies of the parent's "
+                  "memory after the fork among them). The outputs of all runs are byte-identical (checked).",
+                  "", *_ratios(cli_rows)]
     if results:
         lines += ["", "### In the library (`plan_applicants` in one process)", "", *markdown_table(results, columns)]
         lines += ["", "Model calls (`favorable_probability`) are batched across a chunk's applicants (256 by "

@@ -33,8 +33,8 @@ from typing import Callable, Iterable, Iterator
 
 from .exceptions import FrpdError, InputError
 
-__all__ = ["BACKENDS", "JobsCappedWarning", "available_cpus", "cap_jobs", "map_ordered", "dask_client",
-           "one_thread"]
+__all__ = ["BACKENDS", "JobsCappedWarning", "Workers", "available_cpus", "cap_jobs", "cluster_threads", "map_ordered",
+           "dask_client", "one_thread", "open_workers"]
 
 BACKENDS = ("loky", "dask")
 
@@ -126,6 +126,103 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2):
 _NOTHING = object()
 
 
+class Workers:
+    """Open workers of one backend: how many there are, and an ordered map over them.
+
+    Obtained from :func:`open_workers`. ``n_workers`` is known before any task is
+    cut, so callers can size their tasks for it (with ``--scheduler``, it is the
+    number of worker threads the cluster has, not ``--jobs``).
+    """
+
+    def __init__(self, n_workers: int, submit: Callable, wait_any: Callable, has_shared: bool):
+        self.n_workers = n_workers
+        self._submit = submit
+        self._wait_any = wait_any
+        self.has_shared = has_shared
+
+    def map(self, func: Callable, tasks: Iterable[tuple], *, in_flight: int | None = None,
+            buffered: int | None = None) -> Iterator:
+        """Apply ``func`` to every task on the workers; yield the results in task order.
+
+        At most ``in_flight`` tasks (default ``2 * n_workers``) are submitted and not yet finished: a
+        worker that finishes a task before the one ahead of it in the order gets the next task at once
+        instead of waiting for the slower one (no head-of-line blocking). Finished results wait for their
+        turn, at most ``buffered`` of them (default ``4 * in_flight``), which bounds memory.
+        """
+        in_flight = max(1, in_flight if in_flight is not None else 2 * self.n_workers)
+        buffered = max(in_flight, buffered if buffered is not None else 4 * in_flight)
+        return _ordered(self._submit, self._wait_any, func, tasks, in_flight=in_flight, buffered=buffered)
+
+
+def _ordered(submit, wait_any, func, tasks, *, in_flight: int, buffered: int) -> Iterator:
+    tasks = iter(tasks)
+    pending: deque = deque()
+    exhausted = False
+    try:
+        while True:
+            while (not exhausted and len(pending) < buffered and not (pending and pending[0].done())
+                   and sum(not f.done() for f in pending) < in_flight):
+                task = next(tasks, _NOTHING)
+                if task is _NOTHING:
+                    exhausted = True
+                else:
+                    pending.append(submit(func, task))
+            if not pending:
+                return
+            if pending[0].done():
+                yield pending.popleft().result()
+                continue
+            if exhausted or len(pending) >= buffered:
+                yield pending.popleft().result()      # nothing more to submit: wait for the head itself
+                continue
+            wait_any([f for f in pending if not f.done()])
+    finally:
+        for future in pending:
+            future.cancel()
+
+
+@contextmanager
+def open_workers(n_jobs: int = 1, backend: str = "loky", *, scheduler: str | None = None, shared=_NOTHING,
+                 scatter: tuple = ()) -> Iterator[Workers]:
+    """Start (or connect to) the workers of ``backend``; yield a :class:`Workers`; shut them down at exit.
+
+    Parameters are those of :func:`map_ordered`. ``loky`` with ``n_jobs=1`` runs tasks in this process.
+    """
+    if backend not in BACKENDS:
+        raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+        raise InputError(f"The 'jobs' option must be an int >= 1. Got {n_jobs!r} instead.")
+    if scheduler is not None and backend != "dask":
+        raise InputError("The 'scheduler' option needs --backend dask.")
+    has_shared = shared is not _NOTHING
+    if backend == "loky" and n_jobs == 1:
+        yield Workers(1, lambda func, task: _Done(func(*task) if not has_shared else func(shared, *task)),
+                      lambda futures: None, has_shared)
+        return
+    if backend == "loky":
+        with _local_pool(n_jobs, shared) as workers:
+            yield workers
+        return
+    with _dask_workers(n_jobs, scheduler, shared, scatter) as workers:
+        yield workers
+
+
+class _Done:
+    """A finished future (tasks run in this process)."""
+
+    def __init__(self, value):
+        self._value = value
+
+    def done(self) -> bool:
+        return True
+
+    def result(self):
+        return self._value
+
+    def cancel(self) -> bool:
+        return False
+
+
 def map_ordered(func: Callable, tasks: Iterable[tuple], *, n_jobs: int = 1, backend: str = "loky",
                 scheduler: str | None = None, shared=_NOTHING, scatter: tuple = (),
                 in_flight: int | None = None) -> Iterator:
@@ -151,25 +248,11 @@ def map_ordered(func: Callable, tasks: Iterable[tuple], *, n_jobs: int = 1, back
         Objects that appear (by identity) among the tasks' arguments: the Dask
         backend ships them to the workers once instead of once per task.
     in_flight : int, optional
-        Tasks submitted ahead of the one being yielded (default ``4 * n_jobs``):
-        bounds memory on long task streams.
+        Tasks submitted and not yet finished (default ``2 * n_workers``); see
+        :meth:`Workers.map`.
     """
-    if backend not in BACKENDS:
-        raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
-        raise InputError(f"The 'jobs' option must be an int >= 1. Got {n_jobs!r} instead.")
-    if scheduler is not None and backend != "dask":
-        raise InputError("The 'scheduler' option needs --backend dask.")
-    window = max(1, in_flight if in_flight is not None else 4 * n_jobs)
-    if backend == "loky" and n_jobs == 1:
-        for task in tasks:
-            yield func(*task) if shared is _NOTHING else func(shared, *task)
-        return
-    if backend == "loky":
-        yield from _map_local(func, tasks, n_jobs=n_jobs, shared=shared, window=window)
-        return
-    yield from _map_dask(func, tasks, n_jobs=n_jobs, scheduler=scheduler, shared=shared, scatter=scatter,
-                         window=window)
+    with open_workers(n_jobs, backend, scheduler=scheduler, shared=shared, scatter=scatter) as workers:
+        yield from workers.map(func, tasks, in_flight=in_flight)
 
 
 # ---------------------------------------------------------------------------- local process pool
@@ -213,9 +296,10 @@ def _call_local(func, task):
     return func(*task) if _WORKER_SHARED is _NOTHING else func(_WORKER_SHARED, *task)
 
 
-def _map_local(func, tasks, *, n_jobs: int, shared, window: int) -> Iterator:
+@contextmanager
+def _local_pool(n_jobs: int, shared) -> Iterator[Workers]:
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     context = multiprocessing.get_context(_start_method())
     # Forked workers share the parent's memory copy-on-write; the cyclic garbage collector would touch (and so
@@ -223,17 +307,10 @@ def _map_local(func, tasks, *, n_jobs: int, shared, window: int) -> Iterator:
     gc.freeze()
     pool = ProcessPoolExecutor(max_workers=n_jobs, mp_context=context, initializer=_init_worker,
                                initargs=(shared, os.getpid()))
-    pending: deque = deque()
     try:
-        for task in tasks:
-            pending.append(pool.submit(_call_local, func, task))
-            if len(pending) >= window:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+        yield Workers(n_jobs, lambda func, task: pool.submit(_call_local, func, task),
+                      lambda futures: wait(futures, return_when=FIRST_COMPLETED), shared is not _NOTHING)
     finally:
-        for future in pending:
-            future.cancel()
         pool.shutdown(wait=True, cancel_futures=True)
         gc.unfreeze()
 
@@ -246,8 +323,19 @@ def _call_dask(func, has_shared: bool, shared, task):
         return func(shared, *task) if has_shared else func(*task)
 
 
-def _map_dask(func, tasks, *, n_jobs: int, scheduler: str | None, shared, scatter: tuple, window: int) -> Iterator:
+def cluster_threads(client) -> int:
+    """Worker threads of the cluster ``client`` is connected to (at least 1): the tasks it runs at once."""
+    try:
+        return max(1, sum(client.nthreads().values()))
+    except Exception:           # a scheduler without workers yet, or an older client
+        return 1
+
+
+@contextmanager
+def _dask_workers(n_jobs: int, scheduler: str | None, shared, scatter: tuple) -> Iterator[Workers]:
     with dask_client(scheduler, n_workers=n_jobs) as client:
+        from dask.distributed import wait
+
         has_shared = shared is not _NOTHING
         shared_ref = client.scatter(shared, broadcast=True, hash=False) if has_shared else None
         scattered = [(obj, client.scatter(obj, broadcast=True, hash=False)) for obj in scatter]
@@ -255,14 +343,8 @@ def _map_dask(func, tasks, *, n_jobs: int, scheduler: str | None, shared, scatte
         def swap(arg):
             return next((ref for obj, ref in scattered if arg is obj), arg)
 
-        pending: deque = deque()
-        try:
-            for task in tasks:
-                pending.append(client.submit(_call_dask, func, has_shared, shared_ref, tuple(swap(a) for a in task), pure=False))
-                if len(pending) >= window:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
+        def submit(func, task):
+            return client.submit(_call_dask, func, has_shared, shared_ref, tuple(swap(a) for a in task), pure=False)
+
+        n_workers = n_jobs if scheduler is None else cluster_threads(client)
+        yield Workers(n_workers, submit, lambda futures: wait(futures, return_when="FIRST_COMPLETED"), has_shared)

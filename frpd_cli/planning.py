@@ -422,13 +422,16 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     to gain from it: ``min(n_jobs, n_applicants // MIN_APPLICANTS_PER_WORKER)``
     workers (at least 1, which plans in this process, without a pool). The
     stream is read ahead until that is known (``n_jobs`` is first capped at the
-    CPU count). The work is cut into tasks of at most :data:`TASK_APPLICANTS`
-    applicants, smaller towards the end of the stream so that the workers
-    finish together; each worker receives the training set, model, graph and
-    settings once, not with every task. BLAS and OpenMP run on one thread in
-    every process, this one included.
+    CPU count). With ``scheduler``, the cluster's worker threads count as the
+    workers. Tasks sent to workers are cut from the stream independently of
+    its chunks (:func:`_tasks`): :data:`TASK_APPLICANTS` applicants each, and
+    the end of the stream is cut into equal tasks whose total count is a
+    multiple of the workers, so that they finish together; each worker
+    receives the training set, model, graph and settings once, not with every
+    task. BLAS and OpenMP run on one thread in every process, this one
+    included.
     """
-    from .backends import BACKENDS, cap_jobs, map_ordered, one_thread
+    from .backends import BACKENDS, cap_jobs, one_thread, open_workers
 
     if backend not in BACKENDS:
         raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
@@ -455,52 +458,98 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
                 yield _run_chunk(training, model, c.frame, c.ids, settings, graph, c.invalid)
         return
     shared = (training, model, settings, graph)
-    sizes: deque = deque()
-    results = map_ordered(_run_task, _tasks(stream, n_jobs, sizes), n_jobs=n_jobs, backend=backend,
-                          scheduler=scheduler, shared=shared, in_flight=2 * n_jobs)
-    for plans in results:
-        # a chunk's plans are its next sizes[0] task results (its tasks are submitted before the next chunk's)
-        for _ in range(sizes.popleft() - 1):
-            plans = plans + next(results)
-        yield plans
+    sizes: deque = deque()          # applicants of every chunk read, in order: results are regrouped by them
+    with open_workers(n_jobs, backend, scheduler=scheduler, shared=shared) as workers:
+        results = workers.map(_run_task, _tasks(stream, workers.n_workers, sizes), in_flight=2 * workers.n_workers)
+        done: list[Plan] = []
+        for plans in results:
+            done.extend(plans)
+            while sizes and len(done) >= sizes[0]:
+                n = sizes.popleft()
+                yield done[:n]
+                del done[:n]
+        while sizes:                # empty chunks at the end of the stream
+            yield done[:sizes.popleft()]
 
 
-def _tasks(stream: Iterator[ApplicantChunk], n_jobs: int, sizes: deque) -> Iterator[tuple]:
-    """Cut chunks into tasks ``(frame, ids, invalid)``; append each chunk's number of tasks to ``sizes``.
+def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> Iterator[tuple]:
+    """Cut a stream of chunks into tasks ``(frame, ids, invalid)``; append each chunk's length to ``sizes``.
 
-    Tasks have :data:`TASK_APPLICANTS` applicants, except near the end of the
-    stream (known by reading a few chunks ahead): there the remaining
-    applicants are cut into smaller and smaller tasks (never below
-    :data:`MIN_TASK_APPLICANTS`), so that the workers finish together.
+    Tasks do not follow the chunks: consecutive applicants are gathered into
+    tasks of :data:`TASK_APPLICANTS` (a task can span chunks, and a chunk
+    several tasks), so that small ``--chunk-size`` values do not make small
+    tasks (each task pays fixed costs: a few model calls and sparsification
+    rounds whatever its size). The stream is read ahead by ``2 * n_workers``
+    tasks; once its end is in sight, the applicants left are cut into tasks
+    of equal size (at least :data:`MIN_TASK_APPLICANTS` when there are enough
+    applicants) whose number brings the total count of tasks to a multiple of
+    ``n_workers``, so that the workers finish together.
     """
-    ahead: deque = deque()
-    n_ahead, exhausted = 0, False
+    ahead: deque = deque()          # chunks read and not yet fully cut
+    first = 0                       # applicants of ahead[0] already in tasks
+    n_ahead, exhausted = 0, False   # applicants read and not yet in tasks
+    n_tasks = 0
+    tail: deque = deque()           # sizes of the last tasks, once the end is known
+
+    def take(n: int) -> tuple:
+        nonlocal first, n_ahead
+        frames, ids, invalid, got = [], [], {}, 0
+        while got < n:
+            c = ahead[0]
+            m = min(n - got, len(c.ids) - first)
+            frames.append(c.frame.iloc[first:first + m])
+            ids.extend(c.ids[first:first + m])
+            for i, reason in (c.invalid or {}).items():
+                if first <= i < first + m:
+                    invalid[got + i - first] = reason
+            got += m
+            first += m
+            if first == len(c.ids):
+                ahead.popleft()
+                first = 0
+        n_ahead -= n
+        frame = frames[0] if len(frames) == 1 else pd.concat(frames)
+        return frame.reset_index(drop=True), ids, invalid or None
+
     while True:
-        while not exhausted and n_ahead < n_jobs * TASK_APPLICANTS:
+        while not exhausted and n_ahead < 2 * n_workers * TASK_APPLICANTS:
             chunk = next(stream, None)
             if chunk is None:
                 exhausted = True
-            elif len(chunk.ids):
-                ahead.append(chunk)
-                n_ahead += len(chunk.ids)
-        if not ahead:
+                tail.extend(_tail_sizes(n_ahead, n_tasks, n_workers))
+            else:
+                sizes.append(len(chunk.ids))
+                if len(chunk.ids):
+                    ahead.append(chunk)
+                    n_ahead += len(chunk.ids)
+        if not n_ahead:
             return
-        c = ahead.popleft()
-        size = TASK_APPLICANTS
-        if exhausted:
-            size = min(size, max(MIN_TASK_APPLICANTS, -(-n_ahead // (2 * n_jobs))))
-        n_ahead -= len(c.ids)
-        size = -(-len(c.ids) // -(-len(c.ids) // size))        # equal pieces of at most `size`
-        pieces = range(0, len(c.ids), size)
-        sizes.append(len(pieces))
-        for a in pieces:
-            b = a + size
-            invalid = {i - a: r for i, r in c.invalid.items() if a <= i < b} if c.invalid else None
-            yield (c.frame.iloc[a:b].reset_index(drop=True), c.ids[a:b], invalid)
+        n_tasks += 1
+        yield take(tail.popleft() if exhausted else TASK_APPLICANTS)
 
 
-#: Applicants per task sent to a worker: enough that the fixed cost of a model call (tens of milliseconds for a
-#: scikit-learn pipeline) is shared by many rows. The last tasks of a run are smaller, down to MIN_TASK_APPLICANTS.
+def _tail_sizes(n: int, n_tasks: int, n_workers: int) -> list[int]:
+    """Sizes of the tasks for the last ``n`` applicants, after ``n_tasks`` tasks of a stream on ``n_workers``.
+
+    As few tasks as :data:`TASK_APPLICANTS` allows, plus enough to make the total a multiple of
+    ``n_workers`` when every task keeps at least :data:`MIN_TASK_APPLICANTS` applicants; sizes differ
+    by at most one, larger first.
+    """
+    if n <= 0:
+        return []
+    count = -(-n // TASK_APPLICANTS)
+    even = count + (-(n_tasks + count)) % n_workers
+    if n // even >= MIN_TASK_APPLICANTS:
+        count = even
+    else:                           # too few applicants for that many tasks: one per worker at most
+        count = max(count, min(n_workers, n // MIN_TASK_APPLICANTS))
+    base, extra = divmod(n, count)
+    return [base + (i < extra) for i in range(count)]
+
+
+#: Applicants per task sent to a worker: enough that the fixed costs of a task (model calls, sparsification
+#: rounds: about as much CPU as 100 applicants on Adult) are shared by many rows. The last tasks of a run may
+#: be smaller, down to MIN_TASK_APPLICANTS (see _tail_sizes).
 TASK_APPLICANTS = 256
 MIN_TASK_APPLICANTS = 128
 

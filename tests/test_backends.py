@@ -163,3 +163,41 @@ def test_local_workers_run_blas_on_one_thread():
     results = list(map_ordered(_blas_threads, [(i,) for i in range(6)], n_jobs=2))
     assert all(threads and set(threads) == {1} for threads, _ in results)
     assert os.getpid() not in {pid for _, pid in results}
+
+
+def _wait_for(path, i, seconds):
+    """Task ``i``: task 0 waits (up to ``seconds``) for the file that task 5 creates; returns whether it saw it."""
+    import pathlib
+
+    flag = pathlib.Path(path)
+    if i == 5:
+        flag.write_text("task 5 ran")
+    if i != 0:
+        return i, True
+    deadline = time.monotonic() + seconds
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return i, flag.exists()
+
+
+def test_a_slow_first_task_does_not_stop_the_other_workers(tmp_path):
+    """With 2 tasks in flight, task 5 can only run while task 0 runs if finished results do not block submission."""
+    flag = tmp_path / "flag"
+    results = list(map_ordered(_wait_for, [(str(flag), i, 120.0) for i in range(8)], n_jobs=2, in_flight=2))
+    assert results == [(0, True)] + [(i, True) for i in range(1, 8)]
+
+
+def test_open_workers_counts_the_threads_of_a_cluster_it_joins():
+    pytest.importorskip("dask.distributed")
+    from dask.distributed import LocalCluster
+
+    from frpd_cli.backends import open_workers
+
+    big = np.arange(12 * 50, dtype=np.float64).reshape(12, 50)
+    with LocalCluster(n_workers=3, threads_per_worker=1, processes=False, protocol="tcp", host="127.0.0.1",
+                      dashboard_address=None) as cluster:
+        # --jobs says 1, the cluster has 3 worker threads: tasks are cut for 3
+        with open_workers(1, "dask", scheduler=cluster.scheduler_address, shared=big) as workers:
+            assert workers.n_workers == 3
+            results = list(workers.map(_with_shared, [(i,) for i in range(12)]))
+    assert [r for r, _ in results] == [float(big[i].sum()) for i in range(12)]
