@@ -304,7 +304,7 @@ def test_graph_candidates_match_brute_force_reachability(seed, max_hops, max_cos
     settings = PlanSettings(method="nearest", k=3, theta=0.0, scheme="graph", max_hops=max_hops, max_cost=max_cost)
     stage = CandidateStage(training, settings, model=model, graph=graph)
     n_short = n_ok = 0
-    for a in range(25):
+    for _ in range(25):
         raw0 = {"group": rng.choice(["a", "b"]), "x": float(rng.random() * 4), "y": float(rng.random() * 7)}
         p0 = (np.array([raw0["x"], raw0["y"]]) - frame[["x", "y"]].min().to_numpy()) / \
             (frame[["x", "y"]].max() - frame[["x", "y"]].min()).to_numpy()
