@@ -1,10 +1,12 @@
 """The candidate stage: which training rows may be an applicant's prototypes, and why the others may not.
 
-Both interpolation schemes take their prototypes from this stage and from
-nowhere else; selection (:mod:`frpd_cli.choice`, :mod:`frpd_cli.selection`)
-and interpolation (:mod:`frpd_cli.planning`, :mod:`frpd_cli.sequential`) never
-look at constraints, ranges, the margin or the graph's reachability
-themselves. For one applicant :meth:`CandidateStage.find` runs, in order:
+Both interpolation schemes take their candidate prototypes from this stage
+and from nowhere else; selection (:mod:`frpd_cli.choice`,
+:mod:`frpd_cli.selection`) and interpolation (:mod:`frpd_cli.planning`,
+:mod:`frpd_cli.sequential`) never test a prototype's constraints or the graph's
+reachability themselves (linear interpolation still clips a recourse's changed
+values into the ranges and stops at threshold + margin). For one applicant
+:meth:`CandidateStage.find` runs, in order:
 
 1. **Pool** (:meth:`TrainingSet.pool`): the rows the model predicts favourable
    at ``threshold + margin`` (``--margin``), and labelled favourable too with
