@@ -31,6 +31,7 @@ bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_graph.py
 	$(BIN)/python benchmarks/bench_plan.py
 	$(BIN)/python benchmarks/bench_policy.py
+	$(BIN)/python benchmarks/bench_candidates.py
 	$(BIN)/python benchmarks/bench_batch.py
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_select_cli.py

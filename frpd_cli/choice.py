@@ -1,8 +1,13 @@
-"""Prototype choice for one applicant: plan settings, candidates, selection outcomes, infeasibility reasons.
+"""Prototype choice for one applicant: plan settings, selection among the candidates, outcomes, method labels.
 
 Shared by both interpolation schemes (:mod:`frpd_cli.planning` for the linear
 scheme and the batch machinery, :mod:`frpd_cli.sequential` for the graph
-scheme).
+scheme). The candidates, and the reason when there are too few, come from the
+candidate stage (:mod:`frpd_cli.candidates`); :func:`select_candidates` runs
+the selection method on them and never looks at constraints or at the graph's
+reachability (only FACE follows the candidates' shortest paths, to their end
+nodes). ``infeasibility_reason`` and ``constraint_breakdown`` are re-exported
+from :mod:`frpd_cli.candidates`.
 """
 
 from __future__ import annotations
@@ -12,12 +17,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .candidates import IMMUTABLE_POLICIES, Candidates, CandidateStage, constraint_breakdown, infeasibility_reason
 from .dataset import TrainingSet
 from .exceptions import InputError
-from .interpolation import ENDPOINTS, same_value
+from .interpolation import ENDPOINTS, graph_path, same_value
 from .plans import Plan
-from .projection import IMMUTABLE_POLICIES, candidate_mask, candidate_set, effective_policy, outside_ranges
 from .selection import EIGEN_METHODS, METHODS, compute_geometry, eigen_decompose, select_prototypes
+from .selection.baselines import rank_order
 
 __all__ = [
     "PLAN_METHODS",
@@ -26,7 +32,9 @@ __all__ = [
     "SelectionOutcome",
     "infeasibility_reason",
     "select_for_applicant",
+    "select_candidates",
     "select_among",
+    "face_rows",
     "constraint_breakdown",
     "empty_plan",
     "changes",
@@ -79,7 +87,7 @@ class PlanSettings:
         share the applicant's immutable values (and monotone sides);
         ``"project"`` also moves the other favourable rows onto them;
         ``"auto"`` (default) filters on categorical immutable features and
-        projects on numeric ones (see :mod:`frpd_cli.projection`). Graph plans
+        projects on numeric ones (see :mod:`frpd_cli.candidates`). Graph plans
         always keep the strict edge rules.
     margin : float
         Probability points above the model's threshold a recourse must reach
@@ -222,50 +230,80 @@ class SelectionOutcome:
     objective_gap: float | None = None    # objective minus a proven lower bound (0: optimal), when known
 
 
-def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_found: int, k: int,
-                         raw0: pd.Series) -> str:
-    """Say which constraints emptied the candidate pool, with counts."""
-    n_pool = int(pool.sum())
-    if n_pool == 0:
-        return "the model predicts no training row favourable"
-    detail = "; ".join(constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
-    return f"only {n_found} candidate row(s), need {k}: of {n_pool} favourable training rows, {detail}"
-
-
 def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd.Series,
                          settings: PlanSettings, *, pool: np.ndarray | None = None,
                          thetas=None, model=None, eigen=None, keep=False) -> list[SelectionOutcome]:
-    """Select prototypes for one applicant, once per theta in ``thetas`` (default: settings.theta).
+    """Select prototypes for one applicant (linear scheme), once per theta in ``thetas`` (default: settings.theta).
 
-    The geometry and its eigendecomposition are computed once and shared by
-    every theta. ``model`` is needed by the ``project`` immutable policy (it
-    re-predicts projected rows). ``eigen`` is a stored eigendecomposition of
-    this applicant's candidate geometry (``select --reuse-eigen``): it is used
-    when its candidate rows are exactly this applicant's candidates. With
-    ``keep``, outcomes carry the candidate rows and the eigendecomposition.
+    The candidate stage (:class:`frpd_cli.candidates.CandidateStage`) then
+    :func:`select_candidates`. ``model`` is needed by the ``project`` and
+    ``auto`` immutable policies (it re-predicts projected rows) and by a margin.
     """
-    pool = training.pool(settings.candidates) if pool is None else pool
+    found = CandidateStage(training, settings, model=model, pool=pool).find(x0, codes0, raw0)
+    return select_candidates(training, x0, found, settings, thetas=thetas, eigen=eigen, keep=keep)
+
+
+def select_candidates(training: TrainingSet, x0: np.ndarray, found: Candidates, settings: PlanSettings, *,
+                      thetas=None, eigen=None, keep: bool = False) -> list[SelectionOutcome]:
+    """Run the selection method on one applicant's candidates, once per theta (default: settings.theta).
+
+    Parameters
+    ----------
+    training : TrainingSet
+    x0 : ndarray of shape (n_features_out,)
+        The encoded applicant.
+    found : Candidates
+        From :meth:`frpd_cli.candidates.CandidateStage.find`. With fewer than
+        ``settings.k`` candidates every outcome is ``infeasible`` with the
+        stage's reason.
+    settings : PlanSettings
+    thetas : list of float, optional
+    eigen : Eigen, optional
+        A stored eigendecomposition of this applicant's candidate geometry
+        (``select --reuse-eigen``): used when its size matches the candidates.
+    keep : bool
+        Outcomes carry the candidate rows and the eigendecomposition.
+
+    Notes
+    -----
+    The geometry and its eigendecomposition are computed once and shared by
+    every theta. Graph candidates carry their path costs, which replace the
+    Euclidean distance as the proximity term (:func:`select_among`); ``"face"``
+    takes the ``k`` cheapest paths (:func:`face_rows`).
+    """
     thetas = [settings.theta] if thetas is None else list(thetas)
-    policy = effective_policy(training.schema, settings.immutable_policy)
-    if policy in ("project", "auto"):
-        if model is None:
-            raise InputError(f"The '{policy}' immutable policy needs the model to re-predict projected rows.")
-        cset = candidate_set(training, model, x0, codes0, raw0, pool, policy=policy)
-        if len(cset) < settings.k:
-            reason = infeasibility_reason(training, codes0, pool, len(cset), settings.k, raw0)
-            reason += ("; even after projecting the others onto the applicant's immutable values" if policy == "project"
-                       else "; even after projecting the others onto the applicant's numeric immutable values")
-            return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=len(cset))
-                    for _ in thetas]
-        return select_among(training, x0, cset.rows, settings, thetas, X=cset.X, projected=cset.projected,
-                             eigen=eigen, keep=keep)
-    mask = candidate_mask(training, x0, codes0, pool)
-    cand = np.flatnonzero(mask)
-    if cand.size < settings.k:
-        reason = infeasibility_reason(training, codes0, pool, int(cand.size), settings.k, raw0)
-        return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
+    if found.reason is not None:
+        return [SelectionOutcome("infeasible", found.reason, np.zeros(0, dtype=np.int64), n_candidates=len(found))
                 for _ in thetas]
-    return select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep)
+    if settings.method == "face":
+        rows = face_rows(training, found, settings.k, settings.endpoint)
+        objective = float(found.reach.dist[rows].sum())
+        return [SelectionOutcome("ok", None, rows, objective, None, len(found)) for _ in thetas]
+    return select_among(training, x0, found.rows, settings, thetas, X=found.X, projected=found.projected,
+                        eigen=eigen, keep=keep, proximity=found.proximity)
+
+
+def face_rows(training: TrainingSet, found: Candidates, k: int, endpoint: str) -> np.ndarray:
+    """FACE: the ``k`` cheapest distinct end points among the candidates' shortest paths (graph candidates).
+
+    Candidates are taken by path cost (ties by row index). With
+    ``endpoint="first-favorable"`` a candidate stands for the first node of
+    its path that may end a recourse (:attr:`Candidates.ends`; never more
+    expensive), so the result is the ``k`` cheapest nodes that are the first
+    such node of their own path. Rows identical to one already taken are
+    skipped (Poyiadzi et al. 2020).
+    """
+    reach = found.reach
+    order = rank_order(reach.dist, found.rows)
+    chosen: list[int] = []
+    for row in order:
+        end = graph_path(reach, int(row), endpoint=endpoint, favorable=found.ends)[-1]
+        if any(end == c or np.array_equal(training.X[end], training.X[c]) for c in chosen):
+            continue
+        chosen.append(int(end))
+        if len(chosen) == k:
+            break
+    return np.asarray(chosen, dtype=np.int64)
 
 
 def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
@@ -327,41 +365,6 @@ def _geometry_of_rows(training: TrainingSet, cand: np.ndarray, x0: np.ndarray):
     """The geometry of training rows ``cand``; a fresh gather of them becomes the directions."""
     Xc, fresh = training.encoded_rows(cand)
     return compute_geometry(Xc, x0, overwrite_X=fresh)
-
-
-def constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[str]:
-    """For the rows selected by ``rows`` (bool mask), how many each constraint rules out, largest first."""
-    parts = []
-    codes = training.codes
-    for j, name in enumerate(codes.immutable_names):
-        removed = int(np.sum(rows & (codes.immutable[:, j] != codes0.immutable[0, j])))
-        if removed:
-            parts.append((removed, f"{removed} differ in {name} (applicant: {raw0[name]})"))
-    for j, name in enumerate(codes.monotone_names):
-        delta = (codes.monotone[:, j] - codes0.monotone[0, j]) * codes.direction[j]
-        removed = int(np.sum(rows & (delta < 0)))
-        if removed:
-            word = "lower" if codes.direction[j] > 0 else "higher"
-            parts.append((removed, f"{removed} have {word} {name} (applicant: {raw0[name]})"))
-    parts.extend(_range_parts(training, rows, raw0))
-    parts.sort(key=lambda item: -item[0])
-    return [text for _, text in parts]
-
-
-def _range_parts(training: TrainingSet, rows: np.ndarray, raw0) -> list[tuple[int, str]]:
-    """How many of ``rows`` each ``--range`` rules out (a row keeping the applicant's value is never out)."""
-    parts = []
-    ranged = [f for f in training.schema.features if f.has_range]
-    for f, (_, outside) in zip(ranged, outside_ranges(training)):
-        differs = (training.frame[f.name] != raw0[f.name]).to_numpy()
-        removed = int(np.sum(rows & outside & differs))
-        if removed:
-            if f.is_categorical:
-                shown = ", ".join(str(v) for v in f.allowed)
-            else:
-                shown = f"{'' if f.low is None else f'{f.low:g}'}:{'' if f.high is None else f'{f.high:g}'}"
-            parts.append((removed, f"{removed} are outside the range of {f.name} ({shown})"))
-    return parts
 
 
 def empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method: str, raw0: dict) -> Plan:

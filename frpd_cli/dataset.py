@@ -55,18 +55,40 @@ class TrainingSet:
     def n_rows(self) -> int:
         return int(self.X.shape[0])
 
-    def pool(self, candidates: str = "predicted") -> np.ndarray:
-        """Rows eligible as prototypes before per-applicant constraints.
+    def pool(self, candidates: str = "predicted", *, threshold: float | None = None) -> np.ndarray:
+        """Rows eligible as prototypes before per-applicant constraints (the first step of
+        :class:`frpd_cli.candidates.CandidateStage`).
 
         ``"predicted"``: rows the model predicts favourable. ``"labeled"``: rows
         labelled favourable *and* predicted favourable, so that every prototype
-        is itself a valid recourse.
+        is itself a valid recourse. ``threshold``: favourable means a probability
+        of at least this (``--threshold`` plus ``--margin``) instead of the
+        model's threshold the rows were scored with.
+
+        The same array is returned for the same arguments (remembered per
+        training set), so that the caches keyed by a pool (:meth:`pool_rows`,
+        the candidate filter's grouping) hold for a whole run. Pools are not
+        modified in place.
+
+        Returns
+        -------
+        pool : ndarray of bool, shape (n_rows,)
         """
         if candidates not in CANDIDATE_POOLS:
             raise InputError(
                 f"The 'candidates' option must be one of {', '.join(CANDIDATE_POOLS)}. Got {candidates!r} instead."
             )
-        return self.favorable if candidates == "predicted" else self.favorable & self.labeled
+        if candidates == "predicted" and threshold is None:
+            return self.favorable
+        key = (candidates, None if threshold is None else float(threshold))
+        pools = self.__dict__.get("_pools")
+        if pools is None:
+            pools = {}
+            object.__setattr__(self, "_pools", pools)
+        if key not in pools:
+            favorable = self.favorable if threshold is None else self.probability >= float(threshold)
+            pools[key] = favorable if candidates == "predicted" else favorable & self.labeled
+        return pools[key]
 
     def pool_rows(self, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The row numbers of ``pool`` (a bool mask over the rows) and those rows of ``X``, contiguous.

@@ -13,8 +13,11 @@ actionable favourable training row and interpolates along segments;
 ``"graph"`` attaches the applicant to an actionability graph, selects among the
 favourable rows it can reach, and follows shortest paths (sequential recourse).
 The ``"face"`` method (graph only) takes the K reachable favourable rows with
-the cheapest paths. Per-applicant choice lives in :mod:`frpd_cli.choice`, the
-graph scheme in :mod:`frpd_cli.sequential`; this module re-exports both.
+the cheapest paths. Both schemes take each applicant's candidates (and the
+reason when there are too few) from one candidate stage
+(:class:`frpd_cli.candidates.CandidateStage`, built once per chunk or
+selection run); per-applicant choice lives in :mod:`frpd_cli.choice`, the graph
+scheme in :mod:`frpd_cli.sequential`; this module re-exports both.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from .applicants import ApplicantChunk, normalise_types
+from .candidates import Candidates, CandidateStage
 from .choice import (
     PLAN_METHODS,
     SCHEMES,
@@ -36,11 +40,12 @@ from .choice import (
     changes,
     empty_plan,
     infeasibility_reason,
+    select_candidates,
     select_for_applicant,
 )
 from .dataset import TrainingSet
 from .exceptions import InputError
-from .interpolation import GraphReach, interpolate_linear
+from .interpolation import interpolate_linear
 from .plans import Plan, Recourse
 from .projection import candidate_mask, may_project
 from .sequential import graph_candidates, graph_infeasibility_reason, graph_plans, select_on_graph
@@ -88,32 +93,21 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     X0 = encoder.encode(raw, source="the applicants file")
     codes0 = encoder.constraint_codes(raw, source="the applicants file")
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
-    judge = model
-    if settings.margin:   # prototypes (and graph end points) must be favourable at the margin too
-        judge = raised_threshold(model, settings.margin)
-        training = replace(training, favorable=training.probability >= judge.threshold)
-    pool = training.pool(settings.candidates)
+    # pool, constraints, margin and the graph's reachability: the candidate stage, shared by the chunk
+    stage = CandidateStage(training, settings, model=model, graph=graph if settings.scheme == "graph" else None)
     raw_rows = raw.to_dict("records")
     outcomes: list[SelectionOutcome | None] = []
-    reaches: list[GraphReach | None] = []
+    found: list[Candidates | None] = []
     for i in range(len(raw)):
         if prob0[i] >= model.threshold:
             outcomes.append(None)
-            reaches.append(None)
-        elif settings.scheme == "graph":
-            found, reach = select_on_graph(training, graph, X0[i], codes0.row(i), raw_rows[i], settings, pool=pool)
-            outcomes.append(found[0])
-            reaches.append(reach)
-        else:
-            outcomes.append(select_for_applicant(training, X0[i], codes0.row(i), raw_rows[i], settings,
-                                                 pool=pool, model=judge)[0])
-    if settings.margin:
-        outcomes = [out if out is None or out.status != "infeasible" else
-                    replace(out, reason=f"{out.reason} (favourable here means probability >= {judge.threshold:g}: "
-                                        "--threshold plus --margin)") for out in outcomes]
+            found.append(None)
+            continue
+        found.append(stage.find(X0[i], codes0.row(i), raw_rows[i]))
+        outcomes.append(select_candidates(training, X0[i], found[i], settings)[0])
     if settings.scheme == "graph":
         return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.label,
-                           settings=settings, reaches=reaches)
+                           settings=settings, found=found, model=model)
     ends = [None if out is None else (training.X[out.rows] if out.ends is None else out.ends) for out in outcomes]
     return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.label,
                              k=settings.k, tol=settings.tol, margin=settings.margin, sparsify=settings.sparsify,
@@ -663,7 +657,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     X0 = encoder.encode(raw, source="the applicants")
     codes0 = encoder.constraint_codes(raw, source="the applicants")
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
-    pool = training.pool(settings.candidates)
+    stage = CandidateStage(training, settings, model=model, graph=graph)
     raw_rows = raw.to_dict("records")
     projected_column = may_project(training.schema, settings.immutable_policy) and graph is None
     proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
@@ -680,19 +674,13 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                                          f"the model already predicts favourable (probability {prob0[i]:.4f})",
                                          np.zeros(0, dtype=np.int64)) for _ in thetas]
         else:
-            def run(eigen, i=i):
-                if graph is not None:
-                    return select_on_graph(training, graph, X0[i], codes0.row(i), raw_rows[i], settings,
-                                           pool=pool, thetas=thetas, eigen=eigen, keep=keep)[0]
-                return select_for_applicant(training, X0[i], codes0.row(i), raw_rows[i], settings, pool=pool,
-                                            thetas=thetas, model=model, eigen=eigen, keep=keep)
-
-            outcomes = run(stored)
+            found = stage.find(X0[i], codes0.row(i), raw_rows[i])
+            outcomes = select_candidates(training, X0[i], found, settings, thetas=thetas, eigen=stored, keep=keep)
             if stored is not None and outcomes[0].candidates is not None:
                 if np.array_equal(outcomes[0].candidates, reuse_eigen[f"candidates_{i}"]):
                     n_reused += 1
                 else:  # other candidates than when stored: the decomposition does not apply
-                    outcomes = run(None)
+                    outcomes = select_candidates(training, X0[i], found, settings, thetas=thetas, keep=keep)
         first = outcomes[0]
         if save_eigen and first.status == "ok" and first.eigen is not None:
             eigen_arrays[f"values_{i}"] = np.asarray(first.eigen.values, dtype=np.float32)

@@ -1,10 +1,13 @@
-"""The graph scheme (sequential recourse): candidates the applicant reaches, FACE, shortest-path plans.
+"""The graph scheme (sequential recourse): selection on the graph, shortest-path plans.
 
-Paper section 4 and the appendix "Sequential Recourse". The applicant is
-attached to the actionability graph (never modified), Dijkstra runs from it,
-prototypes are chosen among the favourable rows it reaches, and each recourse is
-the shortest path to its prototype. ``face`` takes the K reachable favourable
-rows with the cheapest paths (Poyiadzi et al. 2020).
+Paper section 4 and the appendix "Sequential Recourse". The candidate stage
+(:class:`frpd_cli.candidates.CandidateStage` with a graph) attaches the
+applicant to the actionability graph (never modified), runs Dijkstra from it
+and keeps the favourable rows it reaches; prototypes are chosen among them
+(:func:`frpd_cli.choice.select_candidates`; ``face`` takes the K reachable
+favourable rows with the cheapest paths, Poyiadzi et al. 2020), and each
+recourse is the shortest path to its prototype. ``graph_candidates`` and
+``graph_infeasibility_reason`` are re-exported from :mod:`frpd_cli.candidates`.
 """
 
 from __future__ import annotations
@@ -12,158 +15,51 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from .candidates import CandidateStage, graph_candidates, graph_infeasibility_reason
 from .choice import (
     PlanSettings,
     SelectionOutcome,
-    constraint_breakdown,
     empty_plan,
-    select_among,
+    select_candidates,
 )
-from .constraints import actionable_mask
 from .dataset import TrainingSet
-from .interpolation import GraphReach, graph_path, interpolate_graph, reach_from
+from .interpolation import GraphReach, interpolate_graph
 from .plans import Plan, Recourse
-from .projection import candidate_mask, within_ranges
-from .selection.baselines import rank_order
 
 __all__ = ["graph_infeasibility_reason", "graph_candidates", "select_on_graph", "graph_plans"]
 
 
-def _graph_hint(graph) -> str:
-    if graph.radius is not None:
-        return f"rebuild the graph with a larger --radius (now {graph.radius:g})"
-    return f"rebuild the graph with a larger --neighbors (now {graph.n_neighbors}) or a --radius"
-
-
-def graph_infeasibility_reason(training: TrainingSet, graph, reach: GraphReach, x0: np.ndarray, codes0,
-                               pool: np.ndarray, n_found: int, settings: PlanSettings, raw0) -> str:
-    """Say why too few favourable rows are reachable on the graph, with counts and a remedy."""
-    k = settings.k
-    N = training.n_rows
-    if reach.neighbors.size == 0:
-        targets = actionable_mask(codes0, training.codes)
-        if not targets.any():
-            detail = "; ".join(constraint_breakdown(training, codes0, np.ones(N, dtype=bool), raw0))
-            return ("the applicant has no actionable neighbour on the graph: every training row differs in an "
-                    f"immutable feature or lies on the wrong side of a monotone one ({detail})")
-        nearest = float(np.sqrt(((training.X[targets] - x0) ** 2).sum(axis=1)).min())
-        limits, options = [], []
-        if graph.radius is not None and nearest > graph.radius:
-            limits.append(f"the graph's radius {graph.radius:g}")
-            options.append("--radius")
-        if graph.max_step is not None and nearest > graph.max_step:
-            limits.append(f"the graph's max step {graph.max_step:g}")
-            options.append("--max-step")
-        return (f"the applicant has no actionable neighbour on the graph: the nearest of its "
-                f"{int(targets.sum())} actionable training rows is at distance {nearest:.4g}, beyond "
-                f"{' and '.join(limits)}; rebuild the graph with a larger {' and '.join(options)}")
-    n_linear = int(candidate_mask(training, x0, codes0, pool).sum())
-    reached = np.isfinite(reach.dist)
-    n_reached_fav = int((reached & pool).sum())
-    text = (f"only {n_found} candidate row(s) reachable on the graph, need {k}: the applicant reaches "
-            f"{reach.n_reached} of {N} training rows ({100.0 * reach.n_reached / N:.2g}%), {n_reached_fav} of them "
-            f"favourable")
-    limits = []
-    if settings.max_cost is not None:
-        text += f" within --max-cost {settings.max_cost:g}"
-        limits.append("a larger --max-cost")
-    if settings.max_hops is not None:
-        beyond = int((reached & pool & (reach.hops > settings.max_hops)).sum())
-        if beyond:
-            text += f" ({beyond} of those more than --max-hops {settings.max_hops} moves away)"
-            limits.append("a larger --max-hops")
-    if n_linear < k:
-        detail = "; ".join(constraint_breakdown(training, codes0, pool, raw0)) or "they equal the applicant"
-        return text + (f"; only {n_linear} favourable row(s) are actionable at all: of {int(pool.sum())} "
-                       f"favourable training rows, {detail}")
-    remedy = _graph_hint(graph)
-    if limits:
-        remedy = f"try {' or '.join(limits)}, or {remedy}"
-    return text + f"; {n_linear} favourable rows are actionable but not reachable: {remedy}"
-
-
-def _ends(training: TrainingSet, x0: np.ndarray) -> np.ndarray:
-    """Nodes a graph recourse may end at: favourable, and inside every ``--range`` (or keeping the applicant's
-    value there)."""
-    if not any(f.has_range for f in training.schema.features):
-        return training.favorable
-    return training.favorable & within_ranges(training, x0)
-
-
-def _face_rows(training: TrainingSet, reach: GraphReach, cand: np.ndarray, k: int, endpoint: str,
-               x0: np.ndarray | None = None) -> np.ndarray:
-    """FACE: the ``k`` cheapest distinct end points among the candidates' paths.
-
-    Candidates are taken by path cost (ties by row index). With
-    ``endpoint="first-favorable"`` a candidate stands for the first favourable
-    node of its path (which is never more expensive), so the result is the
-    ``k`` cheapest nodes that are the first favourable node of their own path.
-    Rows identical to one already taken are skipped.
-    """
-    order = rank_order(reach.dist, cand)
-    favorable = training.favorable if x0 is None else _ends(training, x0)
-    chosen: list[int] = []
-    for row in order:
-        end = graph_path(reach, int(row), endpoint=endpoint, favorable=favorable)[-1]
-        if any(end == c or np.array_equal(training.X[end], training.X[c]) for c in chosen):
-            continue
-        chosen.append(int(end))
-        if len(chosen) == k:
-            break
-    return np.asarray(chosen, dtype=np.int64)
-
-
-def graph_candidates(training: TrainingSet, reach: GraphReach, x0: np.ndarray, codes0, pool: np.ndarray,
-                     settings: PlanSettings) -> np.ndarray:
-    """Rows (ascending) of :func:`candidate_mask` that the applicant reaches within the graph limits."""
-    mask = candidate_mask(training, x0, codes0, pool) & np.isfinite(reach.dist)
-    if settings.max_hops is not None:
-        mask &= reach.hops <= settings.max_hops
-    return np.flatnonzero(mask)
-
-
 def select_on_graph(training: TrainingSet, graph, x0: np.ndarray, codes0, raw0, settings: PlanSettings, *,
-                    pool: np.ndarray | None = None, thetas=None, eigen=None,
-                    keep: bool = False) -> tuple[list[SelectionOutcome], GraphReach]:
+                    pool: np.ndarray | None = None, thetas=None, eigen=None, keep: bool = False,
+                    model=None) -> tuple[list[SelectionOutcome], GraphReach]:
     """Select prototypes among the favourable rows the applicant can reach on the graph.
 
-    Candidates are the rows of :func:`candidate_mask` (the linear scheme's
-    filter) with a finite path cost from the applicant (within
-    ``settings.max_cost``) and at most ``settings.max_hops`` moves on their
-    shortest path. Every selection method takes the shortest-path cost from the
-    applicant as its proximity term, in place of the Euclidean distance (paper
-    Section 5.2: "we choose the distance function as the shortest path on the
-    actionability graph"); diversity still compares the Euclidean directions
-    from the applicant to the candidates. ``"face"`` takes the ``k`` cheapest
-    paths (ties by row index, identical rows once).
+    The candidate stage with the graph (:class:`frpd_cli.candidates.CandidateStage`:
+    the rows of :func:`frpd_cli.candidates.candidate_mask` with a finite path
+    cost from the applicant within ``settings.max_cost`` and at most
+    ``settings.max_hops`` moves on their shortest path), then
+    :func:`frpd_cli.choice.select_candidates`: every selection method takes the
+    shortest-path cost from the applicant as its proximity term, in place of the
+    Euclidean distance (paper Section 5.2: "we choose the distance function as
+    the shortest path on the actionability graph"); diversity still compares the
+    Euclidean directions from the applicant to the candidates. ``"face"`` takes
+    the ``k`` cheapest paths (ties by row index, identical rows once).
+    ``model`` is needed only with a margin.
 
     Returns
     -------
     outcomes : list of SelectionOutcome
         One per theta.
     reach : GraphReach
-        The applicant's shortest paths (reused by :func:`graph_plans`).
+        The applicant's shortest paths.
     """
-    pool = training.pool(settings.candidates) if pool is None else pool
-    thetas = [settings.theta] if thetas is None else list(thetas)
-    reach = reach_from(graph, training.X, training.codes, x0, codes0, max_cost=settings.max_cost)
-    cand = graph_candidates(training, reach, x0, codes0, pool, settings)
-    if cand.size < settings.k:
-        reason = graph_infeasibility_reason(training, graph, reach, x0, codes0, pool, int(cand.size), settings,
-                                            raw0)
-        return [SelectionOutcome("infeasible", reason, np.zeros(0, dtype=np.int64), n_candidates=int(cand.size))
-                for _ in thetas], reach
-    if settings.method == "face":
-        rows = _face_rows(training, reach, cand, settings.k, settings.endpoint, x0)
-        objective = float(reach.dist[rows].sum())
-        return [SelectionOutcome("ok", None, rows, objective, None, int(cand.size)) for _ in thetas], reach
-    return select_among(training, x0, cand, settings, thetas, eigen=eigen, keep=keep,
-                        proximity=reach.dist[cand]), reach
+    found = CandidateStage(training, settings, model=model, graph=graph, pool=pool).find(x0, codes0, raw0)
+    return select_candidates(training, x0, found, settings, thetas=thetas, eigen=eigen, keep=keep), found.reach
 
 
 def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray, codes0, prob0: np.ndarray,
                 ids: list[str], outcomes: list, *, method: str, settings: PlanSettings,
-                reaches: list | None = None) -> list[Plan]:
+                found: list | None = None, model=None) -> list[Plan]:
     """Turn selections into sequential-recourse plans (shortest paths on the graph).
 
     Parameters
@@ -177,10 +73,13 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
     outcomes : list of SelectionOutcome or None
         None for applicants already favourable.
     settings : PlanSettings
-        ``k``, ``endpoint`` and ``max_cost`` are used.
-    reaches : list of GraphReach or None, optional
-        Each applicant's shortest paths when already computed (None entries are
-        recomputed).
+        ``k``, ``endpoint``, ``max_cost`` and ``margin`` are used.
+    found : list of Candidates or None, optional
+        Each applicant's graph candidates (:meth:`frpd_cli.candidates.CandidateStage.find`):
+        their shortest paths and the nodes a recourse may end at. Missing ones
+        (None entries, or no list) are asked of the candidate stage again.
+    model : frpd_cli.model.Model, optional
+        Needed only to recompute end nodes with a margin.
 
     Notes
     -----
@@ -195,17 +94,21 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
     columns = {n: training.frame[n].tolist() for n in names}
     raw_rows = raw.to_dict("records")
     drafts = []
+    stage = None
     for i, out in enumerate(outcomes):
         if out is None or out.status != "ok":
             drafts.append(None)
             continue
-        reach = reaches[i] if reaches is not None and reaches[i] is not None else reach_from(
-            graph, training.X, training.codes, X0[i], codes0.row(i), max_cost=settings.max_cost)
-        found = interpolate_graph(reach, out.rows, columns, raw_rows[i], endpoint=settings.endpoint,
-                                  favorable=_ends(training, X0[i]))
-        found.sort(key=lambda g: (g.cost, g.path[-1]))
+        if found is not None and found[i] is not None:
+            reach, end_nodes = found[i].reach, found[i].ends
+        else:
+            stage = stage or CandidateStage(training, settings, model=model, graph=graph)
+            reach, end_nodes = stage.reach(X0[i], codes0.row(i)), stage.ends(X0[i])
+        paths = interpolate_graph(reach, out.rows, columns, raw_rows[i], endpoint=settings.endpoint,
+                                  favorable=end_nodes)
+        paths.sort(key=lambda g: (g.cost, g.path[-1]))
         kept, ends, seen = [], set(), set()
-        for g in found:
+        for g in paths:
             key = tuple(str(g.features[n]) for n in names)
             if g.path[-1] in ends or key in seen:
                 continue

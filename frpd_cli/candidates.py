@@ -1,0 +1,719 @@
+"""The candidate stage: which training rows may be an applicant's prototypes, and why the others may not.
+
+Both interpolation schemes take their candidate prototypes from this stage
+and from nowhere else; selection (:mod:`frpd_cli.choice`,
+:mod:`frpd_cli.selection`) and interpolation (:mod:`frpd_cli.planning`,
+:mod:`frpd_cli.sequential`) never test a prototype's constraints or the graph's
+reachability themselves (linear interpolation still clips a recourse's changed
+values into the ranges and stops at threshold + margin). For one applicant
+:meth:`CandidateStage.find` runs, in order:
+
+1. **Pool** (:meth:`TrainingSet.pool`): the rows the model predicts favourable
+   at ``threshold + margin`` (``--margin``), and labelled favourable too with
+   ``--candidates labeled``. Computed once per run.
+2. **Constraints**, under the immutable-feature policy (linear scheme):
+
+   - ``filter``: a pool row is a candidate only if it already shares the
+     applicant's immutable values, sits on the allowed side of every monotone
+     feature, keeps every ranged feature (``--range``) inside its range or at
+     the applicant's value, and differs from the applicant
+     (:func:`candidate_mask`). ``--vary`` makes every other feature immutable,
+     so it is the immutable rule.
+   - ``project``: the other pool rows also get the applicant's immutable
+     values, their monotone features are clipped to the allowed side of the
+     applicant's, and the projected row is decoded and re-predicted at the same
+     threshold; those still favourable (and inside the ranges) become candidates
+     too, flagged as projected (:func:`candidate_set`). Recourses built from them
+     never change an immutable feature, but their prototypes are not real cases
+     any more: they may sit off the data manifold.
+   - ``auto`` (the default) filters on categorical immutable features
+     (prototypes come from the applicant's own group) and projects on numeric
+     ones (age); without numeric immutable features it is exactly ``filter``
+     (:func:`effective_policy`).
+
+   On data where few favourable rows share the applicant's exact immutable
+   values (Bank: ``previous`` and ``campaign`` counts) the filter leaves nothing
+   to plan with; projection is the remedy.
+3. **Reachability** (graph scheme; the policy is always the strict filter, the
+   graph's edges obey the same rule): the applicant is attached to the graph
+   and Dijkstra runs from it (:func:`frpd_cli.interpolation.reach_from`, within
+   ``--max-cost``); candidates are the filtered rows it reaches within
+   ``--max-hops`` moves, with their path costs as the proximity term
+   (:attr:`Candidates.proximity`), and the nodes a path may end at are the
+   favourable rows inside the ranges (:attr:`Candidates.ends`).
+4. **Counts and reasons**: when fewer than K candidates remain, how many pool
+   rows each constraint rules out (:func:`exclusions`) and the sentence every
+   output shows for the applicant (:attr:`Candidates.reason`: the ``reason``
+   of plan records and of ``status.csv``; its ``n_candidates`` column is
+   ``len(candidates)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from .constraints import ConstraintCodes, actionable_mask
+from .dataset import TrainingSet
+from .exceptions import InputError
+from .interpolation import GraphReach, reach_from
+
+__all__ = [
+    "IMMUTABLE_POLICIES",
+    "Candidates",
+    "CandidateStage",
+    "CandidateSet",
+    "Exclusion",
+    "candidate_mask",
+    "candidate_set",
+    "project_rows",
+    "effective_policy",
+    "may_project",
+    "within_ranges",
+    "outside_ranges",
+    "exclusions",
+    "constraint_breakdown",
+    "infeasibility_reason",
+    "graph_candidates",
+    "graph_infeasibility_reason",
+]
+
+IMMUTABLE_POLICIES = ("filter", "project", "auto")
+
+
+# ------------------------------------------------------------------------------------------------ the stage
+
+
+@dataclass(frozen=True, eq=False)
+class Candidates:
+    """The candidate prototypes of one applicant, and why there are not more.
+
+    Attributes
+    ----------
+    rows : ndarray of int64, shape (n_candidates,)
+        Training row each candidate comes from: rows that satisfy the
+        constraints as they are (ascending), then projected rows.
+    X : ndarray of shape (n_candidates, n_features_out) or None
+        The encoded candidates when the policy may project (projected ones
+        after projection); None when they are the training rows ``rows`` as
+        they are.
+    projected : ndarray of bool, shape (n_candidates,) or None
+        Whether each candidate was moved onto the applicant's immutable values
+        (None with ``X``).
+    proximity : ndarray of float64, shape (n_candidates,) or None
+        Graph scheme: the shortest-path cost from the applicant to each
+        candidate (the proximity term of every selection method).
+    reach : GraphReach or None
+        Graph scheme: the applicant's shortest paths.
+    ends : ndarray of bool, shape (n_rows,) or None
+        Graph scheme: the nodes a recourse may end at (favourable at the margin,
+        inside every range or at the applicant's value).
+    n_pool : int
+        Rows in the pool before the applicant's constraints.
+    reason : str or None
+        Why there are fewer than K candidates (None when there are enough).
+    exclusions : tuple of Exclusion
+        With ``reason``: how many pool rows each constraint rules out, largest
+        first (empty otherwise).
+    """
+
+    rows: np.ndarray
+    X: np.ndarray | None = None
+    projected: np.ndarray | None = None
+    proximity: np.ndarray | None = None
+    reach: GraphReach | None = None
+    ends: np.ndarray | None = None
+    n_pool: int = 0
+    reason: str | None = None
+    exclusions: tuple = ()
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+
+class CandidateStage:
+    """The candidate rule of one run: pool, immutable policy, ranges, margin and (graph scheme) reachability.
+
+    Parameters
+    ----------
+    training : TrainingSet
+    settings : frpd_cli.choice.PlanSettings
+        ``k``, ``candidates``, ``immutable_policy``, ``margin``, ``max_hops``
+        and ``max_cost`` are used.
+    model : frpd_cli.model.Model, optional
+        Its threshold (plus ``settings.margin``) defines favourable; it
+        re-predicts projected rows. Needed by the ``project`` and ``auto``
+        policies and by a margin.
+    graph : frpd_cli.graph.Graph, optional
+        The actionability graph: the graph scheme (candidates must be reachable;
+        the policy is then the strict filter).
+    pool : ndarray of bool, shape (n_rows,), optional
+        Overrides the pool of ``settings.candidates`` (already at the margin).
+
+    Notes
+    -----
+    Built once per run or chunk: the pool and its grouping by immutable values
+    (:func:`candidate_mask`) are then shared by every applicant.
+    """
+
+    def __init__(self, training: TrainingSet, settings, *, model=None, graph=None, pool: np.ndarray | None = None):
+        self.training = training
+        self.settings = settings
+        self.model = model
+        self.graph = graph
+        margin = float(getattr(settings, "margin", 0.0) or 0.0)
+        if margin and model is None:
+            raise InputError("A margin needs the model: favourable then means probability >= threshold + margin.")
+        #: the threshold favourable rows reach (None: the model's, as the training set was scored)
+        self.level = float(model.threshold) + margin if margin else None
+        self.favorable = training.favorable if self.level is None else training.pool("predicted", threshold=self.level)
+        self.pool = training.pool(settings.candidates, threshold=self.level) if pool is None else pool
+        self.policy = "filter" if graph is not None else effective_policy(training.schema, settings.immutable_policy)
+
+    def find(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
+        """The candidates of one applicant.
+
+        Parameters
+        ----------
+        x0 : ndarray of shape (n_features_out,)
+            The encoded applicant.
+        codes0 : ConstraintCodes
+            The applicant's constraint codes (one row).
+        raw0 : dict or Series
+            The applicant's raw values.
+
+        Returns
+        -------
+        candidates : Candidates
+        """
+        if self.graph is not None:
+            return self._on_graph(x0, codes0, raw0)
+        training, k, pool = self.training, self.settings.k, self.pool
+        if self.policy == "filter":
+            rows = np.flatnonzero(candidate_mask(training, x0, codes0, pool))
+            found = Candidates(rows=rows, n_pool=int(pool.sum()))
+        else:
+            if self.model is None:
+                raise InputError(f"The '{self.policy}' immutable policy needs the model to re-predict projected rows.")
+            cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
+            found = Candidates(rows=cset.rows, X=cset.X, projected=cset.projected, n_pool=int(pool.sum()))
+        if len(found) >= k:
+            return found
+        parts = exclusions(training, codes0, pool, raw0)
+        reason = _shortfall(found.n_pool, len(found), k, parts)
+        if self.policy != "filter":
+            reason += ("; even after projecting the others onto the applicant's immutable values"
+                       if self.policy == "project"
+                       else "; even after projecting the others onto the applicant's numeric immutable values")
+        return _short(found, self._with_margin(reason), parts)
+
+    def reach(self, x0: np.ndarray, codes0: ConstraintCodes) -> GraphReach:
+        """Graph scheme: the applicant's shortest paths (within ``settings.max_cost``)."""
+        training = self.training
+        return reach_from(self.graph, training.X, training.codes, x0, codes0, max_cost=self.settings.max_cost)
+
+    def ends(self, x0: np.ndarray) -> np.ndarray:
+        """Graph scheme: nodes a recourse may end at: favourable (at the margin), and inside every ``--range``
+        (or keeping the applicant's value there).
+
+        Returns
+        -------
+        ends : ndarray of bool, shape (n_rows,)
+        """
+        training = self.training
+        if training.schema is None or not any(f.has_range for f in training.schema.features):
+            return self.favorable
+        return self.favorable & within_ranges(training, x0)
+
+    def _on_graph(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
+        training, settings, pool = self.training, self.settings, self.pool
+        reach = self.reach(x0, codes0)
+        actionable = candidate_mask(training, x0, codes0, pool)
+        rows = _reachable(actionable, reach, settings.max_hops)
+        found = Candidates(rows=rows, proximity=reach.dist[rows], reach=reach, ends=self.ends(x0),
+                           n_pool=int(pool.sum()))
+        if len(found) >= settings.k:
+            return found
+        reason, parts = _graph_shortfall(training, self.graph, reach, x0, codes0, pool, len(found), settings, raw0,
+                                         n_actionable=int(actionable.sum()))
+        return _short(found, self._with_margin(reason), parts)
+
+    def _with_margin(self, reason: str) -> str:
+        if self.level is None:
+            return reason
+        return f"{reason} (favourable here means probability >= {self.level:g}: --threshold plus --margin)"
+
+
+def _short(found: Candidates, reason: str, parts: list) -> Candidates:
+    return Candidates(rows=found.rows, X=found.X, projected=found.projected, proximity=found.proximity,
+                      reach=found.reach, ends=found.ends, n_pool=found.n_pool, reason=reason,
+                      exclusions=tuple(parts))
+
+
+def _reachable(actionable: np.ndarray, reach: GraphReach, max_hops: int | None) -> np.ndarray:
+    mask = actionable & np.isfinite(reach.dist)
+    if max_hops is not None:
+        mask &= reach.hops <= max_hops
+    return np.flatnonzero(mask)
+
+
+# ------------------------------------------------------------------------------------------------ policies
+
+
+def _numeric_immutables(schema) -> list[str]:
+    return [f.name for f in schema.features if f.mutability == "immutable" and f.is_numeric]
+
+
+def effective_policy(schema, policy: str) -> str:
+    """The policy that runs: ``auto`` without numeric immutable features is ``filter``."""
+    if policy == "auto" and not _numeric_immutables(schema):
+        return "filter"
+    return policy
+
+
+def may_project(schema, policy: str) -> bool:
+    """Whether plans under ``policy`` can hold projected recourses (the csv output then has the column)."""
+    return effective_policy(schema, policy) in ("project", "auto")
+
+
+# ------------------------------------------------------------------------------------------------ ranges
+
+
+def outside_ranges(training: TrainingSet) -> list[tuple]:
+    """Per feature with a ``--range``: ``(encoded columns, rows outside the range)``; remembered per training set.
+
+    Returns
+    -------
+    outside : list of (slice, ndarray of bool of shape (n_rows,))
+    """
+    cached = training.__dict__.get("_outside_ranges")
+    if cached is None and training.schema is None:     # bare encoded rows (no schema): no ranges
+        return []
+    if cached is None:
+        cached = [(training.encoder.block(f.name), ~f.in_range(training.frame[f.name].to_numpy()))
+                  for f in training.schema.features if f.has_range]
+        object.__setattr__(training, "_outside_ranges", cached)
+    return cached
+
+
+def within_ranges(training: TrainingSet, x0: np.ndarray) -> np.ndarray:
+    """Training rows whose every ranged feature is inside its range or equal to the applicant's value.
+
+    Returns
+    -------
+    ok : ndarray of bool, shape (n_rows,)
+    """
+    ok = np.ones(training.n_rows, dtype=bool)
+    for block, outside in outside_ranges(training):
+        rows = np.flatnonzero(outside)
+        same = np.all(training.X[rows, block] == x0[block], axis=1)
+        ok[rows[~same]] = False
+    return ok
+
+
+# ------------------------------------------------------------------------------------------------ the filter
+
+
+def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray) -> np.ndarray:
+    """Training rows that may serve as prototypes for the applicant as they are (the ``filter`` rule).
+
+    Rows in the pool whose move from the applicant is actionable (same
+    immutable values, monotone features on the allowed side), whose ranged
+    features are inside their ranges or at the applicant's value, and that
+    differ from the applicant in the encoded space.
+
+    Returns
+    -------
+    mask : ndarray of bool, shape (n_rows,)
+
+    Notes
+    -----
+    The pool's rows are grouped once by their immutable values (remembered for
+    the last pool, like :meth:`TrainingSet.pool_rows`), so an applicant's
+    filter reads its own group only: the immutable test becomes one lookup and
+    the monotone tests run on the group's rows. The result is the same rows as
+    testing every constraint on every pool row.
+    """
+    rows, X_rows = training.pool_rows(pool)         # check the (usually much smaller) pool only
+    index = _pool_index(training, pool, rows)
+    at = index.group(codes0)
+    for j, column in enumerate(index.monotone):
+        at = at[(column[at] - codes0.monotone[0, j]) * index.direction[j] >= 0]
+    x0 = np.asarray(x0)
+    for block, outside in outside_ranges(training):
+        out = outside[rows[at]]
+        if out.any():
+            out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
+            at = at[~out]
+    same = _equal_rows(X_rows, at, x0)
+    if same.size:
+        at = np.setdiff1d(at, same, assume_unique=True)
+    mask = np.zeros(pool.shape[0], dtype=bool)
+    mask[rows[at]] = True
+    return mask
+
+
+class _PoolIndex:
+    """The pool's positions grouped by immutable values, and its monotone codes as contiguous columns."""
+
+    def __init__(self, codes, rows: np.ndarray):
+        immutable = np.take(codes.immutable, rows, axis=0)
+        self.monotone = [np.ascontiguousarray(codes.monotone[rows, j]) for j in range(codes.monotone.shape[1])]
+        self.direction = codes.direction
+        self.n_immutable = immutable.shape[1]
+        self.groups: dict = {}
+        if self.n_immutable == 0:
+            self.everything = np.arange(rows.size)
+            return
+        usable = np.flatnonzero(~np.isnan(immutable).any(axis=1))   # NaN equals nothing: never a candidate
+        if usable.size:
+            keys, inverse = np.unique(immutable[usable], axis=0, return_inverse=True)
+            order = np.argsort(inverse.reshape(-1), kind="stable")
+            bounds = np.searchsorted(inverse.reshape(-1)[order], np.arange(keys.shape[0] + 1))
+            for g, key in enumerate(keys.tolist()):
+                members = usable[order[bounds[g]:bounds[g + 1]]]
+                key = tuple(key)
+                if key in self.groups:                # 0.0 and -0.0: equal values, one group (ascending rows)
+                    members = np.sort(np.concatenate([self.groups[key], members]))
+                self.groups[key] = members
+        self.empty = np.zeros(0, dtype=np.int64)
+
+    def group(self, codes0) -> np.ndarray:
+        """Positions (ascending) of the pool rows with exactly the applicant's immutable values."""
+        if self.n_immutable == 0:
+            return self.everything
+        key = tuple(codes0.immutable[0].tolist())
+        if any(k != k for k in key):
+            return self.empty
+        return self.groups.get(key, self.empty)
+
+
+def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray) -> _PoolIndex:
+    cached = training.__dict__.get("_pool_index")
+    if cached is not None and cached[0] is pool:
+        return cached[1]
+    index = _PoolIndex(training.codes, rows)
+    object.__setattr__(training, "_pool_index", (pool, index))
+    return index
+
+
+def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray) -> np.ndarray:  # rows: positions in X
+    """The rows among ``rows`` equal to ``x0`` in every column (usually none: one or two columns rule out
+    almost every row, so the check touches about one column of the candidates, not all of them)."""
+    for j in range(X.shape[1]):
+        if rows.size == 0:
+            break
+        rows = rows[X[rows, j] == x0[j]]
+    return rows
+
+
+# ------------------------------------------------------------------------------------------------ projection
+
+
+@dataclass(frozen=True, eq=False)
+class CandidateSet:
+    """Candidate prototypes of one applicant under a projecting policy.
+
+    Attributes
+    ----------
+    rows : ndarray of int64, shape (n_candidates,)
+        Training row each candidate comes from.
+    X : ndarray of shape (n_candidates, n_features_out)
+        Encoded candidates (projected ones after projection).
+    projected : ndarray of bool, shape (n_candidates,)
+        Whether the candidate was moved onto the applicant's immutable values.
+    raw : DataFrame of shape (n_candidates, n_features)
+        Raw candidates.
+    """
+
+    rows: np.ndarray
+    X: np.ndarray
+    projected: np.ndarray
+    raw: pd.DataFrame
+
+    def __len__(self) -> int:
+        return int(self.rows.size)
+
+
+def project_rows(training: TrainingSet, rows: np.ndarray, raw0: pd.Series) -> pd.DataFrame:
+    """Raw training rows with the applicant's immutable values and monotone features clipped.
+
+    Parameters
+    ----------
+    training : TrainingSet
+    rows : ndarray of int
+        Training rows to project.
+    raw0 : Series
+        The applicant's raw feature values.
+
+    Returns
+    -------
+    projected : DataFrame of shape (len(rows), n_features)
+    """
+    out = training.frame.iloc[rows].reset_index(drop=True).copy()
+    for f in training.schema.features:
+        if f.mutability == "immutable":
+            out[f.name] = pd.Series([raw0[f.name]] * len(out), dtype=out[f.name].dtype)
+        elif f.mutability in ("increasing", "decreasing"):
+            up = f.mutability == "increasing"
+            if f.is_categorical:
+                rank = {level: i for i, level in enumerate(f.levels)}
+                r0 = rank[raw0[f.name]]
+                ranks = out[f.name].map(rank).to_numpy()
+                clipped = np.maximum(ranks, r0) if up else np.minimum(ranks, r0)
+                out[f.name] = pd.Series([f.levels[i] for i in clipped], dtype=out[f.name].dtype)
+            else:
+                values = out[f.name].to_numpy()
+                out[f.name] = np.maximum(values, raw0[f.name]) if up else np.minimum(values, raw0[f.name])
+    return out
+
+
+def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd.Series, pool: np.ndarray, *,
+                  policy: str = "filter", level: float | None = None) -> CandidateSet:
+    """The candidate prototypes of one applicant under an immutable-feature policy.
+
+    Parameters
+    ----------
+    training : TrainingSet
+    model : frpd_cli.model.Model
+        Re-predicts projected rows (``project`` and ``auto`` policies only).
+    x0 : ndarray of shape (n_features_out,)
+        The encoded applicant.
+    codes0 : ConstraintCodes
+        The applicant's constraint codes (one row).
+    raw0 : Series
+        The applicant's raw values.
+    pool : ndarray of bool, shape (n_rows,)
+        Training rows eligible before per-applicant constraints.
+    policy : {"filter", "project", "auto"}
+        ``auto``: rows that share the applicant's categorical immutable values
+        and monotone sides are projected onto its numeric immutable values.
+    level : float, optional
+        The probability a projected row must reach (default: the model's
+        threshold; the stage passes threshold + margin).
+
+    Returns
+    -------
+    candidates : CandidateSet
+        Rows that already satisfy the constraints come first (in row order),
+        then projected rows that stay favourable (in row order, duplicates of
+        earlier candidates dropped). Candidates equal to the applicant are
+        excluded.
+
+    Notes
+    -----
+    ``project`` costs one model call over the projected rows per applicant.
+    """
+    if policy not in IMMUTABLE_POLICIES:
+        raise InputError(
+            f"The 'immutable_policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. Got {policy!r} instead."
+        )
+    strict = np.flatnonzero(candidate_mask(training, x0, codes0, pool))
+    rows = [strict]
+    X = [training.X[strict]]
+    raw = [training.frame.iloc[strict].reset_index(drop=True)]
+    flags = [np.zeros(strict.size, dtype=bool)]
+    policy = effective_policy(training.schema, policy)
+    if policy in ("project", "auto"):
+        eligible = pool & ~actionable_mask(codes0, training.codes)
+        if policy == "auto":       # categorical immutables and monotone sides are filtered, not projected
+            codes = training.codes
+            keep_cols = [j for j, name in enumerate(codes.immutable_names)
+                         if training.schema.feature(name).is_categorical]
+            kept = ConstraintCodes(immutable=codes.immutable[:, keep_cols], monotone=codes.monotone,
+                                   direction=codes.direction)
+            eligible &= actionable_mask(ConstraintCodes(immutable=codes0.immutable[:, keep_cols],
+                                                        monotone=codes0.monotone, direction=codes0.direction), kept)
+        others = np.flatnonzero(eligible)
+        if others.size:
+            projected = project_rows(training, others, raw0)
+            in_range = np.ones(len(projected), dtype=bool)
+            for f in training.schema.features:
+                if f.has_range:
+                    values = projected[f.name]
+                    in_range &= f.in_range(values.to_numpy()) | (values == raw0[f.name]).to_numpy()
+            projected, others = projected[in_range].reset_index(drop=True), others[in_range]
+            if others.size:
+                Xp = training.encoder.encode(projected, source="the projected candidates")
+                threshold = model.threshold if level is None else level
+                keep = np.asarray(model.favorable_probability(projected), dtype=np.float64) >= threshold
+                keep &= ~np.all(Xp == x0, axis=1)
+                # Drop projected rows equal to an earlier candidate (strict or projected).
+                seen = {row.tobytes() for row in X[0]}
+                for j in np.flatnonzero(keep):
+                    key = Xp[j].tobytes()
+                    if key in seen:
+                        keep[j] = False
+                    else:
+                        seen.add(key)
+                rows.append(others[keep])
+                X.append(Xp[keep])
+                raw.append(projected[keep].reset_index(drop=True))
+                flags.append(np.ones(int(keep.sum()), dtype=bool))
+    return CandidateSet(rows=np.concatenate(rows).astype(np.int64), X=np.vstack(X),
+                        projected=np.concatenate(flags), raw=pd.concat(raw, ignore_index=True))
+
+
+# ------------------------------------------------------------------------------------------------ counts and reasons
+
+
+@dataclass(frozen=True)
+class Exclusion:
+    """How many rows of a set one constraint rules out.
+
+    Attributes
+    ----------
+    count : int
+        Rows of the set that break the constraint (a row breaking several is
+        counted under each).
+    constraint : {"immutable", "increasing", "decreasing", "range"}
+    feature : str
+    text : str
+        The constraint's part of a reason, e.g. ``"12 differ in gender (applicant: Male)"``.
+    """
+
+    count: int
+    constraint: str
+    feature: str
+    text: str
+
+
+def exclusions(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[Exclusion]:
+    """For the rows selected by ``rows`` (bool mask), how many each constraint rules out, largest first.
+
+    Immutable features first, then monotone ones, then ranges, each in schema
+    order; the sort by count is stable. A constraint that rules out no row is
+    left out. A row keeping the applicant's value of a ranged feature is never
+    outside its range.
+
+    Returns
+    -------
+    parts : list of Exclusion
+    """
+    parts = []
+    codes = training.codes
+    for j, name in enumerate(codes.immutable_names):
+        removed = int(np.sum(rows & (codes.immutable[:, j] != codes0.immutable[0, j])))
+        if removed:
+            parts.append(Exclusion(removed, "immutable", name, f"{removed} differ in {name} (applicant: {raw0[name]})"))
+    for j, name in enumerate(codes.monotone_names):
+        delta = (codes.monotone[:, j] - codes0.monotone[0, j]) * codes.direction[j]
+        removed = int(np.sum(rows & (delta < 0)))
+        if removed:
+            up = codes.direction[j] > 0
+            parts.append(Exclusion(removed, "increasing" if up else "decreasing", name,
+                                   f"{removed} have {'lower' if up else 'higher'} {name} (applicant: {raw0[name]})"))
+    parts.extend(_range_exclusions(training, rows, raw0))
+    parts.sort(key=lambda part: -part.count)
+    return parts
+
+
+def _range_exclusions(training: TrainingSet, rows: np.ndarray, raw0) -> list[Exclusion]:
+    """How many of ``rows`` each ``--range`` rules out (a row keeping the applicant's value is never out)."""
+    parts = []
+    if training.schema is None:
+        return parts
+    ranged = [f for f in training.schema.features if f.has_range]
+    for f, (_, outside) in zip(ranged, outside_ranges(training)):
+        differs = (training.frame[f.name] != raw0[f.name]).to_numpy()
+        removed = int(np.sum(rows & outside & differs))
+        if removed:
+            if f.is_categorical:
+                shown = ", ".join(str(v) for v in f.allowed)
+            else:
+                shown = f"{'' if f.low is None else f'{f.low:g}'}:{'' if f.high is None else f'{f.high:g}'}"
+            parts.append(Exclusion(removed, "range", f.name,
+                                   f"{removed} are outside the range of {f.name} ({shown})"))
+    return parts
+
+
+def constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[str]:
+    """The texts of :func:`exclusions`: for the rows of ``rows``, how many each constraint rules out."""
+    return [part.text for part in exclusions(training, codes0, rows, raw0)]
+
+
+def _shortfall(n_pool: int, n_found: int, k: int, parts: list[Exclusion]) -> str:
+    if n_pool == 0:
+        return "the model predicts no training row favourable"
+    detail = "; ".join(part.text for part in parts) or "they equal the applicant"
+    return f"only {n_found} candidate row(s), need {k}: of {n_pool} favourable training rows, {detail}"
+
+
+def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_found: int, k: int,
+                         raw0) -> str:
+    """Say which constraints emptied the candidate pool, with counts (linear scheme, before any policy note)."""
+    parts = exclusions(training, codes0, pool, raw0) if pool.any() else []
+    return _shortfall(int(pool.sum()), n_found, k, parts)
+
+
+# ------------------------------------------------------------------------------------------------ the graph
+
+
+def graph_candidates(training: TrainingSet, reach: GraphReach, x0: np.ndarray, codes0, pool: np.ndarray,
+                     settings) -> np.ndarray:
+    """Rows (ascending) of :func:`candidate_mask` that the applicant reaches within the graph limits."""
+    return _reachable(candidate_mask(training, x0, codes0, pool), reach, settings.max_hops)
+
+
+def _graph_hint(graph) -> str:
+    if graph.radius is not None:
+        return f"rebuild the graph with a larger --radius (now {graph.radius:g})"
+    return f"rebuild the graph with a larger --neighbors (now {graph.n_neighbors}) or a --radius"
+
+
+def graph_infeasibility_reason(training: TrainingSet, graph, reach: GraphReach, x0: np.ndarray, codes0,
+                               pool: np.ndarray, n_found: int, settings, raw0) -> str:
+    """Say why too few favourable rows are reachable on the graph, with counts and a remedy."""
+    return _graph_shortfall(training, graph, reach, x0, codes0, pool, n_found, settings, raw0)[0]
+
+
+def _graph_shortfall(training: TrainingSet, graph, reach: GraphReach, x0: np.ndarray, codes0, pool: np.ndarray,
+                     n_found: int, settings, raw0, *, n_actionable: int | None = None) -> tuple[str, list]:
+    """The graph scheme's reason for too few candidates, and the exclusion counts it quotes."""
+    k = settings.k
+    N = training.n_rows
+    if reach.neighbors.size == 0:
+        targets = actionable_mask(codes0, training.codes)
+        if not targets.any():
+            parts = exclusions(training, codes0, np.ones(N, dtype=bool), raw0)
+            detail = "; ".join(part.text for part in parts)
+            return ("the applicant has no actionable neighbour on the graph: every training row differs in an "
+                    f"immutable feature or lies on the wrong side of a monotone one ({detail})"), parts
+        nearest = float(np.sqrt(((training.X[targets] - x0) ** 2).sum(axis=1)).min())
+        limits, options = [], []
+        if graph.radius is not None and nearest > graph.radius:
+            limits.append(f"the graph's radius {graph.radius:g}")
+            options.append("--radius")
+        if graph.max_step is not None and nearest > graph.max_step:
+            limits.append(f"the graph's max step {graph.max_step:g}")
+            options.append("--max-step")
+        return (f"the applicant has no actionable neighbour on the graph: the nearest of its "
+                f"{int(targets.sum())} actionable training rows is at distance {nearest:.4g}, beyond "
+                f"{' and '.join(limits)}; rebuild the graph with a larger {' and '.join(options)}"), []
+    if n_actionable is None:
+        n_actionable = int(candidate_mask(training, x0, codes0, pool).sum())
+    reached = np.isfinite(reach.dist)
+    n_reached_fav = int((reached & pool).sum())
+    text = (f"only {n_found} candidate row(s) reachable on the graph, need {k}: the applicant reaches "
+            f"{reach.n_reached} of {N} training rows ({100.0 * reach.n_reached / N:.2g}%), {n_reached_fav} of them "
+            f"favourable")
+    limits = []
+    if settings.max_cost is not None:
+        text += f" within --max-cost {settings.max_cost:g}"
+        limits.append("a larger --max-cost")
+    if settings.max_hops is not None:
+        beyond = int((reached & pool & (reach.hops > settings.max_hops)).sum())
+        if beyond:
+            text += f" ({beyond} of those more than --max-hops {settings.max_hops} moves away)"
+            limits.append("a larger --max-hops")
+    if n_actionable < k:
+        parts = exclusions(training, codes0, pool, raw0)
+        detail = "; ".join(part.text for part in parts) or "they equal the applicant"
+        return text + (f"; only {n_actionable} favourable row(s) are actionable at all: of {int(pool.sum())} "
+                       f"favourable training rows, {detail}"), parts
+    remedy = _graph_hint(graph)
+    if limits:
+        remedy = f"try {' or '.join(limits)}, or {remedy}"
+    return text + f"; {n_actionable} favourable rows are actionable but not reachable: {remedy}", []
