@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import typer
@@ -49,8 +50,9 @@ def test_start_up_imports_nothing_numerical(args):
     assert code in (0, None)
     loaded = sorted(m for m in HEAVY if m in modules)
     assert loaded == [], f"`frpd {' '.join(args)}` imported {loaded}"
-    # and no command module: commands are imported when they run
-    assert not any(m.startswith("frpd_cli.cli.") and m not in ("frpd_cli.cli.app",) for m in modules)
+    # and no command module: commands are imported when they run (the app's value converter is not one)
+    assert not any(m.startswith("frpd_cli.cli.") and m not in ("frpd_cli.cli.app", "frpd_cli.cli._params")
+                   for m in modules)
     if args == ("--version",):
         assert stdout.strip() == f"frpd {__version__}"
     if args == ("--help",):
@@ -100,3 +102,96 @@ def test_option_choices_equal_the_library_constants():
     assert o.BACKENDS == BACKENDS and o.PLAN_METHODS == PLAN_METHODS and o.SCHEMES == SCHEMES
     assert o.CANDIDATE_POOLS == CANDIDATE_POOLS and o.MANIFOLDS == MANIFOLDS and o.ENDPOINTS == ENDPOINTS
     assert o.IMMUTABLE_POLICIES == IMMUTABLE_POLICIES and o.FORMATS == FORMATS
+
+
+# --- parameter conversion without pydantic (frpd_cli.cli._params) ---
+
+# values of every kind a command line, a default or a caller can hand to a parameter: valid ones of each
+# type, malformed ones, out-of-range ones and odd spellings; each is converted by frpd's cheap converter and by
+# typer's own, and both must agree exactly (the value and its type, or the exception and its message)
+_VALUES = [None, "", " ", "3", "-2", "+7", "007", " 3", "3 ", "1_000", "2.5", ".5", "5.", "1e3", "1E-2", "1e400",
+           "-0", "nan", "inf", "abc", "0x10", "١٢", "quad", "QUAD", "Quad-DP", "csv", "CSV", "auto", "long", "loky",
+           "filter", "predicted", "linear", "euclidean", "favorable", "prototype", "-", "x/y.csv", "sample.csv",
+           "true", "no", 0, 1, 3, -1, 10**30, 0.0, 0.5, 1.0, 1.5, -0.0, float("nan"), float("inf"), True, False,
+           (), ("a",), ("a", "b"), ["age=1:2"], ("1", 2), b"bytes"]
+
+
+def _outcome(convert, value, param, ctx):
+    try:
+        result = convert.coerce(value, param=param, ctx=ctx)
+    except Exception as exc:  # the outcome compared is the exception itself
+        return ("raised", type(exc), str(exc))
+    return ("value", type(result), repr(result))
+
+
+def test_cheap_conversion_equals_typers_for_every_parameter():
+    coercion = pytest.importorskip("typer._coercion")
+    from frpd_cli.cli._params import FastParam
+
+    for module in {m for m, _ in COMMANDS.values()}:
+        __import__(f"frpd_cli.cli.{module}")
+    group = typer.main.get_command(app)
+    checked = 0
+    for command in [group, *group.commands.values()]:
+        ctx = typer.Context(command)
+        for param in command.get_params(ctx):
+            descriptor = getattr(param, "type_descriptor", None)
+            if descriptor is None:
+                pytest.skip("this typer converts values without type descriptors")
+            fast, slow = FastParam(descriptor), coercion.build_runtime_param(descriptor)
+            for value in _VALUES:
+                ours, theirs = _outcome(fast, value, param, ctx), _outcome(slow, value, param, ctx)
+                assert ours == theirs, f"{command.name} {param.name} {value!r}"
+                checked += 1
+    assert checked > 1000
+
+
+def test_cheap_conversion_reads_numbers_as_typer_does():
+    # decimal spellings the fast path reads itself: the same float, bit for bit, as typer's converter
+    coercion = pytest.importorskip("typer._coercion")
+    from frpd_cli.cli._params import FastParam
+
+    __import__("frpd_cli.cli.plan")
+    command = typer.main.get_command(app).commands["plan"]
+    ctx = typer.Context(command)
+    params = {p.name: p for p in command.params}
+    rng = __import__("random").Random(0)
+    texts = ["0.1", "0.3", "1e-7", "2.5e-3", "9007199254740993", "0.30000000000000004", "-12.75", "1.", "123456789.123456789"]
+    texts += [f"{rng.uniform(-1e6, 1e6):.{rng.randint(0, 17)}f}" for _ in range(200)]
+    texts += [f"{rng.random():.{rng.randint(1, 20)}g}" for _ in range(200)]
+    for name in ("margin", "theta", "tol", "bandwidth", "seed", "k"):
+        param = params[name]
+        fast, slow = FastParam(param.type_descriptor), coercion.build_runtime_param(param.type_descriptor)
+        for text in texts:
+            assert _outcome(fast, text, param, ctx) == _outcome(slow, text, param, ctx), (name, text)
+
+
+# Loaded by a one-applicant linear plan although it needs none of them: typer's pydantic-based converters, the
+# graph scheme, the parallel backends, plotting, provenance and the pool artifact.
+NOT_FOR_ONE_PLAN = ("pydantic", "pydantic_core", "networkx", "highspy", "dask", "distributed", "matplotlib",
+                    "frpd_cli.graph", "frpd_cli.cli.graph", "frpd_cli.provenance", "frpd_cli.pool",
+                    "loky")
+
+
+def test_one_applicant_plan_loads_only_what_it_needs(sample_paths, tmp_path):
+    applicants = tmp_path / "one.csv"
+    lines = sample_paths["applicants"].read_text(encoding="utf-8").splitlines()
+    applicants.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
+    args = ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--applicants", str(applicants), "--format", "csv", "-k", "2"]
+    code, modules, stdout = _modules_after(*args)
+    assert code in (0, None)
+    assert stdout.startswith("applicant,status,") and ",ok," in stdout     # it did plan
+    loaded = sorted(m for m in NOT_FOR_ONE_PLAN if m in modules)
+    assert loaded == [], f"a one-applicant plan imported {loaded}"
+
+
+def test_schema_command_converts_values_without_pydantic():
+    # repeatable options, callback-checked options and a choice, given and defaulted
+    sample = Path(__file__).resolve().parent.parent / "sample_data"
+    args = ["schema", str(sample / "credit.csv"), "--schema", str(sample / "schema.toml"), "--format", "json",
+            "--immutable", "age", "--range", "duration=6:48", "--weight", "duration=2"]
+    code, modules, stdout = _modules_after(*args)
+    assert code in (0, None)
+    assert json.loads(stdout)                       # the command did its work
+    assert not [m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")]

@@ -42,6 +42,29 @@ def _load_command(name: str):
     return group.commands[name]
 
 
+def _convert_cheaply(command, ctx) -> None:
+    """Give the parameters ``command`` parses in ``ctx`` (its help option included) the cheap value conversion
+    of :mod:`._params` (start-up time: typer's own conversion imports pydantic)."""
+    from ._params import install
+
+    install(command.get_params(ctx))
+
+
+class _Command(TyperCommand):
+    """Every ``frpd`` command: a typer command whose parameter values are converted by :mod:`._params`."""
+
+    def parse_args(self, ctx, args):
+        _convert_cheaply(self, ctx)
+        return super().parse_args(ctx, args)
+
+
+class _App(typer.Typer):
+    """The ``frpd`` application: commands registered on it are :class:`_Command` unless they name a class."""
+
+    def command(self, *args, cls=None, **kwargs):
+        return super().command(*args, cls=cls or _Command, **kwargs)
+
+
 class _DeferredCommand(TyperCommand):
     """Stands for a command whose module is not imported yet: its name and summary for ``frpd --help``;
     running it (or asking for its own help) imports the module and hands over to the real command."""
@@ -60,6 +83,10 @@ class _LazyGroup(TyperGroup):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.rich_markup_mode = None
+
+    def parse_args(self, ctx, args):
+        _convert_cheaply(self, ctx)
+        return super().parse_args(ctx, args)
 
     def format_commands(self, ctx, formatter) -> None:
         # whole summaries, wrapped (click would cut them at the first line's width)
@@ -80,7 +107,7 @@ class _LazyGroup(TyperGroup):
         return command
 
 
-app = typer.Typer(
+app = _App(
     name="frpd",
     help="Feasible recourse plans via diverse interpolation: for applicants a classifier turned down, K diverse, "
          "valid, actionable changes that would flip the decision.",
