@@ -143,14 +143,14 @@ def test_one_feature_moved_past_the_prototypes_value_suffices_within_the_bound()
     training, _ = _unit_training(model)
     applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
     proto = {"x1": 0.55, "x2": 1.0, "x3": 0.5}
-    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, proto)
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, proto, past_prototype=True)
     assert plain_cost == pytest.approx(0.8150, abs=2e-3)
     row = sparse.rows.iloc[0].to_dict()
     assert _changed(row, applicant) == {"x1"} and sparse.n_changes[0] == 1 and sparse.kept[0]
     assert 0.9 <= row["x1"] <= 0.9 + 0.35 * 1e-3 + 1e-4          # bisection tolerance on t, x1 moves 0.35 per unit
     assert sparse.probability[0] >= 0.5 and sparse.probability[0] == model.favorable_probability(sparse.rows)[0]
     assert sparse_cost == pytest.approx(row["x1"] - 0.2) and sparse_cost <= COST_FACTOR * plain_cost
-    _, upto, _, _ = _sparse_one(training, model, applicant, proto, past_prototype=False)
+    _, upto, _, _ = _sparse_one(training, model, applicant, proto)           # the default: up to the prototype
     assert _changed(upto.rows.iloc[0].to_dict(), applicant) == {"x1", "x2"} and upto.n_changes[0] == 2
 
 
@@ -159,7 +159,8 @@ def test_the_users_range_stops_a_feature_short_of_what_it_would_need_past_the_pr
     model = LinearScore({"x1": 4.0, "x2": 2.0, "x3": 0.0}, -4.0)
     training, _ = _unit_training(model, ranges={"x1": "0:0.85"})
     applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
-    _, sparse, _, _ = _sparse_one(training, model, applicant, {"x1": 0.55, "x2": 1.0, "x3": 0.5})
+    _, sparse, _, _ = _sparse_one(training, model, applicant, {"x1": 0.55, "x2": 1.0, "x3": 0.5},
+                                  past_prototype=True)
     row = sparse.rows.iloc[0].to_dict()
     assert _changed(row, applicant) == {"x1", "x2"} and row["x1"] <= 0.85 and sparse.probability[0] >= 0.5
 
@@ -172,14 +173,15 @@ def test_the_training_range_stops_a_feature_the_bound_would_let_past_it():
     training, frame = _unit_training(model)
     assert frame["x1"].max() == 1.0
     applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
-    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, {"x1": 0.7, "x2": 1.0, "x3": 0.5})
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, {"x1": 0.7, "x2": 1.0, "x3": 0.5},
+                                                         past_prototype=True)
     assert plain_cost == pytest.approx(0.8910, abs=2e-3)
     row = sparse.rows.iloc[0].to_dict()
     assert _changed(row, applicant) == {"x1", "x2"} and sparse.n_changes[0] == 2
     assert row["x1"] <= 1.0 and sparse.probability[0] >= 0.5 and sparse_cost <= COST_FACTOR * plain_cost + 1e-9
     # with a wider training range on x1 (up to 1.2), the same applicant's recourse changes x1 alone, at 1.05
     wide, _ = _unit_training(model, extra={"x1": list(np.linspace(0.0, 1.2, 400).round(4))})
-    _, alone, _, _ = _sparse_one(wide, model, applicant, {"x1": 0.7, "x2": 1.0, "x3": 0.5})
+    _, alone, _, _ = _sparse_one(wide, model, applicant, {"x1": 0.7, "x2": 1.0, "x3": 0.5}, past_prototype=True)
     row = alone.rows.iloc[0].to_dict()
     assert _changed(row, applicant) == {"x1"} and 1.05 <= row["x1"] <= 1.05 + 0.5 * 1e-3 + 1e-4
 
