@@ -23,6 +23,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 os.environ.setdefault("TQDM_DISABLE", "1")
 
 import argparse  # noqa: E402
+import re  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -110,6 +111,16 @@ def _recourse_probabilities(p, records) -> dict:
     return out
 
 
+def _violation_kinds(problems) -> dict:
+    """Violations of each rule (immutable, monotone, range, vocabulary), read from `evaluate_plans`' problems."""
+    out = {}
+    for text in problems.fillna(""):
+        for count, kind in re.findall(r"(\d+) (immutable|monotone|range|vocabulary)", text.partition(
+                "constraint violations: ")[2].split(";")[0]):
+            out[kind] = out.get(kind, 0) + int(count)
+    return out
+
+
 def _cell(value, digits=2) -> str:
     return "–" if value is None or (isinstance(value, float) and np.isnan(value)) else f"{value:.{digits}f}"
 
@@ -127,7 +138,7 @@ def run_dataset(spec, tmp: Path, n_applicants: int, use_dice: bool):
         log(f"  {label}: {seconds[label] * 1000:.1f} ms CPU/applicant "
             f"({sparse_seconds[label] * 1000:.2f} ms sparsifying)")
     if use_dice:
-        (recs, _), cpu = _cpu(lambda: run_dice(p, "random", len(p.applicants)))
+        (recs, _), cpu = _cpu(lambda: run_dice(p, "random", len(p.applicants), constrained=True))
         for rec in recs:
             rec["method"] = "DiCE random"
         records += recs
@@ -152,6 +163,7 @@ def run_dataset(spec, tmp: Path, n_applicants: int, use_dice: bool):
             "valid at margin": float(np.mean(probs >= threshold + margin)) if probs.size else float("nan"),
             "margin": margin, "cpu": seconds.get(method, float("nan")),
             "sparse cpu": sparse_seconds.get(method, float("nan")) * 1000,
+            "violation kinds": _violation_kinds(per.loc[per["method"] == method, "problems"]),
         })
     return p, rows
 
@@ -179,6 +191,9 @@ def _targets(name: str, rows) -> list[str]:
                      f"({'met' if sparse['changed features'] <= dice['changed features'] else 'NOT met'}); "
                      f"anti-diversity {sparse['anti-diversity']:.2f} vs DiCE {dice['anti-diversity']:.2f} "
                      f"({'met' if sparse['anti-diversity'] < dice['anti-diversity'] else 'NOT met'}).")
+    broken = [f"{r['method']} " + ", ".join(f"{v} {k}" for k, v in sorted(r["violation kinds"].items()))
+              for r in rows if r["violation kinds"]]
+    lines.append(f"- {name}: violations by rule: {'; '.join(broken) if broken else 'none'}.")
     ours = [r for r in rows if r["method"].startswith("quad sparse")]
     ok = all(r["valid at margin"] == 1.0 and r["violations"] == 0 for r in ours if r["recourses"])
     m05 = by.get("quad sparse M=0.05")

@@ -44,7 +44,7 @@ class LinearScore:
         return 1.0 / (1.0 + np.exp(-self.score(rows)))
 
 
-def _unit_training(model, extra=None, n=400, seed=0):
+def _unit_training(model, extra=None, n=400, seed=0, ranges=None):
     """Training rows spanning [0, 1] exactly on x1, x2, x3 (so the encoding is the identity), scored by ``model``."""
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({"x1": rng.uniform(0, 1, n).round(4), "x2": rng.uniform(0, 1, n).round(4),
@@ -55,7 +55,7 @@ def _unit_training(model, extra=None, n=400, seed=0):
         for name, values in extra.items():
             frame[name] = [values[i % len(values)] for i in range(n)]
     frame["label"] = (model.favorable_probability(frame) >= 0.5).astype(int)
-    schema = infer_schema(frame, SchemaSpec(continuous=("x1", "x2", "x3")))
+    schema = infer_schema(frame, SchemaSpec(continuous=("x1", "x2", "x3"), ranges=ranges or {}))
     return build_training_set(frame, schema, model), frame
 
 
@@ -132,6 +132,58 @@ def test_a_single_change_dearer_than_the_bound_is_not_taken_but_a_pair_within_it
     assert len(_changed(row, applicant)) == 2 and default.n_changes[0] == 2
     assert default_cost == pytest.approx(0.2828, abs=2e-3) and default_cost <= COST_FACTOR * plain_cost
     assert default.probability[0] >= 0.5
+
+
+def test_one_feature_moved_past_the_prototypes_value_suffices_within_the_bound():
+    # 4 x1 + 2 x2 - 4 from (0.2, 0.2, 0.5) towards (0.55, 1, 0.5): the plain recourse is at s = 2.8 / 3 of the
+    # segment (cost 0.9333 * |(0.35, 0.8)| = 0.8150, bound 1.2225). x1 alone needs 0.9 (a 0.7 move, t = 2 along
+    # x1's own direction: past the prototype's 0.55, within the bound, in the training range); x2 alone would need
+    # 1.6 (outside it). Up to the prototype's values only no single feature serves, and both stay changed.
+    model = LinearScore({"x1": 4.0, "x2": 2.0, "x3": 0.0}, -4.0)
+    training, _ = _unit_training(model)
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
+    proto = {"x1": 0.55, "x2": 1.0, "x3": 0.5}
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, proto, past_prototype=True)
+    assert plain_cost == pytest.approx(0.8150, abs=2e-3)
+    row = sparse.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"x1"} and sparse.n_changes[0] == 1 and sparse.kept[0]
+    assert 0.9 <= row["x1"] <= 0.9 + 0.35 * 1e-3 + 1e-4          # bisection tolerance on t, x1 moves 0.35 per unit
+    assert sparse.probability[0] >= 0.5 and sparse.probability[0] == model.favorable_probability(sparse.rows)[0]
+    assert sparse_cost == pytest.approx(row["x1"] - 0.2) and sparse_cost <= COST_FACTOR * plain_cost
+    _, upto, _, _ = _sparse_one(training, model, applicant, proto)           # the default: up to the prototype
+    assert _changed(upto.rows.iloc[0].to_dict(), applicant) == {"x1", "x2"} and upto.n_changes[0] == 2
+
+
+def test_the_users_range_stops_a_feature_short_of_what_it_would_need_past_the_prototype():
+    # the case above with --range x1=0:0.85: x1 alone would need 0.9, so both features stay changed and x1 <= 0.85
+    model = LinearScore({"x1": 4.0, "x2": 2.0, "x3": 0.0}, -4.0)
+    training, _ = _unit_training(model, ranges={"x1": "0:0.85"})
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
+    _, sparse, _, _ = _sparse_one(training, model, applicant, {"x1": 0.55, "x2": 1.0, "x3": 0.5},
+                                  past_prototype=True)
+    row = sparse.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"x1", "x2"} and row["x1"] <= 0.85 and sparse.probability[0] >= 0.5
+
+
+def test_the_training_range_stops_a_feature_the_bound_would_let_past_it():
+    # 4 x1 + 2 x2 - 4.6 from (0.2, 0.2, 0.5) towards (0.7, 1, 0.5): the plain recourse is at s = 3.4 / 3.6 (cost
+    # 0.9444 * |(0.5, 0.8)| = 0.8910, bound 1.3365). x1 alone would need 1.05 (a 0.85 move: within the bound) but
+    # the training range ends at 1 (4.4 - 4.6 < 0 there); x2 alone would need 1.9. So both stay changed.
+    model = LinearScore({"x1": 4.0, "x2": 2.0, "x3": 0.0}, -4.6)
+    training, frame = _unit_training(model)
+    assert frame["x1"].max() == 1.0
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, {"x1": 0.7, "x2": 1.0, "x3": 0.5},
+                                                         past_prototype=True)
+    assert plain_cost == pytest.approx(0.8910, abs=2e-3)
+    row = sparse.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"x1", "x2"} and sparse.n_changes[0] == 2
+    assert row["x1"] <= 1.0 and sparse.probability[0] >= 0.5 and sparse_cost <= COST_FACTOR * plain_cost + 1e-9
+    # with a wider training range on x1 (up to 1.2), the same applicant's recourse changes x1 alone, at 1.05
+    wide, _ = _unit_training(model, extra={"x1": list(np.linspace(0.0, 1.2, 400).round(4))})
+    _, alone, _, _ = _sparse_one(wide, model, applicant, {"x1": 0.7, "x2": 1.0, "x3": 0.5}, past_prototype=True)
+    row = alone.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"x1"} and 1.05 <= row["x1"] <= 1.05 + 0.5 * 1e-3 + 1e-4
 
 
 def test_max_changes_trades_cost_for_fewer_changes_when_asked():
