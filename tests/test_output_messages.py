@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -138,8 +139,15 @@ def test_shell_completion_is_available():
     env = {**os.environ, "_FRPD_COMPLETE": "complete_bash", "COMP_WORDS": "frpd plan --layout ", "COMP_CWORD": "3"}
     done = subprocess.run([_frpd()], capture_output=True, text=True, env=env, check=False)
     assert done.returncode == 0 and set(done.stdout.split()) == {"auto", "wide", "long"}
-    script = subprocess.run([_frpd(), "--show-completion", "bash"], capture_output=True, text=True, check=False)
-    assert script.returncode == 0 and "_FRPD_COMPLETE=complete_bash" in script.stdout
+    # --show-completion prints the script of the shell it runs under (detected from the parent processes), so
+    # run it under bash; a stray word after it is ignored.
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("bash is not installed")
+    script = subprocess.run([bash, "-c", '"$0" --show-completion; exit $?', _frpd()], capture_output=True, text=True,
+                            check=False)
+    assert script.returncode == 0 and "_FRPD_COMPLETE=complete_bash" in script.stdout, (script.returncode,
+                                                                                      script.stderr[-2000:])
 
 
 def test_evaluate_reports_progress_for_every_plan(sample_paths):
