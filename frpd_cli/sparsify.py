@@ -25,25 +25,37 @@ depends on its own segment and on the earlier segments of its applicant only):
    call per size for the whole batch). A support ``S`` is judged at its
    *budget point*: the farthest point ``x0 + D_cat + t * D_num`` (categoricals
    of ``S`` take the prototype's category, numeric ones move the fraction
-   ``t <= 1`` of the way to the prototype's values) whose decoded row costs at
-   most the bound. With ``past_prototype=True`` (an experiment, off by
-   default: on the shared datasets it did not give fewer changes than DiCE on
-   more datasets, and made one dataset's plans much less diverse) ``t`` may
-   exceed 1: a numeric feature moves *past* the prototype's value, in the
-   same direction, up to the nearer end of the training range and of the
-   user's ``--range`` (the first numeric feature of ``S`` to reach its end
-   stops the direction); monotone rules hold because the direction is the
-   prototype's, integers are rounded as in the interpolation. The first size at which some support is accepted is the
-   recourse's size; the plain recourse is kept where no smaller support is.
-2. **First accepted point.** For every accepted support of that size, a
-   search on ``t`` (bisection, two levels per model call, down to ``tol``) finds the
+   ``t`` of the way to the prototype's values) whose decoded row costs at
+   most the bound. ``t`` may exceed 1 (``past_prototype``, the default): a
+   numeric feature moves *past* the prototype's value, in the same direction,
+   up to the nearer end of the training range and of the user's ``--range``
+   (the first numeric feature of ``S`` to reach its end stops the direction);
+   monotone rules hold because the direction is the prototype's, integers are
+   rounded as in the interpolation.
+   **Levels of its own.** Besides the prototype's category, a categorical
+   feature may take any other level it is allowed to (mutable, within the
+   user's allowed levels, an ordinal only the allowed way), alone (size 1), or
+   with one other changed feature moved towards the prototype (size 2, for the
+   recourses no single feature serves): a recourse of one change ("education:
+   HS-grad -> Masters") need not wait for a prototype with that level
+   (:data:`FREE_LEVELS`).
+   The first size at which some support is accepted is the recourse's size;
+   supports of one more feature (:data:`WIDER`) are tried too, for the choice
+   in step 3; the plain recourse is kept where no smaller support is.
+2. **First accepted point.** For every accepted support kept, a search on
+   ``t`` (bisection, two levels per model call, down to ``tol``) finds the
    first accepted point of its direction, nearer the applicant; the decoded
    cost never decreases with ``t``, so it stays within the bound.
-3. **Choice, with the applicant's other recourses in mind.** Among the
-   accepted supports of the smallest size, a recourse takes one whose row no
-   earlier recourse of the same applicant took, then the one sharing the
-   fewest features with them (disjoint supports give orthogonal directions:
-   the plan's anti-diversity drops), then the cheapest.
+3. **Choice, with the applicant's other recourses in mind.** Recourses of one
+   applicant choose in rank order. A recourse takes a support whose row no
+   earlier recourse of the applicant took; then the lowest ``changes +
+   DIVERSITY * (sum of the cosines between its direction and the earlier
+   recourses' directions)``: the cosines are what it adds to the plan's
+   anti-diversity, so one more change (:data:`DIVERSITY` = 2) buys a direction
+   orthogonal to the others where the smallest supports all repeat an earlier
+   recourse's direction; then the cheapest. On the shared datasets (German,
+   SBA, Adult, COMPAS) this gives fewer changed features than DiCE random and
+   a lower anti-diversity (docs/benchmarks.md, "Sparse recourses").
 4. **Greedy beyond.** Where the subsets of one size outnumber
    ``_MAX_SUBSETS`` (recourses that change many features), a greedy search
    takes over: changed features are ranked by the probability they buy per
@@ -79,7 +91,7 @@ from math import comb
 import numpy as np
 import pandas as pd
 
-from .encoding import Encoder
+from .encoding import Encoder, _level_dtype
 from .exceptions import InputError
 from .interpolation import decode_from
 
@@ -89,6 +101,16 @@ _EPS = 1e-12
 
 #: A sparse recourse costs at most this many times its plain recourse (see the module docstring).
 COST_FACTOR = 1.5
+
+#: Weight of the cosines with the applicant's earlier recourses against one more changed feature, when a
+#: recourse chooses among its accepted supports (see :meth:`_SmallSupports.pick`).
+DIVERSITY = 2.0
+
+#: Whether a one-feature support may set a categorical feature to a level other than the prototype's.
+FREE_LEVELS = True
+
+#: Supports of up to this many more features than the smallest accepted one compete in that choice.
+WIDER = 1
 
 #: Subsets of one size tried per recourse; beyond, the greedy search takes over.
 _MAX_SUBSETS = 128
@@ -199,7 +221,7 @@ def sparsify_recourses(
     tol: float = 1e-3,
     groups: np.ndarray | None = None,
     cost_factor: float | None = None,
-    past_prototype: bool = False,
+    past_prototype: bool = True,
 ) -> SparseResult:
     """Sparsify the recourses found on segments ``X0[i] -> XK[i]``.
 
@@ -236,7 +258,7 @@ def sparsify_recourses(
     cost_factor : float, optional
         A sparse recourse costs at most ``cost_factor`` times the plain one
         (default :data:`COST_FACTOR`).
-    past_prototype : bool, default=False
+    past_prototype : bool, default=True
         A numeric feature of a small support may move past the prototype's
         value, in the same direction, up to the training range and the
         user's range (False: at most up to the prototype's value).
@@ -284,7 +306,7 @@ def sparsify_recourses(
     budget = cost_factor * plain_cost
     n_changes = support.sum(axis=1).astype(np.int64)
     if n:
-        small = _SmallSupports(encoder, model, X0, XK, raw0, tol, past_prototype)
+        small = _SmallSupports(encoder, model, X0, XK, raw0, tol, past_prototype, WIDER, FREE_LEVELS)
         chosen, too_many = small.search(found & (n_changes >= 2), support, budget)
         calls += small.calls
         # the greedy search where the subsets to try are too many
@@ -299,10 +321,15 @@ def sparsify_recourses(
             probability[rest] = greedy.prob
             support[rest] = greedy.support
             n_changes[rest] = greedy.n_changes
-        picks = small.pick(chosen, groups, support)
+        deltas = np.zeros_like(X0)
+        others = np.flatnonzero(found & (chosen < 0))
+        if others.size:
+            deltas[others] = encoder.encode(best.frame(others), source="the recourses") - X0[others]
+        picks = small.pick(chosen, groups, support, deltas)
         if picks.size:
             segs = small.cand_seg[picks]
-            frame = pd.DataFrame(small.columns(segs, small.cand_sup[picks], small.cand_t[picks])[0])
+            frame = pd.DataFrame(small.columns(segs, small.cand_sup[picks], small.cand_t[picks],
+                                              small.cand_lfeat[picks], small.cand_level[picks])[0])
             best.put(segs, frame)
             probability[segs] = small.cand_p[picks]
             support[segs] = small.cand_act[picks]
@@ -333,7 +360,7 @@ class _SmallSupports:
     """
 
     def __init__(self, encoder: Encoder, model, X0: np.ndarray, XK: np.ndarray, raw0: pd.DataFrame, tol: float,
-                 past_prototype: bool = False):
+                 past_prototype: bool = False, wider: int = 1, free_levels: bool = False):
         self.encoder, self.model, self.tol = encoder, model, tol
         self.features = list(encoder.schema.features)
         self.names = [f.name for f in self.features]
@@ -358,6 +385,10 @@ class _SmallSupports:
             else:
                 self.sq_end[:, j] = self.D[:, start] ** 2
         self.t_end = self._reach() if past_prototype else np.ones((n, n_feat))
+        self.wider = wider
+        self.free_levels = free_levels
+        self.levels = {j: pd.Series(list(f.levels), dtype=_level_dtype(f.levels)).to_numpy()
+                       for j, f in enumerate(self.features) if self.is_cat[j]}
         self.calls = 0
         self.cand_seg = np.zeros(0, dtype=np.int64)
 
@@ -413,8 +444,13 @@ class _SmallSupports:
             e = e * self.scale[c]
         return column, (e - x0) ** 2
 
-    def columns(self, segs: np.ndarray, sup: np.ndarray, t: np.ndarray) -> tuple[dict, np.ndarray]:
-        """Raw columns of the candidate rows, and each feature's squared encoded move, shape (n, n_features)."""
+    def columns(self, segs: np.ndarray, sup: np.ndarray, t: np.ndarray, lfeat: np.ndarray | None = None,
+                level: np.ndarray | None = None) -> tuple[dict, np.ndarray]:
+        """Raw columns of the candidate rows, and each feature's squared encoded move, shape (n, n_features).
+
+        ``lfeat``, ``level``: a candidate may set one categorical feature (``lfeat``; -1: none) to a level of
+        its own choice (index ``level``) instead of the prototype's category (see :meth:`_try_levels`).
+        """
         out, sq = {}, np.zeros(sup.shape)
         for j, name in enumerate(self.names):
             base = self.raw[name][segs]
@@ -426,6 +462,13 @@ class _SmallSupports:
             if self.is_cat[j]:
                 values = self.proto[j][segs[where]]
                 sq[where, j] = self.sq_end[segs[where], j]
+                own = lfeat[where] == j if lfeat is not None else np.zeros(where.size, dtype=bool)
+                if own.any():
+                    kinds = (values.dtype.kind, self.levels[j].dtype.kind)
+                    values = values.astype(np.result_type(values.dtype, self.levels[j].dtype)
+                                           if all(k in "iuf" for k in kinds) else object)
+                    values[own] = self.levels[j][level[where][own]]
+                    sq[where[own], j] = 2.0 * self.scale[int(self.encoder.offsets[j])] ** 2
             else:
                 values, sq[where, j] = self._numeric(j, segs[where], t[where])
             if base.dtype != values.dtype:
@@ -442,16 +485,25 @@ class _SmallSupports:
         return np.asarray(self.model.favorable_probability(pd.DataFrame(columns)), dtype=np.float64)
 
     # ------------------------------------------------------------------ search
-    def _try(self, segs: np.ndarray, sup: np.ndarray, budget: np.ndarray) -> None:
+    def _try(self, segs: np.ndarray, sup: np.ndarray, budget: np.ndarray, lfeat: np.ndarray | None = None,
+             level: np.ndarray | None = None) -> None:
         """Judge candidate supports at their budget points; append them to the candidates."""
         if segs.size == 0:
             return
+        lfeat = np.full(segs.size, -1, dtype=np.int64) if lfeat is None else lfeat
+        level = np.full(segs.size, -1, dtype=np.int64) if level is None else level
         num = sup & ~self.is_cat
-        cat_sq = np.where(sup & self.is_cat, self.sq_end[segs], 0.0).sum(axis=1)
-        num_sq = np.where(num, self.sq_end[segs], 0.0).sum(axis=1)
+        end = self.sq_end[segs]
+        own = np.flatnonzero(lfeat >= 0)
+        if own.size:
+            end = end.copy()
+            end[own, lfeat[own]] = 2.0 * self.scale[self.col[lfeat[own]]] ** 2
+        cat_sq = np.where(sup & self.is_cat, end, 0.0).sum(axis=1)
+        num_sq = np.where(num, end, 0.0).sum(axis=1)
         room = budget[segs] ** 2 - cat_sq
         fits = room >= -_EPS
-        segs, sup, room, num_sq = segs[fits], sup[fits], room[fits], num_sq[fits]
+        segs, sup, room, num_sq, num = segs[fits], sup[fits], room[fits], num_sq[fits], num[fits]
+        lfeat, level = lfeat[fits], level[fits]
         if segs.size == 0:
             return
         reach = np.where(num, self.t_end[segs], np.inf).min(axis=1)
@@ -460,7 +512,7 @@ class _SmallSupports:
         t = np.minimum(t, np.where(np.isfinite(reach), reach, 1.0))
         limit = budget[segs] * (1 + 1e-12) + _EPS
         for _ in range(3):          # integer rounding can push the decoded cost past the budget: shrink t
-            columns, sq = self.columns(segs, sup, t)
+            columns, sq = self.columns(segs, sup, t, lfeat, level)
             cost = np.sqrt(sq.sum(axis=1))
             over = cost > limit
             if not over.any():
@@ -468,13 +520,59 @@ class _SmallSupports:
             t = np.where(over, t * np.minimum(budget[segs] / np.maximum(cost, _EPS), 1.0) * 0.999, t)
         p = self._score(columns)
         ok = (cost <= limit) & (p >= self.model.threshold)
-        self.cand_seg = np.concatenate([self.cand_seg, segs])
-        self.cand_sup = np.concatenate([self.cand_sup, sup])
-        self.cand_t = np.concatenate([self.cand_t, t])
-        self.cand_p = np.concatenate([self.cand_p, p])
-        self.cand_cost = np.concatenate([self.cand_cost, cost])
-        self.cand_ok = np.concatenate([self.cand_ok, ok])
-        self.cand_act = np.concatenate([self.cand_act, sq > _EPS * _EPS])
+        for name, value in (("seg", segs), ("sup", sup), ("t", t), ("p", p), ("cost", cost), ("ok", ok),
+                            ("act", sq > _EPS * _EPS), ("lfeat", lfeat), ("level", level)):
+            setattr(self, "cand_" + name, np.concatenate([getattr(self, "cand_" + name), value]))
+
+    def _free_levels(self, segs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The (segment, categorical feature, level) triples of the levels a segment's feature may move to.
+
+        Every level the feature may take (mutable; within the user's allowed levels; ordinals only the allowed
+        way) other than the applicant's.
+        """
+        parts = []
+        for j, f in enumerate(self.features):
+            if not self.is_cat[j] or f.mutability == "immutable" or segs.size == 0:
+                continue
+            start, stop = int(self.encoder.offsets[j]), int(self.encoder.offsets[j + 1])
+            mine = np.argmax(self.X0[segs, start:stop], axis=1)
+            levels = np.arange(stop - start)
+            allowed = f.in_range(self.levels[j]) if f.allowed else np.ones(levels.size, dtype=bool)
+            ok = (levels[None, :] != mine[:, None]) & allowed[None, :]
+            if f.mutability == "increasing":
+                ok &= levels[None, :] > mine[:, None]
+            elif f.mutability == "decreasing":
+                ok &= levels[None, :] < mine[:, None]
+            where, level = np.nonzero(ok)
+            parts.append((segs[where], np.full(where.size, j, dtype=np.int64), level.astype(np.int64)))
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, empty
+        seg, feat, level = (np.concatenate([q[i] for q in parts]) for i in range(3))
+        order = np.lexsort((level, feat, seg))
+        return seg[order], feat[order], level[order]
+
+    def _try_levels(self, segs: np.ndarray, budget: np.ndarray, support: np.ndarray | None = None) -> None:
+        """Judge supports in which one categorical feature takes a level of its own choice.
+
+        Without ``support``: that feature alone (a recourse of one change a person could make without the
+        prototype's example). With it: that feature together with one other feature of the segment's plain
+        recourse, moved towards the prototype. :meth:`pick` weighs these against the prototype's own supports.
+        """
+        seg, feat, level = self._free_levels(segs)
+        n_feat = len(self.features)
+        if support is None:
+            sup = np.zeros((seg.size, n_feat), dtype=bool)
+            sup[np.arange(seg.size), feat] = True
+        else:
+            other = support[seg].copy()
+            other[np.arange(seg.size), feat] = False
+            rows, partner = np.nonzero(other)
+            seg, feat, level = seg[rows], feat[rows], level[rows]
+            sup = np.zeros((seg.size, n_feat), dtype=bool)
+            sup[np.arange(seg.size), feat] = True
+            sup[np.arange(seg.size), partner] = True
+        self._try(seg, sup, budget, feat, level)
 
     def search(self, active: np.ndarray, support: np.ndarray, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Find the accepted supports of the fewest features, trying sizes 1, 2, ... in turn.
@@ -489,13 +587,17 @@ class _SmallSupports:
         self.cand_t = self.cand_p = self.cand_cost = np.zeros(0)
         self.cand_ok = np.zeros(0, dtype=bool)
         self.cand_act = np.zeros((0, n_feat), dtype=bool)
+        self.cand_lfeat = np.zeros(0, dtype=np.int64)
+        self.cand_level = np.zeros(0, dtype=np.int64)
         m = support.sum(axis=1)
         served = np.zeros(n, dtype=bool)
         too_many = np.zeros(n, dtype=bool)
         open_ = active.copy()
+        least = np.full(n, n_feat + 1, dtype=np.int64)   # the size that first served each segment
         size = 1
         while True:
-            open_ &= ~served & ~too_many & (m > size)
+            # a served segment tries one more size (the choice then weighs changes against diversity)
+            open_ &= ~too_many & (m > size) & (~served | (size <= least + self.wider))
             if not open_.any():
                 break
             seg_parts, sup_parts = [], []
@@ -513,13 +615,22 @@ class _SmallSupports:
                 sup_parts.append(sup.reshape(-1, n_feat))
             if seg_parts:
                 self._try(np.concatenate(seg_parts), np.vstack(sup_parts), budget)
-                served[self.cand_seg[self.cand_ok]] = True
+            if self.free_levels and size == 1:
+                self._try_levels(np.flatnonzero(open_), budget)
+            elif self.free_levels and size == 2:
+                self._try_levels(np.flatnonzero(open_ & ~served), budget, support)
+            if self.cand_seg.size:
+                now = np.unique(self.cand_seg[self.cand_ok])
+                now = now[~served[now]]
+                least[now] = size
+                served[now] = True
             size += 1
         # keep the accepted candidates of the smallest size of each segment; then the first accepted point
         keep = self._smallest()
         self._bisect(keep)
         order = np.argsort(self.cand_seg, kind="stable")
-        for name in ("cand_seg", "cand_sup", "cand_t", "cand_p", "cand_cost", "cand_ok", "cand_act"):
+        for name in ("cand_seg", "cand_sup", "cand_t", "cand_p", "cand_cost", "cand_ok", "cand_act", "cand_lfeat",
+                     "cand_level"):
             setattr(self, name, getattr(self, name)[order])
         chosen = np.full(n, -1, dtype=np.int64)
         where = np.flatnonzero(self.cand_ok)
@@ -528,11 +639,12 @@ class _SmallSupports:
         return chosen, too_many & ~served
 
     def _smallest(self) -> np.ndarray:
-        """Mark as accepted only the candidates of the fewest actual changes of their segment."""
+        """Mark as accepted only the candidates of at most :attr:`wider` more actual changes than the fewest of
+        their segment."""
         size = np.where(self.cand_ok, self.cand_act.sum(axis=1), np.iinfo(np.int64).max)
         least = np.full(self.X0.shape[0], np.iinfo(np.int64).max)
         np.minimum.at(least, self.cand_seg, size)
-        self.cand_ok &= size == least[self.cand_seg]
+        self.cand_ok &= size <= least[self.cand_seg] + self.wider
         return np.flatnonzero(self.cand_ok & (self.cand_sup & ~self.is_cat).any(axis=1))
 
     def _bisect(self, idx: np.ndarray) -> None:
@@ -552,7 +664,8 @@ class _SmallSupports:
             width = hi[open_] - lo[open_]
             t = (lo[open_, None] + width[:, None] * steps[None, :]).reshape(-1)
             rep = np.repeat(c, steps.size)
-            columns, sq = self.columns(self.cand_seg[rep], self.cand_sup[rep], t)
+            columns, sq = self.columns(self.cand_seg[rep], self.cand_sup[rep], t, self.cand_lfeat[rep],
+                                       self.cand_level[rep])
             p = self._score(columns).reshape(-1, steps.size)
             t = t.reshape(-1, steps.size)
             good = p >= self.model.threshold
@@ -567,19 +680,25 @@ class _SmallSupports:
             self.cand_cost[win] = np.sqrt(sq[at].sum(axis=1))
             self.cand_act[win] = sq[at] > _EPS * _EPS
 
-    def pick(self, chosen: np.ndarray, groups: np.ndarray, support: np.ndarray) -> np.ndarray:
-        """One accepted candidate per served segment: the fewest changes; then not a row an earlier segment of
-        its group already took; then the fewest features shared with the earlier segments of its group; then
-        the cheapest (then the first).
+    def pick(self, chosen: np.ndarray, groups: np.ndarray, support: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+        """One accepted candidate per served segment, segment after segment in rank order.
 
-        ``support`` holds the supports of the segments without a candidate (updated in place for the others).
+        First not a row an earlier segment of its group already took; then the lowest score ``changes +
+        DIVERSITY * sum of the cosines`` between the candidate's direction and the directions of the earlier
+        segments of its group (a recourse that repeats an earlier one's direction adds its cosine to the
+        plan's anti-diversity: one more change buys a direction orthogonal to them); then the cheapest (then
+        the first).
+
+        ``support`` holds the supports of the segments without a candidate (updated in place for the others);
+        ``deltas`` the encoded moves of their recourses.
         """
         picks = []
         seen: dict = {}
         taken: dict = {}
         ok = np.flatnonzero(self.cand_ok)
         size = self.cand_act.sum(axis=1)
-        columns = self.columns(self.cand_seg[ok], self.cand_sup[ok], self.cand_t[ok])[0] if ok.size else {}
+        columns = self.columns(self.cand_seg[ok], self.cand_sup[ok], self.cand_t[ok], self.cand_lfeat[ok],
+                               self.cand_level[ok])[0] if ok.size else {}
         at = np.full(self.cand_seg.size, -1, dtype=np.int64)
         at[ok] = np.arange(ok.size)
 
@@ -595,20 +714,42 @@ class _SmallSupports:
                 while stop < self.cand_seg.size and self.cand_seg[stop] == s:
                     stop += 1
                 idx = c0 + np.flatnonzero(self.cand_ok[c0:stop])
-                idx = idx[size[idx] == size[idx].min()]
                 c = idx[0]
                 if idx.size > 1:
-                    shared = self.cand_act[idx].astype(np.int64) @ np.sum(earlier, axis=0) if earlier else \
-                        np.zeros(idx.size, dtype=np.int64)
+                    score = size[idx].astype(np.float64)
+                    if earlier:
+                        directions = _unit(self._moves(idx))
+                        score = score + DIVERSITY * (directions @ np.sum(earlier, axis=0))
                     mine = taken.setdefault(group, set())
                     repeat = np.array([key(i) in mine for i in idx], dtype=bool) if mine else \
                         np.zeros(idx.size, dtype=bool)
-                    c = idx[np.lexsort((idx, self.cand_cost[idx], shared, repeat))[0]]
+                    c = idx[np.lexsort((idx, self.cand_cost[idx], np.round(score, 9), repeat))[0]]
                 taken.setdefault(group, set()).add(key(c))
                 picks.append(c)
                 support[s] = self.cand_act[c]
-            earlier.append(support[s].astype(np.int64))
+                earlier.append(_unit(self._moves(np.array([c])))[0])
+            else:
+                earlier.append(_unit(deltas[s:s + 1])[0])
         return np.asarray(picks, dtype=np.int64)
+
+    def _moves(self, idx: np.ndarray) -> np.ndarray:
+        """Encoded moves of candidates ``idx`` (before decoding: a numeric feature moves ``t`` of the way)."""
+        segs, sup = self.cand_seg[idx], self.cand_sup[idx]
+        widths = np.diff(self.encoder.offsets).astype(np.int64)
+        cat = np.repeat(sup & self.is_cat, widths, axis=1)
+        num = np.repeat(sup & ~self.is_cat, widths, axis=1)
+        moves = self.D[segs] * (cat + self.cand_t[idx][:, None] * num)
+        for i in np.flatnonzero(self.cand_lfeat[idx] >= 0):      # a level of its own: leave own, take that one
+            j = int(self.cand_lfeat[idx][i])
+            start, stop = int(self.encoder.offsets[j]), int(self.encoder.offsets[j + 1])
+            moves[i, start:stop] = -self.X0[segs[i], start:stop]
+            moves[i, start + int(self.cand_level[idx][i])] += self.scale[start]
+        return moves
+
+
+def _unit(moves: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(moves, axis=1)
+    return np.where(norms[:, None] > 0, moves / np.where(norms > 0, norms, 1.0)[:, None], 0.0)
 
 
 class _Search:

@@ -150,7 +150,7 @@ def test_one_feature_moved_past_the_prototypes_value_suffices_within_the_bound()
     assert 0.9 <= row["x1"] <= 0.9 + 0.35 * 1e-3 + 1e-4          # bisection tolerance on t, x1 moves 0.35 per unit
     assert sparse.probability[0] >= 0.5 and sparse.probability[0] == model.favorable_probability(sparse.rows)[0]
     assert sparse_cost == pytest.approx(row["x1"] - 0.2) and sparse_cost <= COST_FACTOR * plain_cost
-    _, upto, _, _ = _sparse_one(training, model, applicant, proto)           # the default: up to the prototype
+    _, upto, _, _ = _sparse_one(training, model, applicant, proto, past_prototype=False)   # up to the prototype
     assert _changed(upto.rows.iloc[0].to_dict(), applicant) == {"x1", "x2"} and upto.n_changes[0] == 2
 
 
@@ -229,6 +229,88 @@ def test_recourses_of_one_applicant_prefer_features_the_others_do_not_change():
     apart = _two_segments(training, model, applicant, proto, groups=np.array([0, 1]))
     assert [_changed(apart.rows.iloc[i].to_dict(), applicant) for i in (0, 1)] == [{"x1"}, {"x1"}]
     assert apart.rows.iloc[[0]].reset_index(drop=True).equals(same.rows.iloc[[0]].reset_index(drop=True))
+
+
+def _colour_case(ranges=None, ordinal=False):
+    """4 x1 + colour - 5 with colour red 2, blue 0, green 4.5 (ordinal: red < blue < green, decreasing).
+
+    The applicant (x1 0.2, blue) scores -4.2; the prototype (x1 1, red) 1. Towards the prototype no single
+    feature serves (x1 alone reaches -1 at most; red alone -2.2), so the recourse towards it changes both x1
+    and the colour (the plain one: x1 0.75, red, cost sqrt(0.55^2 + 2) = 1.517). Green alone scores 0.3: the
+    only recourse of one change, at cost sqrt(2) (a one-hot flip), within the bound.
+    """
+    model = LinearScore({"x1": 4.0, "x2": 0.0, "x3": 0.0}, -5.0,
+                        levels={"colour": {"red": 2.0, "blue": 0.0, "green": 4.5}})
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({"x1": rng.uniform(0, 1, 300).round(4), "x2": rng.uniform(0, 1, 300).round(4),
+                          "x3": rng.uniform(0, 1, 300).round(4),
+                          "colour": [("red", "blue", "green")[i % 3] for i in range(300)]})
+    frame.loc[0, ["x1", "x2", "x3"]] = 0.0
+    frame.loc[1, ["x1", "x2", "x3"]] = 1.0
+    frame["label"] = (model.favorable_probability(frame) >= 0.5).astype(int)
+    spec = SchemaSpec(continuous=("x1", "x2", "x3"), ranges=ranges or {},
+                      ordinal={"colour": ("red", "blue", "green")} if ordinal else {},
+                      decreasing=("colour",) if ordinal else ())
+    training = build_training_set(frame, infer_schema(frame, spec), model)
+    applicant = {"x1": 0.2, "x2": 0.5, "x3": 0.5, "colour": "blue"}
+    prototype = {"x1": 1.0, "x2": 0.5, "x3": 0.5, "colour": "red"}
+    return training, model, applicant, prototype
+
+
+def test_a_categorical_level_other_than_the_prototypes_gives_a_recourse_of_one_change():
+    training, model, applicant, prototype = _colour_case()
+    plain, sparse, plain_cost, sparse_cost = _sparse_one(training, model, applicant, prototype)
+    assert _changed(plain.rows.iloc[0].to_dict(), applicant) == {"x1", "colour"}
+    assert plain_cost == pytest.approx(np.sqrt(0.55 ** 2 + 2.0), abs=2e-3)
+    row = sparse.rows.iloc[0].to_dict()
+    assert _changed(row, applicant) == {"colour"} and row["colour"] == "green" and sparse.n_changes[0] == 1
+    assert sparse.probability[0] == model.favorable_probability(sparse.rows)[0] >= 0.5
+    assert sparse_cost == pytest.approx(np.sqrt(2.0)) and sparse_cost <= COST_FACTOR * plain_cost
+    # the prototype's own directions alone (levels of its own choice switched off) keep both changes
+    import frpd_cli.sparsify as module
+
+    try:
+        module.FREE_LEVELS = False
+        _, own, _, _ = _sparse_one(training, model, applicant, prototype)
+    finally:
+        module.FREE_LEVELS = True
+    assert _changed(own.rows.iloc[0].to_dict(), applicant) == {"x1", "colour"}
+
+
+@pytest.mark.parametrize("case", [{"ranges": {"colour": "red,blue"}}, {"ordinal": True}],
+                         ids=["green not an allowed level", "decreasing ordinal"])
+def test_a_level_the_rules_forbid_is_never_offered(case):
+    # --range colour=red,blue, or colour decreasing (red < blue < green): green is not a level this recourse may
+    # take, so it keeps its two changes (x1 and red), as the plain recourse
+    training, model, applicant, prototype = _colour_case(**case)
+    plain, sparse, _, _ = _sparse_one(training, model, applicant, prototype)
+    row = sparse.rows.iloc[0].to_dict()
+    assert row["colour"] == "red" and _changed(row, applicant) == {"x1", "colour"} and sparse.probability[0] >= 0.5
+
+
+def test_a_second_recourse_takes_an_orthogonal_pair_rather_than_the_first_ones_direction():
+    # 6 x1 + 3 x2 + 3 x3 - 6 from (0.2, 0.2, 0.2) towards (1, 1, 1), two recourses of one applicant (cost factor 3):
+    # only x1 serves alone (x1 = 0.8, cost 0.6); of the pairs, {x1, x2} is the cheapest (0.4 each, cost 0.566) and
+    # {x2, x3} needs 0.6 each (cost 0.849) but is orthogonal to the first recourse. The first recourse takes x1;
+    # the second {x2, x3}: changes + 2 * cosine = 2 + 0 against 2 + 2 * 0.707 for {x1, x2}. Weighing diversity
+    # at 0, the second takes the cheaper {x1, x2} (the same direction in part).
+    import frpd_cli.sparsify as module
+
+    model = LinearScore({"x1": 6.0, "x2": 3.0, "x3": 3.0}, -6.0)
+    training, _ = _unit_training(model)
+    applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.2}
+    proto = {"x1": 1.0, "x2": 1.0, "x3": 1.0}
+    same = _two_segments(training, model, applicant, proto, groups=np.array([0, 0]), cost_factor=3.0)
+    changed = [_changed(same.rows.iloc[i].to_dict(), applicant) for i in (0, 1)]
+    assert changed == [{"x1"}, {"x2", "x3"}] and (same.probability >= 0.5).all()
+    second = same.rows.iloc[1].to_dict()
+    assert 1.6 <= second["x2"] + second["x3"] <= 1.6 + 2e-3
+    weight, module.DIVERSITY = module.DIVERSITY, 0.0
+    try:
+        blind = _two_segments(training, model, applicant, proto, groups=np.array([0, 0]), cost_factor=3.0)
+    finally:
+        module.DIVERSITY = weight
+    assert [_changed(blind.rows.iloc[i].to_dict(), applicant) for i in (0, 1)] == [{"x1"}, {"x1", "x2"}]
 
 
 def test_cost_factor_is_validated():
