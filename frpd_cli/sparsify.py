@@ -307,7 +307,7 @@ def sparsify_recourses(
     n_changes = support.sum(axis=1).astype(np.int64)
     if n:
         small = _SmallSupports(encoder, model, X0, XK, raw0, tol, past_prototype, WIDER, FREE_LEVELS)
-        chosen, too_many = small.search(found & (n_changes >= 2), support, budget)
+        chosen, too_many = small.search(found & (n_changes >= 2), support, budget, groups)
         calls += small.calls
         # the greedy search where the subsets to try are too many
         rest = np.flatnonzero(too_many)
@@ -552,29 +552,48 @@ class _SmallSupports:
         order = np.lexsort((level, feat, seg))
         return seg[order], feat[order], level[order]
 
-    def _try_levels(self, segs: np.ndarray, budget: np.ndarray, support: np.ndarray | None = None) -> None:
-        """Judge supports in which one categorical feature takes a level of its own choice.
+    def _try_level_alone(self, segs: np.ndarray, budget: np.ndarray, groups: np.ndarray) -> None:
+        """Judge the supports of one categorical feature at a level of its own choice, alone.
 
-        Without ``support``: that feature alone (a recourse of one change a person could make without the
-        prototype's example). With it: that feature together with one other feature of the segment's plain
-        recourse, moved towards the prototype. :meth:`pick` weighs these against the prototype's own supports.
+        These rows depend on the applicant only, so they are scored once per applicant (its first segment in
+        ``segs``) and shared by its other segments, each with its own budget.
         """
+        if segs.size == 0:
+            return
+        first = np.unique(groups[segs], return_index=True)[1]
+        seg, feat, level = self._free_levels(segs[first])
+        if seg.size == 0:
+            return
+        sup = np.zeros((seg.size, len(self.features)), dtype=bool)
+        sup[np.arange(seg.size), feat] = True
+        columns, sq = self.columns(seg, sup, np.ones(seg.size), feat, level)
+        p = self._score(columns)
+        cost = np.sqrt(sq.sum(axis=1))
+        # every segment of the applicant gets the rows of its first segment
+        rows = np.flatnonzero(groups[segs][None, :] == groups[seg][:, None].reshape(-1, 1))
+        rep, which = np.divmod(rows, segs.size)
+        target = segs[which]
+        ok = (p[rep] >= self.model.threshold) & (cost[rep] <= budget[target] * (1 + 1e-12) + _EPS)
+        for name, value in (("seg", target), ("sup", sup[rep]), ("t", np.ones(rep.size)), ("p", p[rep]),
+                            ("cost", cost[rep]), ("ok", ok), ("act", sup[rep]), ("lfeat", feat[rep]),
+                            ("level", level[rep])):
+            setattr(self, "cand_" + name, np.concatenate([getattr(self, "cand_" + name), value]))
+
+    def _try_levels(self, segs: np.ndarray, budget: np.ndarray, support: np.ndarray) -> None:
+        """Judge the supports of a categorical feature at a level of its own choice together with one other
+        feature of the segment's plain recourse, moved in the prototype's direction."""
         seg, feat, level = self._free_levels(segs)
-        n_feat = len(self.features)
-        if support is None:
-            sup = np.zeros((seg.size, n_feat), dtype=bool)
-            sup[np.arange(seg.size), feat] = True
-        else:
-            other = support[seg].copy()
-            other[np.arange(seg.size), feat] = False
-            rows, partner = np.nonzero(other)
-            seg, feat, level = seg[rows], feat[rows], level[rows]
-            sup = np.zeros((seg.size, n_feat), dtype=bool)
-            sup[np.arange(seg.size), feat] = True
-            sup[np.arange(seg.size), partner] = True
+        other = support[seg].copy()
+        other[np.arange(seg.size), feat] = False
+        rows, partner = np.nonzero(other)
+        seg, feat, level = seg[rows], feat[rows], level[rows]
+        sup = np.zeros((seg.size, len(self.features)), dtype=bool)
+        sup[np.arange(seg.size), feat] = True
+        sup[np.arange(seg.size), partner] = True
         self._try(seg, sup, budget, feat, level)
 
-    def search(self, active: np.ndarray, support: np.ndarray, budget: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def search(self, active: np.ndarray, support: np.ndarray, budget: np.ndarray,
+               groups: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Find the accepted supports of the fewest features, trying sizes 1, 2, ... in turn.
 
         Returns ``chosen`` (the first accepted candidate of each segment, -1 where none was accepted; a
@@ -616,7 +635,7 @@ class _SmallSupports:
             if seg_parts:
                 self._try(np.concatenate(seg_parts), np.vstack(sup_parts), budget)
             if self.free_levels and size == 1:
-                self._try_levels(np.flatnonzero(open_), budget)
+                self._try_level_alone(np.flatnonzero(open_), budget, groups)
             elif self.free_levels and size == 2:
                 self._try_levels(np.flatnonzero(open_ & ~served), budget, support)
             if self.cand_seg.size:
@@ -701,9 +720,13 @@ class _SmallSupports:
                                self.cand_level[ok])[0] if ok.size else {}
         at = np.full(self.cand_seg.size, -1, dtype=np.int64)
         at[ok] = np.arange(ok.size)
+        unit = _unit(self._moves(ok)) if ok.size else np.zeros((0, self.X0.shape[1]))
+        keys: dict = {}
 
         def key(c):
-            return tuple((j, str(columns[self.names[j]][at[c]])) for j in np.flatnonzero(self.cand_act[c]))
+            if c not in keys:
+                keys[c] = tuple((j, str(columns[self.names[j]][at[c]])) for j in np.flatnonzero(self.cand_act[c]))
+            return keys[c]
 
         for s in range(support.shape[0]):
             group = int(groups[s])
@@ -717,9 +740,8 @@ class _SmallSupports:
                 c = idx[0]
                 if idx.size > 1:
                     score = size[idx].astype(np.float64)
-                    if earlier:
-                        directions = _unit(self._moves(idx))
-                        score = score + DIVERSITY * (directions @ np.sum(earlier, axis=0))
+                    if earlier:     # row by row (no matrix product: a row's sum never depends on the others)
+                        score = score + DIVERSITY * (unit[at[idx]] * np.sum(earlier, axis=0)).sum(axis=1)
                     mine = taken.setdefault(group, set())
                     repeat = np.array([key(i) in mine for i in idx], dtype=bool) if mine else \
                         np.zeros(idx.size, dtype=bool)
@@ -727,7 +749,7 @@ class _SmallSupports:
                 taken.setdefault(group, set()).add(key(c))
                 picks.append(c)
                 support[s] = self.cand_act[c]
-                earlier.append(_unit(self._moves(np.array([c])))[0])
+                earlier.append(unit[at[c]])
             else:
                 earlier.append(_unit(deltas[s:s + 1])[0])
         return np.asarray(picks, dtype=np.int64)
@@ -739,11 +761,12 @@ class _SmallSupports:
         cat = np.repeat(sup & self.is_cat, widths, axis=1)
         num = np.repeat(sup & ~self.is_cat, widths, axis=1)
         moves = self.D[segs] * (cat + self.cand_t[idx][:, None] * num)
-        for i in np.flatnonzero(self.cand_lfeat[idx] >= 0):      # a level of its own: leave own, take that one
-            j = int(self.cand_lfeat[idx][i])
-            start, stop = int(self.encoder.offsets[j]), int(self.encoder.offsets[j + 1])
-            moves[i, start:stop] = -self.X0[segs[i], start:stop]
-            moves[i, start + int(self.cand_level[idx][i])] += self.scale[start]
+        own = np.flatnonzero(self.cand_lfeat[idx] >= 0)       # a level of its own: leave the applicant's, take it
+        if own.size:
+            feat = self.cand_lfeat[idx][own]
+            block = np.repeat(np.eye(len(self.features), dtype=bool)[feat], widths, axis=1)
+            moves[own] = np.where(block, -self.X0[segs[own]], moves[own])
+            moves[own, self.col[feat] + self.cand_level[idx][own]] += self.scale[self.col[feat]]
         return moves
 
 
