@@ -231,7 +231,7 @@ def main(argv=None) -> int:
         "violations counts immutable, monotone, range and vocabulary breaches; CPU seconds per applicant around "
         "the library call (planning, or DiCE's `generate_counterfactuals`); sparsify CPU ms per applicant: the part "
         "of it spent in sparsification (`sparsify_recourses` and the repeated-recourse handling of "
-        "`interpolate_plans`). Sparse recourses may cost up to 1.5 times the plain one (`COST_FACTOR`) and never "
+        "`interpolate_plans`). Sparse recourses never cost more than the plain one (`COST_FACTOR` = 1) nor "
         "change more features.", "",
     ]
     summary_lines = []

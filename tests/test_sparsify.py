@@ -119,19 +119,25 @@ def test_an_unneeded_categorical_flip_is_returned_to_the_applicants_category():
 
 def test_a_single_change_dearer_than_the_bound_is_not_taken_but_a_pair_within_it_is():
     # 4 (x1 + x2 + x3) - 4 from (0.2, 0.2, 0.2) towards (1, 1, 1): the plain recourse moves each by 0.1333
-    # (cost 0.2309); one feature alone needs a 0.4 move (1.73 times that: above COST_FACTOR), two features
-    # need 0.2 each (cost 0.2828, 1.22 times: within it), so the default changes two.
+    # (cost 0.2309); one feature alone needs a 0.4 move (1.73 times that), two features need 0.2 each (cost
+    # 0.2828, 1.22 times). By default (never more than the plain cost) the plain recourse is kept; with a cost
+    # factor of 1.5 the pair is taken, and with 2 the single feature.
     model = LinearScore({"x1": 4.0, "x2": 4.0, "x3": 4.0}, -4.0)
     training, _ = _unit_training(model)
     applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.2}
     proto = {"x1": 1.0, "x2": 1.0, "x3": 1.0}
     plain, default, plain_cost, default_cost = _sparse_one(training, model, applicant, proto)
+    assert COST_FACTOR == 1.0
     assert _changed(plain.rows.iloc[0].to_dict(), applicant) == {"x1", "x2", "x3"}
     assert plain_cost == pytest.approx(0.2309, abs=2e-3)
-    row = default.rows.iloc[0].to_dict()
-    assert len(_changed(row, applicant)) == 2 and default.n_changes[0] == 2
-    assert default_cost == pytest.approx(0.2828, abs=2e-3) and default_cost <= COST_FACTOR * plain_cost
-    assert default.probability[0] >= 0.5
+    assert default.rows.equals(plain.rows) and default.n_changes[0] == 3 and default_cost == plain_cost
+    _, pair, _, pair_cost = _sparse_one(training, model, applicant, proto, cost_factor=1.5)
+    row = pair.rows.iloc[0].to_dict()
+    assert len(_changed(row, applicant)) == 2 and pair.n_changes[0] == 2
+    assert pair_cost == pytest.approx(0.2828, abs=2e-3) and pair_cost <= 1.5 * plain_cost
+    assert pair.probability[0] >= 0.5
+    _, alone, _, alone_cost = _sparse_one(training, model, applicant, proto, cost_factor=2.0)
+    assert alone.n_changes[0] == 1 and alone_cost == pytest.approx(0.4, abs=2e-3) and alone.probability[0] >= 0.5
 
 
 def test_one_feature_moved_past_the_prototypes_value_suffices_within_the_bound():
@@ -213,20 +219,20 @@ def _two_segments(training, model, applicant: dict, prototype: dict, **kw):
 
 def test_recourses_of_one_applicant_prefer_features_the_others_do_not_change():
     # 4.1 x1 + 4 x2 - 4 from (0.2, 0.2) towards (1, 1): the plain recourse moves both by 0.294 (cost 0.416);
-    # x1 alone needs a 0.581 move, x2 alone 0.595 (both within 1.5 times the plain cost), so each alone is a
+    # x1 alone needs a 0.581 move, x2 alone 0.595 (both within a cost factor of 1.5), so each alone is a
     # one-change recourse and x1 is the cheaper. The first recourse takes x1; the second, of the same applicant,
     # takes x2 (the same row again would add nothing to the plan); recourses of different applicants both take x1.
     model = LinearScore({"x1": 4.1, "x2": 4.0, "x3": 0.0}, -4.0)
     training, _ = _unit_training(model)
     applicant = {"x1": 0.2, "x2": 0.2, "x3": 0.5}
     proto = {"x1": 1.0, "x2": 1.0, "x3": 0.5}
-    same = _two_segments(training, model, applicant, proto, groups=np.array([0, 0]))
+    same = _two_segments(training, model, applicant, proto, groups=np.array([0, 0]), cost_factor=1.5)
     first, second = (same.rows.iloc[i].to_dict() for i in (0, 1))
     assert _changed(first, applicant) == {"x1"} and _changed(second, applicant) == {"x2"}
     assert (4.0 - 0.8) / 4.1 <= first["x1"] <= (4.0 - 0.8) / 4.1 + 1e-3
     assert (4.0 - 0.82) / 4.0 <= second["x2"] <= (4.0 - 0.82) / 4.0 + 1e-3
     assert (same.probability >= 0.5).all() and list(same.n_changes) == [1, 1]
-    apart = _two_segments(training, model, applicant, proto, groups=np.array([0, 1]))
+    apart = _two_segments(training, model, applicant, proto, groups=np.array([0, 1]), cost_factor=1.5)
     assert [_changed(apart.rows.iloc[i].to_dict(), applicant) for i in (0, 1)] == [{"x1"}, {"x1"}]
     assert apart.rows.iloc[[0]].reset_index(drop=True).equals(same.rows.iloc[[0]].reset_index(drop=True))
 

@@ -291,8 +291,8 @@ MarginOpt = Annotated[float, typer.Option("--margin", callback=_check_margin,
                                           "paper's first accepted point.", rich_help_panel=_SEL)]
 SparsifyOpt = Annotated[bool, typer.Option("--sparsify/--no-sparsify",
                                            help="Linear recourses: change the fewest features the model needs, "
-                                           "the others keep the applicant's value (at most 1.5 times the plain "
-                                           "recourse's cost, never more changes); --no-sparsify gives "
+                                           "the others keep the applicant's value (never more cost nor more "
+                                           "changes than the plain recourse); --no-sparsify gives "
                                            "the paper's plain interpolation. Graph recourses keep their paths.",
                                            rich_help_panel=_SEL)]
 MaxChangesOpt = Annotated[Optional[int], typer.Option("--max-changes", min=1,
