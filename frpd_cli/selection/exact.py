@@ -124,6 +124,8 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
     """
     n = distances.shape[0]
     weights = _pair_weights(directions, distances, k, theta)
+    if k == 3 and math.comb(n, 3) <= _CACHED_COMBINATIONS:
+        return _enumerate_triples(weights)
     upper = _strict_upper(weights)
     if k == 2:
         return np.array(divmod(int(np.argmin(upper)), n), dtype=np.int64)
@@ -161,6 +163,34 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
             h, last = divmod(flat, n)
             best_value, best = float(table.flat[flat]), np.append(part[h], last).astype(np.int64)
     return best
+
+
+@functools.lru_cache(maxsize=64)
+def _triple_positions(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat positions in an ``n x n`` matrix of ``(i, j)``, ``(i, l)`` and ``(j, l)`` for every ``i < j < l``, lexicographic."""
+    combos = _small_combinations(n, 3)
+    i, j, l = combos[:, 0], combos[:, 1], combos[:, 2]
+    positions = (i * n + j, i * n + l, j * n + l)
+    for array in positions:
+        array.setflags(write=False)
+    return positions
+
+
+def _enumerate_triples(weights: np.ndarray) -> np.ndarray:
+    """Best 3-subset from the pair weights over the ``C(n, 3)`` sets listed once (small ``n``).
+
+    Scores ``(W_ij + W_il) + W_jl`` for every ``i < j < l`` in lexicographic order: the same additions, in the
+    same order, as the ``U_ij + U_il + W_jl`` table of :func:`_enumerate_pairs` (whose first minimum always has
+    ``j < l``), without the ``j >= l`` half and the ``inf`` entries, so the same first minimum.
+    """
+    n = weights.shape[0]
+    ij, il, jl = _triple_positions(n)
+    flat = weights.reshape(-1)
+    values = flat.take(ij)
+    values += flat.take(il)
+    values += flat.take(jl)
+    best = int(values.argmin())
+    return _small_combinations(n, 3)[best].copy()
 
 
 def _enumerate(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
