@@ -120,7 +120,9 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
     orders of ``j, l`` give the same value and the first minimum has ``j < l``), by blocks of ``i``. ``k >= 4``: every
     ``(k - 1)``-subset ``h`` (lexicographic) against every later last row ``l`` in one table
     ``sum_{a < b in h} W_ab + sum_{a in h} W_al``, by blocks of ``h``. Flat table order is lexicographic
-    order of the ``k``-sets, so the first minimum is the lexicographically first optimal set.
+    order of the ``k``-sets, so the first minimum is the lexicographically first optimal set. For ``k = 3`` and
+    ``C(n, 3) <= 8192`` (the reduced problems) each set is scored once instead (:func:`_enumerate_triples`: the
+    same values, the same first minimum, without the table's other half).
     """
     n = distances.shape[0]
     weights = _pair_weights(directions, distances, k, theta)
@@ -129,21 +131,9 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
     upper = _strict_upper(weights)
     if k == 2:
         return np.array(divmod(int(np.argmin(upper)), n), dtype=np.int64)
-    best_value, best = np.inf, None
     if k == 3:
-        np.fill_diagonal(weights, np.inf)  # j == l
-        block = max(1, _BLOCK // (n * n))
-        for start in range(0, n - 2, block):
-            # rows i in [start, start + block), later rows j, l in (start, n)
-            rows = upper[start : start + block, start + 1 :]
-            table = rows[:, :, None] + rows[:, None, :]
-            table += weights[None, start + 1 :, start + 1 :]
-            flat = int(np.argmin(table))
-            if table.flat[flat] < best_value:
-                i, j, l = np.unravel_index(flat, table.shape)
-                best_value = float(table.flat[flat])
-                best = np.array([start + i, start + 1 + j, start + 1 + l], dtype=np.int64)
-        return np.sort(best)
+        return _triples_table(weights, upper)
+    best_value, best = np.inf, None
     heads = combinations_array(n, k - 1)
     heads = heads[heads[:, -1] < n - 1]
     block = max(1, _BLOCK // n)
@@ -163,6 +153,28 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
             h, last = divmod(flat, n)
             best_value, best = float(table.flat[flat]), np.append(part[h], last).astype(np.int64)
     return best
+
+
+def _triples_table(weights: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Best 3-subset from the table ``U_ij + U_il + W_jl`` by blocks of ``i`` (see :func:`_enumerate_pairs`).
+
+    ``weights`` is overwritten (its diagonal becomes ``inf``).
+    """
+    n = weights.shape[0]
+    np.fill_diagonal(weights, np.inf)  # j == l
+    best_value, best = np.inf, None
+    block = max(1, _BLOCK // (n * n))
+    for start in range(0, n - 2, block):
+        # rows i in [start, start + block), later rows j, l in (start, n)
+        rows = upper[start : start + block, start + 1 :]
+        table = rows[:, :, None] + rows[:, None, :]
+        table += weights[None, start + 1 :, start + 1 :]
+        flat = int(np.argmin(table))
+        if table.flat[flat] < best_value:
+            i, j, l = np.unravel_index(flat, table.shape)
+            best_value = float(table.flat[flat])
+            best = np.array([start + i, start + 1 + j, start + 1 + l], dtype=np.int64)
+    return np.sort(best)
 
 
 @functools.lru_cache(maxsize=64)
