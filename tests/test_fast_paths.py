@@ -47,6 +47,19 @@ def test_triples_equal_the_table_and_brute_force(seed):
     assert exact._enumerate_pairs(directions, distances, 3, theta).tolist() == fast.tolist()
 
 
+@pytest.mark.parametrize("seed", range(6))
+def test_pruned_table_equals_brute_force_on_larger_sets(seed):
+    # C(n, 3) > 8192: the table over the rows whose bound can reach the incumbent (rows with ties included)
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(38, 60))
+    theta = float(rng.choice([0.5, 0.9]))
+    directions, distances = _instance(rng, n, int(rng.integers(2, 8)), repeats=n // 2 if seed % 2 else 0)
+    expected = _brute_force(directions, distances, theta).tolist()
+    assert exact._enumerate_pairs(directions, distances, 3, theta).tolist() == expected
+    weights = exact._pair_weights(directions, distances, 3, theta)
+    assert exact._triples_table(weights.copy(), exact._strict_upper(weights)).tolist() == expected
+
+
 def test_ties_take_the_lexicographically_first_set():
     # four copies of one direction at one distance: every 3-set of them has the same value
     directions = np.tile([[1.0, 0.0]], (6, 1))

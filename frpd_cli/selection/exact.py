@@ -117,7 +117,8 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
 
     ``k = 2``: the smallest strict-upper entry of ``W``. ``k = 3``: the table ``U_ij + U_il + W_jl``
     over ``i`` and the later rows ``j, l`` (``U`` = strict upper part, so only ``i < j, i < l`` is finite; both
-    orders of ``j, l`` give the same value and the first minimum has ``j < l``), by blocks of ``i``. ``k >= 4``: every
+    orders of ``j, l`` give the same value and the first minimum has ``j < l``), by blocks of ``i``, over the rows
+    ``i`` whose lower bound can reach an actual set's value (:func:`_rows_that_may_win`). ``k >= 4``: every
     ``(k - 1)``-subset ``h`` (lexicographic) against every later last row ``l`` in one table
     ``sum_{a < b in h} W_ab + sum_{a in h} W_al``, by blocks of ``h``. Flat table order is lexicographic
     order of the ``k``-sets, so the first minimum is the lexicographically first optimal set. For ``k = 3`` and
@@ -162,19 +163,42 @@ def _triples_table(weights: np.ndarray, upper: np.ndarray) -> np.ndarray:
     """
     n = weights.shape[0]
     np.fill_diagonal(weights, np.inf)  # j == l
+    first = _rows_that_may_win(weights, upper)
     best_value, best = np.inf, None
     block = max(1, _BLOCK // (n * n))
-    for start in range(0, n - 2, block):
-        # rows i in [start, start + block), later rows j, l in (start, n)
-        rows = upper[start : start + block, start + 1 :]
+    for start in range(0, first.size, block):
+        heads = first[start : start + block]
+        # rows i of this block, later rows j, l in (heads[0], n): for the other i the entries U_ij are inf
+        low = int(heads[0]) + 1
+        rows = upper[heads, low:]
         table = rows[:, :, None] + rows[:, None, :]
-        table += weights[None, start + 1 :, start + 1 :]
+        table += weights[None, low:, low:]
         flat = int(np.argmin(table))
         if table.flat[flat] < best_value:
             i, j, l = np.unravel_index(flat, table.shape)
             best_value = float(table.flat[flat])
-            best = np.array([start + i, start + 1 + j, start + 1 + l], dtype=np.int64)
+            best = np.array([heads[i], low + j, low + l], dtype=np.int64)
     return np.sort(best)
+
+
+def _rows_that_may_win(weights: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The first rows ``i`` (ascending) whose table entries can reach the best 3-subset's value.
+
+    A bound per ``i``: ``(s1 + s2) + w``, with ``s1 <= s2`` the two smallest ``U_ij`` of the row and ``w`` the
+    smallest ``W_jl`` over ``i < j < l``, is at most every entry ``(U_ij + U_il) + W_jl`` of the row (rounded
+    addition is monotone). The value of one actual set per row (``i`` and its two smallest ``U_ij``) gives an
+    upper bound of the optimum; rows whose bound exceeds it hold neither an optimal set nor a tie, so leaving
+    them out changes neither the minimum nor which set comes first.
+    """
+    n = weights.shape[0]
+    heads = np.arange(n - 2)
+    pair = np.argpartition(upper[: n - 2], 1, axis=1)[:, :2]
+    s = upper[heads[:, None], pair]
+    row_min = upper.min(axis=1)
+    later = np.minimum.accumulate(row_min[::-1])[::-1]        # later[m] = min of row_min[m:]
+    bound = (s[:, 0] + s[:, 1]) + later[heads + 1]
+    actual = (s[:, 0] + s[:, 1]) + weights[pair[:, 0], pair[:, 1]]
+    return np.flatnonzero(bound <= actual.min())
 
 
 @functools.lru_cache(maxsize=64)
