@@ -1,6 +1,7 @@
 """Throughput of `plan` (linear scheme): applicants per second and model calls per applicant.
 
 Run: python benchmarks/bench_plan.py [--quick] [--n-applicants N] [--cli-applicants N] [--repeats R]
+[--no-library] [--no-dask] [--no-paper] [--no-stages]
 
 Datasets: the sample credit data (with the sample model) and, when present, Adult from ../shared/datasets with
 the paper's protocol (80/20 stratified split with seed 42, MLP (20, 50, 20), applicants = test rows predicted
@@ -12,6 +13,9 @@ marital_status and gender, age increasing), with --jobs 1, --jobs 2, --backend d
 itself, and --backend dask --scheduler on a loopback cluster of 2 workers started beforehand. A run's planning
 time is its whole wall time minus the wall time of the same command on one applicant (start-up, reading and
 scoring the training set); the best of R repeats is kept. Every run's output is checked byte-identical.
+The paper's configuration (`--method quad-paper --no-sparsify`) runs with --jobs 1 and 2 as well, and the CPU
+time of each stage of a chunk (candidates, selection and its parts, interpolation and its parts, verification;
+model calls and encoding inside them) is measured per applicant for both configurations with --jobs 1.
 """
 
 from __future__ import annotations
@@ -163,15 +167,17 @@ def _tree_usage(pids) -> tuple[float, int]:
     return cpu, sum(int(stats[p][7]) for p in found)
 
 
-def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra, cluster=()) -> tuple[float, float, dict]:
+def _frpd_plan(train_path, model_path, applicants_path, out_path, *extra, cluster=(),
+               wrapper: str = _WRAPPER) -> tuple[float, float, dict]:
     """Wall time, CPU time (user + system, its worker processes included) and the CPU split of one run.
 
     ``cluster``: processes of a Dask cluster started beforehand; their CPU during the run counts as the workers'.
+    ``extra`` may give another ``--method`` (the last value of an option is the one used).
     """
     import json
     import tempfile
 
-    cmd = [sys.executable, "-c", _WRAPPER, "plan", str(train_path), "--model", str(model_path),
+    cmd = [sys.executable, "-c", wrapper, "plan", str(train_path), "--model", str(model_path),
            "--applicants", str(applicants_path), "--target", "label", "--immutable", "marital_status",
            "--immutable", "gender", "--increasing", "age", "--method", "quad", "-k", "3", "--format", "csv",
            "--output", str(out_path), *extra]
@@ -238,12 +244,20 @@ def _stop(procs) -> None:
             proc.kill()
 
 
-def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: int, dask: bool):
+#: The paper's configuration: its QUAD procedure, recourses not sparsified.
+_PAPER_FLAGS = ["--method", "quad-paper", "--no-sparsify"]
+_PAPER_LABEL = "paper's configuration"
+
+
+def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: int, dask: bool,
+                 paper: bool = False):
     applicants = tmp / "denied.csv"
     one = tmp / "one.csv"
     denied.head(n).to_csv(applicants, index=False)
     denied.head(1).to_csv(one, index=False)
     variants = [("--jobs 1", ["--jobs", "1"]), ("--jobs 2", ["--jobs", "2"])]
+    if paper:
+        variants += [(f"--jobs {j}, {_PAPER_LABEL}", ["--jobs", str(j), *_PAPER_FLAGS]) for j in (1, 2)]
     cluster = None
     if dask:
         variants.append(("--backend dask --jobs 2 (local cluster started by frpd)", ["--backend", "dask", "--jobs", "2"]))
@@ -253,7 +267,7 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
                              ["--backend", "dask", "--scheduler", address]))
         except Exception as exc:  # report and go on with the other variants
             print(f"could not start a loopback Dask cluster: {exc}", file=sys.stderr)
-    rows, reference = [], None
+    rows, references = [], {}
     try:
         for label, flags in variants:
             out = tmp / "out.csv"
@@ -261,9 +275,10 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
             whole, cpu, split = min((_frpd_plan(train_path, model_path, applicants, out, *flags, cluster=pids)
                                      for _ in range(repeats)), key=lambda r: r[0])
             data = out.read_bytes()
-            if reference is None:
-                reference = data
-            elif data != reference:
+            config = _PAPER_LABEL in label
+            if config not in references:
+                references[config] = data
+            elif data != references[config]:
                 raise SystemExit(f"the output of {label} differs from --jobs 1")
             single, single_cpu, single_split = min((_frpd_plan(train_path, model_path, one, tmp / "one_out.csv",
                                                                *flags, cluster=pids) for _ in range(repeats)),
@@ -279,10 +294,89 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     finally:
         if cluster:
             _stop(cluster)
-    base = rows[0]["planning s"]
+    base = {False: rows[0]["planning s"]}
     for r in rows:
-        r["speed-up vs --jobs 1"] = f"{base / r['planning s']:.2f}x"
+        config = _PAPER_LABEL in r["run"]
+        base.setdefault(config, r["planning s"])
+        r["speed-up vs --jobs 1"] = f"{base[config] / r['planning s']:.2f}x"
     return rows
+
+
+# ---------------------------------------------------------------------------- CPU by stage
+
+#: (module, attribute, label) of each stage timed, in the order of the table; "Class.method" for methods. Indented
+#: labels are parts of the stage above; model calls and encoding happen inside the other stages.
+_STAGES = [
+    ("frpd_cli.planning", "plan_chunk", "plan_chunk (all stages of a chunk)"),
+    ("frpd_cli.candidates", "CandidateStage.find", "candidates"),
+    ("frpd_cli.planning", "select_candidates", "selection"),
+    ("frpd_cli.choice", "_geometry_of_rows", "  geometry (gather, directions)"),
+    ("frpd_cli.choice", "eigen_decompose", "  eigenpairs"),
+    ("frpd_cli.choice", "select_prototypes", "  select_prototypes"),
+    ("frpd_cli.planning", "interpolate_plans", "interpolation"),
+    ("frpd_cli.planning", "interpolate_linear", "  interpolate_linear"),
+    ("frpd_cli.sparsify", "sparsify_recourses", "  sparsify_recourses"),
+    ("frpd_cli.planning", "_other_when_repeated", "  repeated recourses (_other_when_repeated)"),
+    ("frpd_cli.planning", "verify_plans", "verification"),
+    ("frpd_cli.model", "Model.favorable_probability", "model calls (inside the stages above)"),
+    ("frpd_cli.encoding", "Encoder.encode", "encoding (inside the stages above)"),
+]
+
+# Runs frpd plan in this interpreter with process-time accumulators around the stages of a chunk (--jobs 1) and
+# writes their totals, in seconds, to the file named by FRPD_BENCH_STAGES at exit (then runs as _WRAPPER).
+_STAGES_WRAPPER = """
+import atexit, collections, importlib, json, os, time
+
+totals = collections.Counter()
+
+def wrap(owner, name, label):
+    inner = getattr(owner, name)
+    def timed(*args, **kwargs):
+        start = time.process_time()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            totals[label] += time.process_time() - start
+    setattr(owner, name, timed)
+
+for module, attribute, label in %r:
+    owner = importlib.import_module(module)
+    *classes, name = attribute.split(".")
+    for cls in classes:
+        owner = getattr(owner, cls)
+    wrap(owner, name, label)
+
+def _report_stages():
+    with open(os.environ["FRPD_BENCH_STAGES"], "w") as stream:
+        json.dump(dict(totals), stream)
+
+atexit.register(_report_stages)
+""" % (_STAGES,) + _WRAPPER
+
+
+def _measure_stages(tmp: Path, train_path, model_path, denied, *, n: int, repeats: int) -> list[dict]:
+    """CPU ms per applicant of each stage, default and paper's configuration, --jobs 1 (least of ``repeats``)."""
+    import json
+
+    applicants = tmp / "denied_stages.csv"
+    denied.head(n).to_csv(applicants, index=False)
+    columns = {}
+    for config, flags in (("default", []), (_PAPER_LABEL, _PAPER_FLAGS)):
+        best: dict = {}
+        for _ in range(repeats):
+            report = tmp / "stages.json"
+            os.environ["FRPD_BENCH_STAGES"] = str(report)
+            try:
+                _frpd_plan(train_path, model_path, applicants, tmp / "stages_out.csv", "--jobs", "1", *flags,
+                           wrapper=_STAGES_WRAPPER)
+            finally:
+                del os.environ["FRPD_BENCH_STAGES"]
+            for stage, seconds in json.loads(report.read_text()).items():
+                best[stage] = min(best.get(stage, float("inf")), seconds)
+        columns[config] = best
+    return [{"stage": label.replace("  ", "· "), **{f"{config} CPU ms/applicant":
+                                                     f"{1000 * columns[config].get(label, 0.0) / n:.3f}"
+                                                     for config in columns}} for _, _, label in _STAGES]
 
 
 def _ratios(rows) -> list[str]:
@@ -293,6 +387,10 @@ def _ratios(rows) -> list[str]:
     if "--jobs 1" in rate and "--jobs 2" in rate:
         lines.append(f"- `--jobs 2` plans {rate['--jobs 2'] / rate['--jobs 1']:.2f}x as many applicants per second "
                      f"as `--jobs 1` (target 1.7x) and uses {cpu['--jobs 2'] / cpu['--jobs 1']:.2f}x its CPU.")
+    paper = [f"{rate[key]:.0f}/s with `{key.split(',')[0]}`" for key in rate if _PAPER_LABEL in key]
+    if paper:
+        lines.append(f"- the paper's configuration (`{' '.join(_PAPER_FLAGS)}`) plans {' and '.join(paper)} "
+                     "(target 800/s with `--jobs 2` for the default configuration).")
     loop = "--backend dask --scheduler"
     if loop in rate and "--jobs 2" in rate:
         lines.append(f"- the loopback Dask cluster of 2 workers plans at {100 * rate[loop] / rate['--jobs 2']:.0f}% "
@@ -318,11 +416,14 @@ def main(argv=None) -> int:
     parser.add_argument("--repeats", type=int, default=3, help="repeats of each command-line run (best kept)")
     parser.add_argument("--no-library", action="store_true", help="only the command-line runs")
     parser.add_argument("--no-dask", action="store_true", help="skip the Dask runs")
+    parser.add_argument("--no-paper", action="store_true",
+                        help="skip the command-line runs of the paper's configuration (quad-paper, no sparsify)")
+    parser.add_argument("--no-stages", action="store_true", help="skip the CPU-by-stage runs")
     args = parser.parse_args(argv)
 
     import tempfile
 
-    results, cli_rows = [], []
+    results, cli_rows, stage_rows = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         sample_model = ROOT / "sample_data" / "model.pkl"
@@ -344,7 +445,9 @@ def main(argv=None) -> int:
                 results += _measure("adult", train_path, model_path, spec, denied.head(n), jobs_list=[1, 2])
             n_cli = min(len(denied), 200 if args.quick else args.cli_applicants)
             cli_rows = _measure_cli(tmp, train_path, model_path, denied, n=n_cli, repeats=args.repeats,
-                                    dask=not args.no_dask)
+                                    dask=not args.no_dask, paper=not args.no_paper)
+            if not args.no_stages:
+                stage_rows = _measure_stages(tmp, train_path, model_path, denied, n=n_cli, repeats=args.repeats)
         else:
             print("adult.csv not found; skipping the Adult rows", file=sys.stderr)
 
@@ -373,6 +476,14 @@ def main(argv=None) -> int:
                   "worker minor faults: page faults of those processes (copy-on-write copies of the parent's "
                   "memory after the fork among them). The outputs of all runs are byte-identical (checked).",
                   "", *_ratios(cli_rows)]
+    if stage_rows:
+        lines += ["", f"### CPU by stage (`frpd plan --jobs 1`, the same Adult applicants, least of {args.repeats})",
+                  "", *markdown_table(stage_rows, list(stage_rows[0])),
+                  "", "Process time spent in each stage of a chunk, per applicant, measured by accumulators around "
+                  "the functions named (rows marked · are parts of the stage above; model calls and encoding are "
+                  "counted inside the stages that make them; the repeated recourses' own interpolation and "
+                  "sparsification count in theirs too). Paper's configuration: `--method quad-paper "
+                  "--no-sparsify`."]
     if results:
         lines += ["", "### In the library (`plan_applicants` in one process)", "", *markdown_table(results, columns)]
         lines += ["", "Model calls (`favorable_probability`) are batched across a chunk's applicants (256 by "

@@ -88,24 +88,35 @@ def decode_from(encoder: Encoder, Z: np.ndarray, X0: np.ndarray, raw0: pd.DataFr
     raw0 : DataFrame of shape (n, n_features)
         Raw applicant of each point's segment.
     """
+    names = encoder.schema.feature_names
+    return pd.DataFrame(_decoded_columns(encoder, Z, X0, {name: raw0[name].to_numpy() for name in names}))
+
+
+def _decoded_columns(encoder: Encoder, Z: np.ndarray, X0: np.ndarray, original: dict) -> dict:
+    """:func:`decode_from` as one array per feature, the applicants' raw values given as arrays (``original``).
+
+    The values and dtypes of ``decode_from``'s columns; interpolation keeps these arrays between model calls
+    instead of indexing a frame per call.
+    """
     decoded = encoder.decode(Z)
+    columns = {}
     for j, f in enumerate(encoder.schema.features):
         start, stop = int(encoder.offsets[j]), int(encoder.offsets[j + 1])
         unchanged = np.all(np.abs(Z[:, start:stop] - X0[:, start:stop]) <= 1e-12, axis=1)
         column = decoded[f.name].to_numpy(copy=True)
-        original = raw0[f.name].to_numpy()
+        raw = original[f.name]
         if f.is_numeric and f.mutability in ("increasing", "decreasing"):
-            column = column.astype(np.result_type(column.dtype, original.dtype))
-            column = np.maximum(column, original) if f.mutability == "increasing" else np.minimum(column, original)
+            column = column.astype(np.result_type(column.dtype, raw.dtype))
+            column = np.maximum(column, raw) if f.mutability == "increasing" else np.minimum(column, raw)
         if f.is_numeric and f.has_range:       # --range: a changed value never leaves the user's range
             low = -np.inf if f.low is None else (np.ceil(f.low) if f.kind == "integer" else f.low)
             high = np.inf if f.high is None else (np.floor(f.high) if f.kind == "integer" else f.high)
             column = np.clip(column, low, high).astype(column.dtype) if low <= high else column
         if unchanged.any():
-            column = column.astype(np.result_type(column.dtype, original.dtype)) if f.is_numeric else column
-            column[unchanged] = original[unchanged]
-        decoded[f.name] = column
-    return decoded
+            column = column.astype(np.result_type(column.dtype, raw.dtype)) if f.is_numeric else column
+            column[unchanged] = raw[unchanged]
+        columns[f.name] = column
+    return columns
 
 
 def interpolate_linear(
@@ -180,7 +191,8 @@ def interpolate_linear(
     grid = np.arange(1, n_grid + 1, dtype=np.float64) / n_grid
     Z = (X0[:, None, :] + grid[None, :, None] * direction[:, None, :]).reshape(n * n_grid, -1)
     rep = np.repeat(np.arange(n), n_grid)
-    rows = decode_from(encoder, Z, X0[rep], raw0.iloc[rep].reset_index(drop=True))
+    original = {name: raw0[name].to_numpy() for name in encoder.schema.feature_names}
+    rows = pd.DataFrame(_decoded_columns(encoder, Z, X0[rep], {c: v[rep] for c, v in original.items()}))
     prob = np.asarray(model.favorable_probability(rows), dtype=np.float64).reshape(n, n_grid)
     good = prob >= model.threshold
     found = good.any(axis=1)
@@ -200,8 +212,8 @@ def interpolate_linear(
     # with half the calls.
     def score(seg, t):
         Z = X0[seg] + t[:, None] * direction[seg]
-        scored = decode_from(encoder, Z, X0[seg], raw0.iloc[seg].reset_index(drop=True))
-        return scored, np.asarray(model.favorable_probability(scored), dtype=np.float64)
+        scored = _decoded_columns(encoder, Z, X0[seg], {c: v[seg] for c, v in original.items()})
+        return scored, np.asarray(model.favorable_probability(pd.DataFrame(scored)), dtype=np.float64)
 
     def step(seg, mid, at, scored, sprob):
         ok = sprob[at] >= model.threshold
@@ -209,7 +221,7 @@ def interpolate_linear(
         lo[seg[~ok]] = mid[~ok]
         if ok.any():
             for c in best:
-                best[c][seg[ok]] = scored[c].to_numpy()[at[ok]]
+                best[c][seg[ok]] = scored[c][at[ok]]
             best_prob[seg[ok]] = sprob[at[ok]]
         return ok
 

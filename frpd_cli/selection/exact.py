@@ -117,31 +117,24 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
 
     ``k = 2``: the smallest strict-upper entry of ``W``. ``k = 3``: the table ``U_ij + U_il + W_jl``
     over ``i`` and the later rows ``j, l`` (``U`` = strict upper part, so only ``i < j, i < l`` is finite; both
-    orders of ``j, l`` give the same value and the first minimum has ``j < l``), by blocks of ``i``. ``k >= 4``: every
+    orders of ``j, l`` give the same value and the first minimum has ``j < l``), by blocks of ``i``, over the rows
+    ``i`` whose lower bound can reach an actual set's value (:func:`_rows_that_may_win`). ``k >= 4``: every
     ``(k - 1)``-subset ``h`` (lexicographic) against every later last row ``l`` in one table
     ``sum_{a < b in h} W_ab + sum_{a in h} W_al``, by blocks of ``h``. Flat table order is lexicographic
-    order of the ``k``-sets, so the first minimum is the lexicographically first optimal set.
+    order of the ``k``-sets, so the first minimum is the lexicographically first optimal set. For ``k = 3`` and
+    ``C(n, 3) <= 8192`` (the reduced problems) each set is scored once instead (:func:`_enumerate_triples`: the
+    same values, the same first minimum, without the table's other half).
     """
     n = distances.shape[0]
     weights = _pair_weights(directions, distances, k, theta)
+    if k == 3 and math.comb(n, 3) <= _CACHED_COMBINATIONS:
+        return _enumerate_triples(weights)
     upper = _strict_upper(weights)
     if k == 2:
         return np.array(divmod(int(np.argmin(upper)), n), dtype=np.int64)
-    best_value, best = np.inf, None
     if k == 3:
-        np.fill_diagonal(weights, np.inf)  # j == l
-        block = max(1, _BLOCK // (n * n))
-        for start in range(0, n - 2, block):
-            # rows i in [start, start + block), later rows j, l in (start, n)
-            rows = upper[start : start + block, start + 1 :]
-            table = rows[:, :, None] + rows[:, None, :]
-            table += weights[None, start + 1 :, start + 1 :]
-            flat = int(np.argmin(table))
-            if table.flat[flat] < best_value:
-                i, j, l = np.unravel_index(flat, table.shape)
-                best_value = float(table.flat[flat])
-                best = np.array([start + i, start + 1 + j, start + 1 + l], dtype=np.int64)
-        return np.sort(best)
+        return _triples_table(weights, upper)
+    best_value, best = np.inf, None
     heads = combinations_array(n, k - 1)
     heads = heads[heads[:, -1] < n - 1]
     block = max(1, _BLOCK // n)
@@ -161,6 +154,79 @@ def _enumerate_pairs(directions: np.ndarray, distances: np.ndarray, k: int, thet
             h, last = divmod(flat, n)
             best_value, best = float(table.flat[flat]), np.append(part[h], last).astype(np.int64)
     return best
+
+
+def _triples_table(weights: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """Best 3-subset from the table ``U_ij + U_il + W_jl`` by blocks of ``i`` (see :func:`_enumerate_pairs`).
+
+    ``weights`` is overwritten (its diagonal becomes ``inf``).
+    """
+    n = weights.shape[0]
+    np.fill_diagonal(weights, np.inf)  # j == l
+    first = _rows_that_may_win(weights, upper)
+    best_value, best = np.inf, None
+    block = max(1, _BLOCK // (n * n))
+    for start in range(0, first.size, block):
+        heads = first[start : start + block]
+        # rows i of this block, later rows j, l in (heads[0], n): for the other i the entries U_ij are inf
+        low = int(heads[0]) + 1
+        rows = upper[heads, low:]
+        table = rows[:, :, None] + rows[:, None, :]
+        table += weights[None, low:, low:]
+        flat = int(np.argmin(table))
+        if table.flat[flat] < best_value:
+            i, j, l = np.unravel_index(flat, table.shape)
+            best_value = float(table.flat[flat])
+            best = np.array([heads[i], low + j, low + l], dtype=np.int64)
+    return np.sort(best)
+
+
+def _rows_that_may_win(weights: np.ndarray, upper: np.ndarray) -> np.ndarray:
+    """The first rows ``i`` (ascending) whose table entries can reach the best 3-subset's value.
+
+    A bound per ``i``: ``(s1 + s2) + w``, with ``s1 <= s2`` the two smallest ``U_ij`` of the row and ``w`` the
+    smallest ``W_jl`` over ``i < j < l``, is at most every entry ``(U_ij + U_il) + W_jl`` of the row (rounded
+    addition is monotone). The value of one actual set per row (``i`` and its two smallest ``U_ij``) gives an
+    upper bound of the optimum; rows whose bound exceeds it hold neither an optimal set nor a tie, so leaving
+    them out changes neither the minimum nor which set comes first.
+    """
+    n = weights.shape[0]
+    heads = np.arange(n - 2)
+    pair = np.argpartition(upper[: n - 2], 1, axis=1)[:, :2]
+    s = upper[heads[:, None], pair]
+    row_min = upper.min(axis=1)
+    later = np.minimum.accumulate(row_min[::-1])[::-1]        # later[m] = min of row_min[m:]
+    bound = (s[:, 0] + s[:, 1]) + later[heads + 1]
+    actual = (s[:, 0] + s[:, 1]) + weights[pair[:, 0], pair[:, 1]]
+    return np.flatnonzero(bound <= actual.min())
+
+
+@functools.lru_cache(maxsize=64)
+def _triple_positions(n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Flat positions in an ``n x n`` matrix of ``(i, j)``, ``(i, l)`` and ``(j, l)`` for every ``i < j < l``, lexicographic."""
+    combos = _small_combinations(n, 3)
+    i, j, l = combos[:, 0], combos[:, 1], combos[:, 2]
+    positions = (i * n + j, i * n + l, j * n + l)
+    for array in positions:
+        array.setflags(write=False)
+    return positions
+
+
+def _enumerate_triples(weights: np.ndarray) -> np.ndarray:
+    """Best 3-subset from the pair weights over the ``C(n, 3)`` sets listed once (small ``n``).
+
+    Scores ``(W_ij + W_il) + W_jl`` for every ``i < j < l`` in lexicographic order: the same additions, in the
+    same order, as the ``U_ij + U_il + W_jl`` table of :func:`_enumerate_pairs` (whose first minimum always has
+    ``j < l``), without the ``j >= l`` half and the ``inf`` entries, so the same first minimum.
+    """
+    n = weights.shape[0]
+    ij, il, jl = _triple_positions(n)
+    flat = weights.reshape(-1)
+    values = flat.take(ij)
+    values += flat.take(il)
+    values += flat.take(jl)
+    best = int(values.argmin())
+    return _small_combinations(n, 3)[best].copy()
 
 
 def _enumerate(directions: np.ndarray, distances: np.ndarray, k: int, theta: float) -> np.ndarray:
