@@ -81,6 +81,102 @@ def _paired(values: list[float], floor: list[float]) -> list[float]:
     return [v - f for v, f in zip(values, floor)]
 
 
+# Where a one-applicant plan spends its CPU time, measured inside one process: the floor's imports, then each
+# stage of `frpd plan` by wrapping the functions that do it (process_time; the wrappers cost microseconds).
+_STAGES = r"""
+import json, sys, time
+T = time.process_time
+t0 = T()
+import sklearn, pandas
+spent = {"floor: import sklearn, pandas": T() - t0}
+def add(label, seconds):
+    spent[label] = spent.get(label, 0.0) + seconds
+def timed(owner, name, label):
+    real = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = T()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            add(label, T() - start)
+    setattr(owner, name, wrapper)
+def timed_stream(owner, name, label):
+    real = getattr(owner, name)
+    def wrapper(*args, **kwargs):
+        start = T()
+        stream = real(*args, **kwargs)
+        add(label, T() - start)
+        while True:
+            start = T()
+            try:
+                item = next(stream)
+            except StopIteration:
+                add(label, T() - start)
+                return
+            add(label, T() - start)
+            yield item
+    setattr(owner, name, wrapper)
+sys.argv = ["frpd", *json.loads(sys.argv[1])]
+t1 = T()
+import frpd_cli.cli.app as app
+add("typer and frpd's command line", T() - t1)
+load_command = app._load_command
+def load_and_instrument(name):
+    start = T()
+    command = load_command(name)
+    import frpd_cli.cli.plan as plan, frpd_cli.dataset as dataset, frpd_cli.model as model
+    add("the plan command's modules (frpd, rich)", T() - start)
+    timed(model, "load_model", "unpickling the model (its scikit-learn modules)")
+    timed(dataset, "build_training_set", "encoding and scoring the training rows")
+    timed_stream(plan, "plan_stream", "planning the applicant")
+    real = model.Model.favorable_probability
+    def scored(self, rows):
+        start = T()
+        try:
+            return real(self, rows)
+        finally:
+            first = "(number of model calls)" not in spent
+            add("(of which the first model call: the training rows, and scikit-learn's check of the compiled "
+                "preprocessing)" if first else "(of which the other model calls)", T() - start)
+            add("(number of model calls)", 1.0)
+    model.Model.favorable_probability = scored
+    return command
+app._load_command = load_and_instrument
+try:
+    app.main()
+except SystemExit:
+    pass
+total = T() - t0
+named = sum(v for k, v in spent.items() if not k.startswith("("))
+spent["everything else (reading the files, schema, output, exit)"] = total - named
+spent["total"] = total
+print(json.dumps(spent), file=sys.stderr)
+"""
+
+
+def _stages(plan_args: list[str], runs: int) -> list[dict]:
+    """Median CPU seconds of each stage of a one-applicant plan (see _STAGES), over ``runs`` fresh processes."""
+    import json
+
+    samples: dict[str, list[float]] = {}
+    for _ in range(runs):
+        done = subprocess.run([PY, "-c", _STAGES, json.dumps(plan_args)], capture_output=True, text=True, cwd=ROOT,
+                              check=True)
+        for label, value in json.loads(done.stderr.strip().splitlines()[-1]).items():
+            samples.setdefault(label, []).append(value)
+    rows = []
+    # the stages in the order they ran, then the total, then what the model calls took inside two of them
+    order = sorted(samples, key=lambda label: (label.startswith("("), label == "total"))
+    order = [label for label in order if label != "total"] + ["total"]
+    order = [label for label in order if not label.startswith("(")] + [label for label in order if label.startswith("(")]
+    for label in order:
+        values = samples[label]
+        shown = f"{statistics.median(values):.0f} calls" if label == "(number of model calls)" else \
+            f"{1000 * statistics.median(values):.0f}"
+        rows.append({"stage": label, "median CPU ms": shown})
+    return rows
+
+
 def _compile_frpd() -> str:
     """Byte-compile the frpd_cli package the measured command imports; return where it lives."""
     where = subprocess.run([PY, "-c", "import frpd_cli, os; print(os.path.dirname(frpd_cli.__file__))"],
@@ -142,6 +238,7 @@ def main(argv=None) -> int:
             print("adult.csv not found; skipping the Adult rows", file=sys.stderr)
         load = os.getloadavg()[0]
         times, cpu = _rounds(commands, runs)
+        stages = _stages(plan[len(frpd):], runs)
 
     floors = {"frpd --version": "python -c pass", "frpd --help": "python -c pass"}
     rows = []
@@ -167,6 +264,9 @@ def main(argv=None) -> int:
            "Above its floor: the median over the rounds of (the command's time - its floor's time in the same "
            "round); spread: the smallest and the largest of these differences; the CPU column is the same median "
            "for CPU time.", "",
+           f"Where the one-applicant sample plan spends its CPU time (one process, each stage timed by wrapping the "
+           f"function that does it; medians of {runs} runs; stages in the order they run):", "",
+           *markdown_table(stages, ["stage", "median CPU ms"]), "",
            "Floors: `--version` and `--help` against `python -c pass`; a one-applicant plan against "
            "`python -c \"import sklearn, pandas\"` (loading any scikit-learn model imports both). Commands import "
            "their modules only when they run, so `--version` and `--help` load typer and nothing numerical "
