@@ -7,10 +7,12 @@ an order shuffled per round (fixed seed), so that a change of machine load hits 
 always follows the same one. A command's distance to its floor is taken within each round (its time minus the
 floor's time in that round) and the table reports the median of these paired differences and their spread
 (minimum and maximum over the rounds), next to the median, minimum and maximum of the raw times: on a shared
-machine the floor itself moves by seconds between runs, the paired difference much less. Floors: `python -c pass` (for --version and --help) and `python -c "import sklearn, pandas"` (for a
+machine the floor itself moves by seconds between runs, the paired difference much less. Floors: `python -c pass`
+(for --version and --help) and `python -c "import sklearn, pandas"` (for a
 one-applicant plan, which has to load a scikit-learn model). One-applicant plans run on the sample data and,
 when ../shared/datasets/adult.csv is present, on Adult (the paper's protocol, as in bench_plan.py), each
-without and with --pool (a pool from `frpd build-pool`). Results go to docs/benchmarks.md (section
+without and with --pool (a pool from `frpd build-pool`). A second table times the stages of the one-applicant
+sample plan inside one process (N fresh processes, CPU time, medians). Results go to docs/benchmarks.md (section
 bench_startup).
 
 frpd's own modules are byte-compiled first (``compileall``), as ``pip install`` does for an installed package
