@@ -116,11 +116,14 @@ class _Scaler:
 
     def values(self, frame: pd.DataFrame):
         """The scaled block, float64 of shape (n_rows, n_columns); None when a column is not plain numbers."""
-        for name in self.columns:
-            dtype = frame[name].dtype
+        # column by column: selecting the columns as a new frame costs more than the arithmetic on a few rows
+        X = np.empty((len(frame), self.n_out), dtype=np.float64)
+        for j, name in enumerate(self.columns):
+            column = frame[name]
+            dtype = column.dtype
             if not isinstance(dtype, np.dtype) or not (dtype.kind in "iu" or dtype == np.float64):
                 return None
-        X = frame[self.columns].to_numpy(dtype=np.float64, copy=True)
+            X[:, j] = column.to_numpy()         # int64 -> float64: the conversion pandas makes, exact or rounded alike
         if not np.isfinite(X).all():
             return None
         if self.kind == _MINMAX:

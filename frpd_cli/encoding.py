@@ -163,6 +163,9 @@ class Encoder:
 
     def _level_codes(self, f: Feature, values: pd.Series, source: str) -> np.ndarray:
         index = {level: i for i, level in enumerate(f.levels)}
+        codes = _text_level_codes(index, values)
+        if codes is not None:
+            return codes
         codes = values.map(index)
         unmatched = codes.isna().to_numpy()
         if unmatched.any():
@@ -268,6 +271,25 @@ class Encoder:
         maximum = np.array([np.nan if v is None else v for v in data["maximum"]], dtype=np.float64)
         return cls(schema=schema, minimum=minimum, maximum=maximum, decimals=tuple(data["decimals"]),
                    offsets=_offsets(schema))
+
+
+def _text_level_codes(index: dict, values: pd.Series) -> np.ndarray | None:
+    """Level positions of text values by one dict lookup each, or None to leave the values to ``Series.map``.
+
+    Taken only when every level is a ``str`` and every value a text the levels hold exactly (the usual
+    case: categories read from a CSV): then a lookup finds what ``values.map(index)`` finds, at a fraction
+    of its fixed cost on the few rows of an applicant or a recourse. Anything else (a missing value, an
+    unknown or differently written category, numbers) returns None.
+    """
+    if not all(type(level) is str for level in index):
+        return None
+    array = values.to_numpy()
+    if array.dtype.kind != "O":
+        return None
+    try:
+        return np.fromiter(map(index.__getitem__, array), dtype=np.int64, count=len(array))
+    except (KeyError, TypeError):
+        return None
 
 
 def fit_encoder(schema: Schema, frame: pd.DataFrame, *, source: str = "the training data") -> Encoder:

@@ -23,6 +23,7 @@ import pickle
 import sys
 import threading
 import warnings
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -355,6 +356,8 @@ class Model:
             )
         if not all(isinstance(c, str) for c in rows.columns):
             rows = rows.rename(columns=str)
+        if tuple(rows.columns) == columns:
+            return rows                 # already the estimator's columns, in its order: no copy (read only)
         return rows.loc[:, list(columns)]
 
 
@@ -590,14 +593,18 @@ def _score_in_blocks(estimator, method: str, X, path: str) -> np.ndarray:
 def _transform_rowwise(prefix: list, X):
     """The row-wise steps applied to ``X``: compiled when a single ColumnTransformer allows it (same bits)."""
     if len(prefix) == 1 and isinstance(X, pd.DataFrame):
-        from ._rowwise import compile_prefix, compiled_prefix
+        from ._rowwise import _PROBE_ROWS, compile_prefix, compiled_prefix
 
         compiled = compiled_prefix(prefix[0])
-        if compiled is None:           # not checked yet: scikit-learn's output serves this batch and the check
+        if compiled is None and len(X) > _PROBE_ROWS:
+            # not checked yet, a large first batch (the training rows): check on its first rows, so that
+            # scikit-learn transforms those only; the rest is computed as every later batch is
+            compiled = compile_prefix(prefix[0], X)      # None: not usable (or not checkable on these rows)
+        elif compiled is None:         # not checked yet: scikit-learn's output serves this batch and the check
             out = prefix[0].transform(X)
             compile_prefix(prefix[0], X, reference=out)
             return out
-        out = compiled.transform(X) if compiled is not False else None
+        out = compiled.transform(X) if compiled else None
         if out is not None:
             return out
     for step in prefix:
@@ -606,8 +613,27 @@ def _transform_rowwise(prefix: list, X):
 
 
 def _rowwise_prefix(estimator) -> list | None:
-    """The transform steps of a plain scikit-learn Pipeline when each of them is row-wise, else None."""
+    """The transform steps of a plain scikit-learn Pipeline when each of them is row-wise, else None.
+
+    Remembered per estimator object and its list of steps (reading ``transformers_`` of a fitted
+    ColumnTransformer rebuilds it: a millisecond per model call otherwise).
+    """
     steps = getattr(estimator, "steps", None)
+    try:
+        known = _PREFIXES.get(estimator)
+    except TypeError:                   # not weak-referenceable
+        return _find_rowwise_prefix(estimator, steps)
+    if known is not None and known[0] is steps:
+        return known[1]
+    prefix = _find_rowwise_prefix(estimator, steps)
+    _PREFIXES[estimator] = (steps, prefix)
+    return prefix
+
+
+_PREFIXES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _find_rowwise_prefix(estimator, steps) -> list | None:
     if type(estimator).__module__ != "sklearn.pipeline" or type(estimator).__name__ != "Pipeline" or not steps:
         return None
     prefix = [step for _, step in steps[:-1] if step not in (None, "passthrough")]
@@ -638,10 +664,65 @@ def _one_blas_thread():
 # ---------------------------------------------------------------------------- loading
 
 
+#: Packages whose ``__init__`` only re-exports names of its submodules and imports much more than a pickled
+#: model needs from them. ``sklearn.compose`` imports ``TransformedTargetRegressor`` and with it all of
+#: ``sklearn.linear_model`` (and ``sklearn.svm``): about a quarter of what unpickling a pipeline of a
+#: ``ColumnTransformer`` and an MLP or a tree ensemble imports (``docs/benchmarks.md``). See
+#: :func:`_defer_package_inits`.
+_DEFERRED_PACKAGES = ("sklearn.compose",)
+
+
+def _defer_package_inits(names=_DEFERRED_PACKAGES) -> None:
+    """Register each package of ``names`` not imported yet without running its ``__init__`` until it is used.
+
+    The package module is created from its import spec (``__path__``, ``__file__``, ``__spec__`` set, so its
+    submodules import as usual: unpickling ``sklearn.compose._column_transformer.ColumnTransformer`` imports
+    that submodule and what it imports, not the package's other submodules). The first read of an attribute
+    the package does not have yet (``from sklearn.compose import X``, ``sklearn.compose.X``, ``__all__``)
+    runs the real ``__init__`` in the module, once, and then behaves exactly as a normal import. Nothing is
+    done for a package already imported, or when its spec cannot be found (then the normal import runs).
+    """
+    import importlib.util
+
+    for name in names:
+        if name in sys.modules:
+            continue
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError):
+            continue
+        if spec is None or spec.loader is None or not spec.submodule_search_locations:
+            continue
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__["__getattr__"] = _RunInitOnUse(module, spec)
+        sys.modules[name] = module
+        parent, _, child = name.rpartition(".")
+        if parent in sys.modules:
+            setattr(sys.modules[parent], child, module)
+
+
+class _RunInitOnUse:
+    """A deferred package's ``__getattr__``: runs the package's ``__init__`` on the first missing attribute."""
+
+    def __init__(self, module, spec):
+        self.module, self.spec = module, spec
+
+    def __call__(self, attr: str):
+        namespace = self.module.__dict__
+        if namespace.get("__getattr__") is self:
+            del namespace["__getattr__"]
+            self.spec.loader.exec_module(self.module)
+        try:
+            return namespace[attr]
+        except KeyError:
+            raise AttributeError(f"module {self.module.__name__!r} has no attribute {attr!r}") from None
+
+
 def _load_pickle(path: Path):
     import joblib
 
     try:
+        _defer_package_inits()
         return joblib.load(path)
     except ModuleNotFoundError as exc:
         raise ModelError(

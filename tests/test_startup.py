@@ -195,3 +195,148 @@ def test_schema_command_converts_values_without_pydantic():
     assert code in (0, None)
     assert json.loads(stdout)                       # the command did its work
     assert not [m for m in modules if m.split(".")[0] in ("pydantic", "pydantic_core")]
+
+
+# ---------------------------------------------------------------------------- loading and scoring for a short run
+
+_LOAD_SAMPLE_MODEL = """
+import json, sys
+from frpd_cli.model import load_model
+load_model(sys.argv[1], favorable=1, feature_names=json.loads(sys.argv[2]))
+before = "sklearn.linear_model" in sys.modules
+import sklearn
+import sklearn.compose
+from sklearn.compose import ColumnTransformer, TransformedTargetRegressor, make_column_transformer
+names = sorted(sklearn.compose.__all__)
+print(json.dumps({"linear_model_after_load": before, "all": names,
+                  "has_hook": "__getattr__" in vars(sklearn.compose),
+                  "same_class": ColumnTransformer.__module__ + "." + ColumnTransformer.__qualname__,
+                  "target": TransformedTargetRegressor.__module__,
+                  "linear_model_after_use": "sklearn.linear_model" in sys.modules}))
+"""
+
+SAMPLE_FEATURES = ["age", "personal_status", "duration", "credit_amount", "housing", "job", "savings"]
+
+
+def test_loading_a_pipeline_defers_sklearn_compose_until_it_is_used(sample_paths):
+    # sklearn.compose's __init__ imports all of sklearn.linear_model, which the sample MLP pipeline does not use;
+    # once anything reads from the package, it is the complete package
+    done = subprocess.run([sys.executable, "-c", _LOAD_SAMPLE_MODEL, str(sample_paths["model"]),
+                           json.dumps(SAMPLE_FEATURES)], capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["linear_model_after_load"] is False
+    assert report["all"] == ["ColumnTransformer", "TransformedTargetRegressor", "make_column_selector",
+                             "make_column_transformer"]
+    assert report["has_hook"] is False
+    assert report["same_class"] == "sklearn.compose._column_transformer.ColumnTransformer"
+    assert report["target"] == "sklearn.compose._target"
+    assert report["linear_model_after_use"] is True
+
+
+def test_one_applicant_plan_with_the_sample_model_skips_sklearn_linear_model(sample_paths, tmp_path):
+    applicants = tmp_path / "one.csv"
+    lines = sample_paths["applicants"].read_text(encoding="utf-8").splitlines()
+    applicants.write_text("\n".join(lines[:2]) + "\n", encoding="utf-8")
+    args = ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--applicants", str(applicants), "--format", "csv"]
+    code, modules, stdout = _modules_after(*args)
+    assert code in (0, None)
+    assert ",ok," in stdout
+    assert "sklearn.linear_model" not in modules
+    # nor the modules only a run writing --output FILE needs
+    assert "frpd_cli.streaming" not in modules and "frpd_cli.artifacts" not in modules
+
+
+def test_deferred_package_is_left_alone_when_already_imported():
+    import sklearn.compose
+
+    from frpd_cli import model as model_module
+
+    before = sys.modules["sklearn.compose"]
+    model_module._defer_package_inits()
+    assert sys.modules["sklearn.compose"] is before and "__getattr__" not in vars(before)
+    model_module._defer_package_inits(("frpd_no_such_package_here",))      # no spec: nothing registered
+    assert "frpd_no_such_package_here" not in sys.modules
+
+
+def _credit_frame(n: int, seed: int):
+    import numpy as np
+    import pandas as pd
+
+    sample = Path(__file__).resolve().parent.parent / "sample_data" / "credit.csv"
+    frame = pd.read_csv(sample)[SAMPLE_FEATURES]
+    rows = np.random.default_rng(seed).integers(0, len(frame), size=n)
+    return frame.iloc[rows].reset_index(drop=True)
+
+
+def test_a_large_first_batch_is_checked_on_its_first_rows_with_the_same_bits(sample_paths, monkeypatch):
+    from sklearn.compose import ColumnTransformer
+
+    from frpd_cli import _rowwise
+    from frpd_cli.model import load_model
+
+    rows = _credit_frame(_rowwise._PROBE_ROWS + 1500, 3)
+    seen = []
+    original = ColumnTransformer.transform
+
+    def counting(self, X, **params):
+        seen.append(len(X))
+        return original(self, X, **params)
+
+    monkeypatch.setattr(ColumnTransformer, "transform", counting)
+    fast = load_model(sample_paths["model"], favorable=1, feature_names=SAMPLE_FEATURES)
+    got = fast.favorable_probability(rows)
+    assert seen == [_rowwise._PROBE_ROWS]            # scikit-learn transformed the probe only
+    assert _rowwise.compiled_prefix(fast.estimator.steps[0][1])      # and the compiled form was accepted
+    seen.clear()
+    monkeypatch.setattr(_rowwise, "compile_prefix", lambda transformer, frame, reference=None: None)
+    slow = load_model(sample_paths["model"], favorable=1, feature_names=SAMPLE_FEATURES)
+    want = slow.favorable_probability(rows)
+    assert seen and sum(seen) == len(rows)          # every row through scikit-learn
+    assert got.tobytes() == want.tobytes()
+
+
+def test_frames_in_any_column_order_score_the_same(sample_paths):
+    from frpd_cli.model import load_model
+
+    model = load_model(sample_paths["model"], favorable=1, feature_names=SAMPLE_FEATURES)
+    rows = _credit_frame(40, 4)
+    assert tuple(rows.columns) == model.input_columns           # passed on without a copy
+    reordered = rows[list(reversed(SAMPLE_FEATURES))].assign(extra=1.0)
+    for batch in (rows, reordered, rows.iloc[5:9], reordered.iloc[5:9]):
+        want = model.estimator.predict_proba(batch[list(model.input_columns)])[:, 1]
+        got = model.favorable_probability(batch)
+        assert got.shape == (len(batch),)
+        # the same bits whatever the column order; and the estimator's own probability (blocks may round the last
+        # bit differently from one unblocked call, so that comparison is to 1e-12)
+        assert got.tobytes() == model.favorable_probability(batch[list(model.input_columns)]).tobytes()
+        assert abs(got - want).max() < 1e-12
+
+
+@pytest.mark.parametrize("values", [
+    ["a", "b", "a", "c"],
+    ["a", "b", "unknown", "c"],          # an unknown level: left to Series.map and its fallback
+    ["a", None, "b", "c"],               # a missing value
+    ["1", "2", "1", "2"],
+    [1, 2, 1, 2],                        # numbers against text levels
+], ids=["known", "unknown", "missing", "digits", "numbers"])
+@pytest.mark.parametrize("dtype", [object, "string", "str"])
+def test_text_level_lookup_agrees_with_series_map(values, dtype):
+    import numpy as np
+    import pandas as pd
+
+    from frpd_cli.encoding import _text_level_codes
+
+    levels = ("a", "b", "c", "1", "2")
+    index = {level: i for i, level in enumerate(levels)}
+    try:
+        series = pd.Series(values, dtype=dtype)
+    except (TypeError, ValueError):
+        pytest.skip("this dtype does not hold these values")
+    mapped = series.map(index)
+    codes = _text_level_codes(index, series)
+    if mapped.isna().any():
+        assert codes is None                    # anything Series.map does not match goes the usual way
+    elif codes is not None:
+        assert codes.dtype == np.int64 and codes.tolist() == mapped.astype(np.int64).tolist()
+    assert _text_level_codes({1: 0, 2: 1}, series) is None         # levels that are not text: never taken

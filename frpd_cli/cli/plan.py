@@ -15,11 +15,9 @@ import typer
 
 from .. import __version__
 from ..applicants import ApplicantFile
-from ..artifacts import sha256_file
 from ..exceptions import InputError
 from ..outputs import check_not_inputs, is_stdio, resolve_output
 from ..planning import PlanSettings, plan_stream
-from ..streaming import ResumableOutput, partial_path, sidecar_path
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
@@ -74,6 +72,8 @@ _RECORD_COUNTERS = {"csv": _count_csv, "jsonl": _count_jsonl}
 
 
 def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> dict:
+    from ..artifacts import sha256_file       # only a run writing --output FILE needs it
+
     return {
         "frpd_version": __version__,
         "inputs": {name: sha256_file(path) for name, path in inputs.items() if path is not None},
@@ -132,6 +132,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     with progress:
         task = progress.add_task("plan", total=scan.n_rows)
         if to_file and streamable:
+            from ..streaming import ResumableOutput
+
             stamp = fingerprint() if fingerprint is not None else {}
             # --chunk-size, --jobs and the backend are not part of it: they never change the output bytes
             out = ResumableOutput(output, fingerprint={**stamp, "format": fmt},
@@ -233,6 +235,8 @@ def _check_outputs(output: Path | None, inputs: dict) -> None:
     if output is not None:
         resolve_output(output)                          # a folder or a missing folder is refused first
     if output is not None and not is_stdio(output):
+        from ..streaming import partial_path, sidecar_path
+
         real = Path(os.path.realpath(output))
         outputs["the partial file of --output"] = partial_path(real)
         outputs["the progress file of --output"] = sidecar_path(real)
