@@ -656,6 +656,9 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", default="german,sba,bank,adult,compas")
     parser.add_argument("--no-dice", action="store_true", help="skip the DiCE rows")
     parser.add_argument("--no-sweep", action="store_true", help="skip the theta sweep (Pareto figures)")
+    parser.add_argument("--sweep-datasets", default=None,
+                        help="comma-separated datasets to sweep theta on (default: every dataset run)")
+    parser.add_argument("--no-runtime", action="store_true", help="skip the runtime scaling on synthetic data")
     parser.add_argument("--graph-dir", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     wall0, cpu0 = time.perf_counter(), time.process_time()
@@ -707,7 +710,8 @@ def main(argv=None) -> int:
             md, _ = linear_table(p, constrained=True, use_dice=False, n_dice_genetic=0)
             linear_md += md
 
-            if not args.no_sweep:  # theta sweep (Pareto figure), the paper's protocol (no constraints)
+            sweep_on = None if args.sweep_datasets is None else {d.strip().lower() for d in args.sweep_datasets.split(",")}
+            if not args.no_sweep and (sweep_on is None or spec.name.lower() in sweep_on):  # theta sweep (Pareto figure), the paper's protocol (no constraints)
                 sweep_records, sweep_seconds = [], {}
                 for method in SWEEP_METHODS:
                     for theta in THETAS:
@@ -756,20 +760,25 @@ def main(argv=None) -> int:
                      "anti-diversity the edge-length-weighted Jaccard coefficient.", "", *graph_md]
 
     sections += targets_lines()
-    log("runtime scaling on the synthetic 2-D data")
-    sizes = (100, 1000) if args.quick else (100, 300, 1000, 3000, 10000)
-    big = () if args.quick else (100000,)
-    runtime = runtime_scaling(sizes, big, 10 if args.quick else 20)
-    plot_runtime(runtime, DOCS / "paper_runtime.png")
-    pivot = runtime.pivot(index="N", columns="method", values="seconds")[list(LINEAR_METHODS)]
-    sections += ["### Runtime scaling (synthetic 2-D data of the appendix)", "",
-                 "Uniform on [−2, 4] × [−2, 7], label 1 when x₂ ≥ 1 + x₁ + 2x₁² + x₁³ − x₁⁴; the labelling function "
-                 "itself is the model. Seconds per applicant (select + interpolate, K = 3, θ = 0.9), 20 applicants "
-                 "drawn from the same distribution and predicted unfavourable.", "",
-                 "| N | " + " | ".join(pivot.columns) + " |", "|---:|" + "---:|" * len(pivot.columns)]
-    for n, r in pivot.iterrows():
-        sections.append(f"| {n:,} | " + " | ".join(f"{v:.4f}" for v in r.tolist()) + " |")
-    sections += ["", "![runtime](paper_runtime.png)", "",
+    if args.no_runtime:
+        sections += ["### Runtime scaling (synthetic 2-D data of the appendix)", "",
+                     "Not re-run in this run (`--no-runtime`); `make paper-tables` produces it."]
+    else:
+        log("runtime scaling on the synthetic 2-D data")
+        sizes = (100, 1000) if args.quick else (100, 300, 1000, 3000, 10000)
+        big = () if args.quick else (100000,)
+        runtime = runtime_scaling(sizes, big, 10 if args.quick else 20)
+        plot_runtime(runtime, DOCS / "paper_runtime.png")
+        pivot = runtime.pivot(index="N", columns="method", values="seconds")[list(LINEAR_METHODS)]
+        sections += ["### Runtime scaling (synthetic 2-D data of the appendix)", "",
+                     "Uniform on [−2, 4] × [−2, 7], label 1 when x₂ ≥ 1 + x₁ + 2x₁² + x₁³ − x₁⁴; the labelling "
+                     "function itself is the model. Seconds per applicant (select + interpolate, K = 3, θ = 0.9), 20 "
+                     "applicants drawn from the same distribution and predicted unfavourable.", "",
+                     "| N | " + " | ".join(pivot.columns) + " |", "|---:|" + "---:|" * len(pivot.columns)]
+        for n, r in pivot.iterrows():
+            sections.append(f"| {n:,} | " + " | ".join(f"{v:.4f}" for v in r.tolist()) + " |")
+        sections += ["", "![runtime](paper_runtime.png)"]
+    sections += ["",
                  f"This run (`{' '.join(['paper_tables.py', *(argv if argv is not None else sys.argv[1:])])}`) took "
                  f"{(time.process_time() - cpu0) / 60:.1f} min of CPU and {(time.perf_counter() - wall0) / 60:.1f} min "
                  "of wall time."]
