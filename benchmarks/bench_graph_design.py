@@ -176,9 +176,9 @@ def run_measured(cmd: list[str]) -> tuple[float, float, int]:
 def cli_rows(p, tmp: Path) -> list[str]:
     import joblib
 
-    data = tmp / "adult_train.csv"
+    data = tmp / f"{p.spec.name.lower()}_train.csv"
     p.train.to_csv(data, index=False)
-    model = tmp / "adult_mlp.pkl"
+    model = tmp / f"{p.spec.name.lower()}_mlp.pkl"
     joblib.dump(p.pipeline, model)
     frpd = str(Path(sys.executable).with_name("frpd"))
     common = [frpd, "build-graph", str(data), "--model", str(model), "--target", p.spec.target, "--favorable", "1",
@@ -187,7 +187,8 @@ def cli_rows(p, tmp: Path) -> list[str]:
         common += ["--categorical", c]
     for c in p.spec.immutable:
         common += ["--immutable", c]
-    cases = [("default", []), ("plain, --neighbors 10", ["--no-per-change", "--neighbors", "10"])]
+    cases = [("default", []), ("plain, --neighbors 10", ["--no-per-change", "--neighbors", "10"]),
+             ("default, --connect", ["--connect"])]
     lines = []
     for i, (label, extra) in enumerate(cases):
         out = tmp / f"g{i}"
