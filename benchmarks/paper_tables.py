@@ -174,7 +174,7 @@ class Prepared:
     accuracy: float
 
 
-def _pipeline(numeric, categorical, random_state: int):
+def _pipeline(numeric, categorical, random_state: int, n_rows: int):
     """The authors' classifier, rebuilt in scikit-learn: see PROTOCOL_CLASSIFIER."""
     from sklearn.compose import ColumnTransformer
     from sklearn.neural_network import MLPClassifier
@@ -183,10 +183,10 @@ def _pipeline(numeric, categorical, random_state: int):
 
     pre = ColumnTransformer([("num", MinMaxScaler(), list(numeric)),
                              ("cat", OneHotEncoder(handle_unknown="ignore"), list(categorical))])
-    # Full-batch Adam (batch larger than any training set), learning rate 1e-3, an L2 penalty of 0.1 on the weights
+    # Full-batch Adam (one batch of all n_rows training rows), learning rate 1e-3, an L2 penalty of 0.1 on the weights
     # (the authors' weight decay 0.1 on the summed loss is this penalty on the mean loss), at most 1000 epochs,
     # stopping when the loss has not fallen by 1e-7 for 3 epochs.
-    mlp = MLPClassifier(hidden_layer_sizes=(20, 50, 20), alpha=0.1, batch_size=1_000_000, learning_rate_init=1e-3,
+    mlp = MLPClassifier(hidden_layer_sizes=(20, 50, 20), alpha=0.1, batch_size=n_rows, learning_rate_init=1e-3,
                         max_iter=1000, tol=1e-7, n_iter_no_change=3, random_state=random_state)
     return Pipeline([("prep", pre), ("mlp", mlp)])
 
@@ -220,7 +220,7 @@ def prepare(spec: DatasetSpec, tmp: Path, n_applicants: int) -> Prepared:
     numeric = [c for c in features if c not in spec.categorical]
     train, test = train_test_split(frame, test_size=0.2, random_state=SEED, stratify=frame[spec.target])
     train, test = train.reset_index(drop=True), test.reset_index(drop=True)
-    pipe = _pipeline(numeric, spec.categorical, SEED)
+    pipe = _pipeline(numeric, spec.categorical, SEED, len(train))
     with threadpool_limits(1), warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         pipe.fit(train[features], train[spec.target])
