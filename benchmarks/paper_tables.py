@@ -544,6 +544,8 @@ def targets_lines() -> list:
                 else:
                     bounds = None
                 ours = _ours(summary, method)
+                if ours is None and method in RECOURSE_PROXIMITY and not (summary["method"] == method).any():
+                    continue  # not run on this dataset (--recourse-datasets)
                 verdict = "–" if bounds is None else _verdict(ours, *bounds)
                 if table == "linear" and ours is not None and ours[2] < 1:
                     verdict += f"; validity {ours[2]:.2f}"
