@@ -121,7 +121,6 @@ def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=Fa
             recs, _ = pt.run_graph_method(p, method, graph, support)
             cpu[method] = (time.process_time() - start) / max(1, len(p.applicants))
             records += recs
-        theta_cells = []
         for theta in thetas:  # QUAD at other thetas on the same graph: (cost, anti-diversity, validity)
             saved, pt.THETA = pt.THETA, theta
             try:
@@ -261,8 +260,9 @@ def main(argv=None) -> int:
                                                            for t in thetas),
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---|" * len(thetas), *rules, "",
         f"Applicants whose immutable group holds fewer than 3 favourable training rows: {short} of "
-        f"{len(p.applicants)}. QUAD moves: the mean number of moves (edges) of QUAD's recourse paths. 'connected': the islands of each "
-        "immutable group joined by their shortest bridges (`build_graph(connect=True)`, `build-graph --connect`)."
+        f"{len(p.applicants)}. QUAD moves: the mean number of moves (edges) of QUAD's recourse paths. "
+        "'connected': the islands of each immutable group joined by their shortest bridges "
+        "(`build_graph(connect=True)`, `build-graph --connect`)."
         + (" Validity below 1 on a connected graph: applicants whose immutable group holds fewer than 3 favourable "
            "rows (no graph can give them 3 recourses without changing an immutable feature)." if connects else ""),
         "",

@@ -720,7 +720,8 @@ def main(argv=None) -> int:
             linear_md += md
 
             sweep_on = None if args.sweep_datasets is None else {d.strip().lower() for d in args.sweep_datasets.split(",")}
-            if not args.no_sweep and (sweep_on is None or spec.name.lower() in sweep_on):  # theta sweep (Pareto figure), the paper's protocol (no constraints)
+            # theta sweep (Pareto figure), the paper's protocol (no constraints)
+            if not args.no_sweep and (sweep_on is None or spec.name.lower() in sweep_on):
                 sweep_records, sweep_seconds = [], {}
                 for method in SWEEP_METHODS:
                     for theta in THETAS:

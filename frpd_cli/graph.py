@@ -265,7 +265,7 @@ def _bridges(X, codes, src, dst, chunk_size):
     from scipy.sparse.csgraph import connected_components
 
     N = X.shape[0]
-    out_src, out_dst, out_len = [], [], []
+    out_src, out_dst = [], []
     adjacency = sp.csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(N, N))
     for rows in _groups(codes.immutable):
         if rows.size < 2:
