@@ -34,6 +34,7 @@ import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -55,6 +56,20 @@ def union(a, b):
     return dataclasses.replace(a, adjacency=adjacency, directed=a.directed or b.directed)
 
 
+def connected(graph, training):
+    """``graph`` with the islands of each immutable group joined by their shortest bridges (``connect=True`` of
+    ``build_graph``, applied to an existing edge set)."""
+    from frpd_cli.graph import _bridges
+
+    src, dst = graph.adjacency.nonzero()
+    b_src, b_dst, b_len = _bridges(training.X, training.codes, src, dst, 1 << 22)
+    extra = sp.csr_matrix((np.concatenate([b_len, b_len]), (np.concatenate([b_src, b_dst]),
+                                                               np.concatenate([b_dst, b_src]))), shape=graph.adjacency.shape)
+    adjacency = graph.adjacency.maximum(extra).tocsr()
+    adjacency.sort_indices()
+    return dataclasses.replace(graph, adjacency=adjacency)
+
+
 def favourable_ends(graph, favorable):
     """``graph`` without the edges that leave a favourable row: a path ends at the first favourable row it meets (the
     authors' code removes the edges between two rows of the favourable class)."""
@@ -64,7 +79,8 @@ def favourable_ends(graph, favorable):
     return dataclasses.replace(graph, adjacency=adjacency, directed=True)
 
 
-def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=False) -> list[str]:
+def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=False, connects=(),
+              thetas=()) -> list[str]:
     blocks = pt.category_blocks(p.training)
     default = default_neighbors(p.training.n_rows)
     cases = [("plain", 10, None), ("plain", 50, None), ("per change", 5, blocks), ("per change", 10, blocks),
@@ -73,6 +89,8 @@ def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=Fa
         cases = [("per change", k, blocks) for k in neighbors]
     cases += [("radius", r, None) for r in radii]
     cases += [(f"per change ∪ radius {r}", k, blocks) for k, r in unions]
+    cases += [("per change, connected", k, blocks) if r is None else (f"per change ∪ radius {r}, connected", k, blocks)
+              for k, r in connects]
     if ends:
         cases.append(("per change, favourable rows end paths", default, blocks))
     seen, lines = set(), []
@@ -83,13 +101,17 @@ def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=Fa
             continue
         seen.add((rule, k))
         start = time.process_time()
+        connect = rule.endswith(", connected")
         if rule == "radius":  # every actionable row within Euclidean distance k (no neighbour count)
             graph = build_graph(p.training.X, p.training.codes, radius=k)
         elif "∪" in rule:  # both: the k nearest per change and every row within the radius
+            r = float(rule.split("radius ", 1)[1].split(",")[0])
             graph = union(build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b),
-                          build_graph(p.training.X, p.training.codes, radius=float(rule.rsplit(" ", 1)[1])))
+                          build_graph(p.training.X, p.training.codes, radius=r))
+            if connect:  # the islands of the union joined (build_graph's bridges, computed on the union's edges)
+                graph = connected(graph, p.training)
         else:
-            graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b)
+            graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=b, connect=connect)
         if rule.endswith("end paths"):
             graph = favourable_ends(graph, p.training.favorable)
         build = time.process_time() - start
@@ -98,6 +120,15 @@ def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=Fa
             start = time.process_time()
             recs, _ = pt.run_graph_method(p, method, graph, support)
             cpu[method] = (time.process_time() - start) / max(1, len(p.applicants))
+            records += recs
+        for theta in thetas:  # QUAD at other thetas on the same graph: (cost, anti-diversity, validity)
+            saved, pt.THETA = pt.THETA, theta
+            try:
+                recs, _ = pt.run_graph_method(p, "quad", graph, support)
+            finally:
+                pt.THETA = saved
+            for rec in recs:
+                rec["method"] = f"quad@{theta}"
             records += recs
         summary = summarize_by_method(evaluate_plans(records, p.training, p.model, p.applicants, p.ids, k=3,
                                                      graph=graph)).set_index("method")
@@ -109,9 +140,24 @@ def rule_rows(p, n_applicants: int, neighbors=None, radii=(), unions=(), ends=Fa
         moves = [len(r.get("steps") or []) for rec in records if rec["method"] == "quad" for r in rec["recourses"]]
         cells += [f"{summary.loc['quad', 'validity mean']:.2f}", f"{np.mean(moves) if moves else float('nan'):.1f}",
                   f"{cpu['quad'] * 1000:.0f}"]
+        for theta in thetas:
+            r = summary.loc[f"quad@{theta}"]
+            cells.append(f"{r['cost mean']:.3f} / {r['anti-diversity mean']:.2f} / {r['validity mean']:.2f}")
         lines.append("| " + " | ".join(cells) + " |")
         print(lines[-1], file=sys.stderr, flush=True)
     return lines
+
+
+def short_groups(p, k: int = 3) -> int:
+    """Applicants whose immutable group holds fewer than ``k`` favourable training rows (no graph plan can be full)."""
+    from frpd_cli.applicants import normalise_types
+
+    enc = p.training.encoder
+    raw = normalise_types(enc, p.applicants.loc[:, list(p.training.schema.feature_names)].reset_index(drop=True))
+    codes0 = enc.constraint_codes(raw)
+    fav = p.training.favorable
+    imm = p.training.codes.immutable
+    return int(sum((fav & np.all(imm == codes0.immutable[i], axis=1)).sum() < k for i in range(len(raw))))
 
 
 def run_measured(cmd: list[str]) -> tuple[float, float, int]:
@@ -129,9 +175,9 @@ def run_measured(cmd: list[str]) -> tuple[float, float, int]:
 def cli_rows(p, tmp: Path) -> list[str]:
     import joblib
 
-    data = tmp / "adult_train.csv"
+    data = tmp / f"{p.spec.name.lower()}_train.csv"
     p.train.to_csv(data, index=False)
-    model = tmp / "adult_mlp.pkl"
+    model = tmp / f"{p.spec.name.lower()}_mlp.pkl"
     joblib.dump(p.pipeline, model)
     frpd = str(Path(sys.executable).with_name("frpd"))
     common = [frpd, "build-graph", str(data), "--model", str(model), "--target", p.spec.target, "--favorable", "1",
@@ -140,7 +186,8 @@ def cli_rows(p, tmp: Path) -> list[str]:
         common += ["--categorical", c]
     for c in p.spec.immutable:
         common += ["--immutable", c]
-    cases = [("default", []), ("plain, --neighbors 10", ["--no-per-change", "--neighbors", "10"])]
+    cases = [("default", []), ("plain, --neighbors 10", ["--no-per-change", "--neighbors", "10"]),
+             ("default, --connect", ["--connect"])]
     lines = []
     for i, (label, extra) in enumerate(cases):
         out = tmp / f"g{i}"
@@ -166,6 +213,9 @@ def main(argv=None) -> int:
     parser.add_argument("--radius", default=None, help="comma-separated radii to compare (radius graphs)")
     parser.add_argument("--favourable-ends", action="store_true", help="also the default graph without the edges "
                         "that leave a favourable row (paths end at the first favourable row)")
+    parser.add_argument("--connect", default=None, help="comma-separated K or K+R: the per-change K graph (with every "
+                        "edge of the radius-R graph), islands of each immutable group joined (build_graph connect)")
+    parser.add_argument("--thetas", default=None, help="comma-separated extra thetas for QUAD on every graph")
     parser.add_argument("--union", default=None, help="comma-separated K+R: the per-change K graph with every edge "
                         "of the radius-R graph added")
     args = parser.parse_args(argv)
@@ -174,6 +224,9 @@ def main(argv=None) -> int:
     neighbors = [int(k) for k in args.neighbors.split(",")] if args.neighbors else None
     radii = [float(r) for r in args.radius.split(",")] if args.radius else []
     unions = [(int(c.split("+")[0]), float(c.split("+")[1])) for c in args.union.split(",")] if args.union else []
+    connects = [(int(c.split("+")[0]), float(c.split("+")[1]) if "+" in c else None)
+                for c in args.connect.split(",")] if args.connect else []
+    thetas = [float(t) for t in args.thetas.split(",")] if args.thetas else []
     if not (pt.DATASETS / spec.file).exists():
         print(f"{spec.file} not found in {pt.DATASETS}; nothing to measure", file=sys.stderr)
         return 0
@@ -182,7 +235,8 @@ def main(argv=None) -> int:
         tmp = Path(tmp)
         p = pt.prepare(spec, tmp, args.n_applicants)
         cli = [] if args.skip_cli else cli_rows(p, tmp)
-        rules = rule_rows(p, args.n_applicants, neighbors, radii, unions, args.favourable_ends)
+        short = short_groups(p)
+        rules = rule_rows(p, args.n_applicants, neighbors, radii, unions, args.favourable_ends, connects, thetas)
     lines = [
         f"## Actionability graph design on {spec.name} (`benchmarks/bench_graph_design.py"
         f"{'' if spec.name == 'Adult' else ' ' + ' '.join(argv if argv is not None else sys.argv[1:])}`)", "",
@@ -202,9 +256,16 @@ def main(argv=None) -> int:
                       f"{TARGETS['quad']}." if spec.name == "Adult" else ""), "",
         "### Neighbour rule", "",
         "| rule | k | edges | build CPU (s) | FACE cost | FACE anti-div | QUAD cost | QUAD anti-div | QUAD validity "
-        "| QUAD moves | QUAD plan CPU (ms / applicant) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|", *rules, "",
-        "QUAD moves: the mean number of moves (edges) of QUAD's recourse paths.", "",
+        "| QUAD moves | QUAD plan CPU (ms / applicant) |" + "".join(f" QUAD θ = {t}: cost / anti-div / validity |"
+                                                           for t in thetas),
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---|" * len(thetas), *rules, "",
+        f"Applicants whose immutable group holds fewer than 3 favourable training rows: {short} of "
+        f"{len(p.applicants)}. QUAD moves: the mean number of moves (edges) of QUAD's recourse paths. "
+        "'connected': the islands of each immutable group joined by their shortest bridges "
+        "(`build_graph(connect=True)`, `build-graph --connect`)."
+        + (" Validity below 1 on a connected graph: applicants whose immutable group holds fewer than 3 favourable "
+           "rows (no graph can give them 3 recourses without changing an immutable feature)." if connects else ""),
+        "",
     ]
     if cli:
         lines += [f"### `frpd build-graph` on {spec.name} (one fresh process per case)", "",

@@ -252,6 +252,62 @@ def _groups(immutable: np.ndarray) -> list[np.ndarray]:
     return np.split(order, np.cumsum(np.bincount(inverse))[:-1])
 
 
+def _bridges(X, codes, src, dst, chunk_size):
+    """Edges ``(src, dst, length)`` that join the connected components of each immutable group.
+
+    Only for graphs without monotone columns (actionability is symmetric there). Borůvka rounds: every component but
+    the largest of its group gets an edge to its nearest row (Euclidean, ties by index) in another component of the
+    group, the components are recomputed, and so on until the group is one component. Each added edge is an edge of
+    the group's Euclidean minimum spanning forest over the components, so the bridges are as short as joining the
+    components can be. Cost per round ``O(n_small * n_group * p)`` where ``n_small`` counts the rows outside the
+    largest component (nothing when the group is already connected), in chunks of ``chunk_size`` distances.
+    """
+    from scipy.sparse.csgraph import connected_components
+
+    N = X.shape[0]
+    out_src, out_dst = [], []
+    adjacency = sp.csr_matrix((np.ones(src.size, dtype=np.int8), (src, dst)), shape=(N, N))
+    for rows in _groups(codes.immutable):
+        if rows.size < 2:
+            continue
+        sub = adjacency[rows][:, rows]
+        extra = []
+        while True:
+            if extra:
+                a, b = np.array(extra).T
+                sub = sub + sp.csr_matrix((np.ones(a.size, dtype=np.int8), (a, b)), shape=sub.shape)
+            n_comp, label = connected_components(sub, directed=False)
+            if n_comp <= 1:
+                break
+            largest = int(np.argmax(np.bincount(label)))
+            Xg = X[rows]
+            sq = np.einsum("ij,ij->i", Xg, Xg)
+            new = []
+            for c in range(n_comp):
+                if c == largest:
+                    continue
+                inside = np.flatnonzero(label == c)
+                outside = np.flatnonzero(label != c)
+                best = (np.inf, -1, -1)
+                step = max(1, chunk_size // max(1, outside.size))
+                for start in range(0, inside.size, step):
+                    part = inside[start:start + step]
+                    D = sq[part][:, None] + sq[outside][None, :] - 2.0 * (Xg[part] @ Xg[outside].T)
+                    flat = int(np.argmin(D))
+                    i, j = divmod(flat, outside.size)
+                    if D[i, j] < best[0]:
+                        best = (float(D[i, j]), int(part[i]), int(outside[j]))
+                new.append((best[1], best[2]))
+            extra = new
+            for a, b in new:
+                out_src.append(rows[a])
+                out_dst.append(rows[b])
+    if not out_src:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+    s_, d_ = np.asarray(out_src, dtype=np.int64), np.asarray(out_dst, dtype=np.int64)
+    return s_, d_, np.sqrt(np.sum((X[s_] - X[d_]) ** 2, axis=1))
+
+
 def _select_nearest(src, dst, length, n_neighbors):
     """Keep every zero-length pair and the ``n_neighbors`` nearest positive ones per source.
 
@@ -578,6 +634,7 @@ def build_graph(
     chunk_size=_DEFAULT_CHUNK_SIZE,
     progress: Callable[[int, int], None] | None = None,
     category_blocks=None,
+    connect: bool = False,
 ) -> Graph:
     """Build the actionability graph of the training rows.
 
@@ -618,6 +675,10 @@ def build_graph(
         feature. When given (and ``radius`` is not), ``n_neighbors`` counts per
         number of changed categorical features: see Notes. Every row must be
         one-hot in each block.
+    connect : bool, default=False
+        Join the connected components of each immutable group by their
+        shortest edges (see Notes), so that every row reaches every row of its
+        group. Only without monotone columns (an ``InputError`` otherwise).
 
     Returns
     -------
@@ -664,6 +725,18 @@ def build_graph(
     is made undirected (``directed=False``): ``u -> v`` and ``v -> u`` are both
     stored when either row selected the other. With monotone columns the graph
     is directed and holds exactly the selected edges.
+
+    **Connecting the groups** (``connect=True``). A nearest-neighbour (or
+    radius) graph often falls apart into islands: on SBA's default graph, 14 of
+    200 denied applicants reach fewer than 3 favourable rows although their
+    immutable group holds more. With ``connect``, Borůvka rounds add, for every
+    component but the largest of a group, the edge to its nearest row in another
+    component of the group, until each group is connected. These are edges of
+    the group's Euclidean minimum spanning forest over the components: the
+    shortest possible bridges. They are added after ``max_step`` (a bridge may
+    be longer). Cost: nothing beyond one component labelling when a group is
+    already connected; otherwise ``O(n_small * n_group * p)`` per round, where
+    ``n_small`` counts the rows outside the largest component.
 
     **Search.** With ``category_blocks`` the search is brute force (below),
     with the change counts ``n_blocks - C_u . C_v`` of the one-hot columns
@@ -738,6 +811,13 @@ def build_graph(
         keep = length <= max_step
         src, dst, length = src[keep], dst[keep], length[keep]
     directed = codes.monotone.shape[1] > 0
+    if connect:
+        if directed:
+            raise InputError("The 'connect' option needs a graph without monotone (increasing/decreasing) "
+                             "features: with them a move is one-way and the groups cannot be joined both ways. "
+                             "Drop 'connect', or the monotone declarations.")
+        b_src, b_dst, b_len = _bridges(X, codes, src, dst, chunk_size)
+        src, dst, length = np.concatenate([src, b_src]), np.concatenate([dst, b_dst]), np.concatenate([length, b_len])
     key = src * N + dst
     if not directed:
         key = np.concatenate([key, dst * N + src])

@@ -226,3 +226,34 @@ def test_build_graph_default_counts_neighbours_per_changed_category(sample_paths
 def test_build_graph_neighbors_must_be_positive(sample_paths, tmp_path):
     result = _build(sample_paths, tmp_path / "g", "--neighbors", "0")
     assert result.exit_code == 2 and "--neighbors" in result.stderr and not (tmp_path / "g").exists()
+
+
+def test_build_graph_connect_joins_islands_and_refuses_one_way_features(sample_paths, tmp_path):
+    from scipy.sparse.csgraph import connected_components
+
+    data = ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--target", "label",
+            "--favorable", "1", "--categorical", "personal_status", "--categorical", "housing", "--categorical",
+            "job", "--immutable", "personal_status", "--id-column", "applicant_id", "--format", "csv"]
+    plain = runner.invoke(app, [*data, "--out", str(tmp_path / "plain"), "--neighbors", "1", "--no-per-change"])
+    joined = runner.invoke(app, [*data, "--out", str(tmp_path / "joined"), "--neighbors", "1", "--no-per-change",
+                                 "--connect"])
+    assert plain.exit_code == 0 and joined.exit_code == 0, plain.stderr + joined.stderr
+    manifest = json.loads((tmp_path / "joined" / "manifest.json").read_text())
+    assert manifest["params"]["connect"] is True
+    graphs = {}
+    for name in ("plain", "joined"):
+        with np.load(tmp_path / name / "graph.npz", allow_pickle=False) as z:
+            graphs[name] = graph_from_arrays({k: z[k] for k in z.files})
+    frame = pd.read_csv(sample_paths["data"])
+    groups = frame["personal_status"].to_numpy()
+    # one component per immutable group (value of personal_status) present in the data
+    n_joined, label = connected_components(graphs["joined"].adjacency, directed=False)
+    assert n_joined == len(set(groups))
+    for g in set(groups):
+        assert len(set(label[groups == g])) == 1
+    assert connected_components(graphs["plain"].adjacency, directed=False)[0] > n_joined
+    # the sample schema declares increasing features: --connect is a usage error that says what to do
+    refused = _build(sample_paths, tmp_path / "refused", "--connect")
+    assert refused.exit_code == 2
+    assert "Error:" in refused.stderr and "--connect" in refused.stderr and "increasing" in refused.stderr
+    assert not (tmp_path / "refused").exists()

@@ -185,6 +185,11 @@ def build_graph_command(
                                              "moves pays sqrt(2) per category, one move sqrt(2c) for c).",
                                              rich_help_panel="Graph")] = True,
     radius: o.RadiusOpt = None,
+    connect: Annotated[bool, typer.Option("--connect/--no-connect", help="Join the islands of each immutable "
+                                          "group by their shortest edges, so every row reaches every row of its "
+                                          "group (applicants on a small island otherwise reach few favourable "
+                                          "rows). Not with --increasing/--decreasing features.",
+                                          rich_help_panel="Graph")] = False,
     max_step: o.MaxStepOpt = None,
     weight: o.WeightOpt = "euclidean",
     kde_bandwidth: o.KdeBandwidthOpt = None,
@@ -239,6 +244,11 @@ def build_graph_command(
     if neighbors is None:
         neighbors = default_neighbors(training.n_rows)
     blocks = category_blocks(training.encoder) if per_change and radius is None else None
+    if connect and training.codes.monotone.shape[1] > 0:
+        monotone = [f.name for f in training.schema.features if f.mutability in ("increasing", "decreasing")]
+        raise OptionError("--connect", "--connect needs every move to be reversible, but "
+                          f"{', '.join(repr(m) for m in monotone)} may only move one way (--increasing/"
+                          "--decreasing). Drop --connect, or those declarations.")
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -249,7 +259,7 @@ def build_graph_command(
     with progress:
         task = progress.add_task("graph", total=training.n_rows)
         graph = build_graph(training.X, training.codes, n_neighbors=neighbors, radius=radius, max_step=max_step,
-                            weight=weight, bandwidth=kde_bandwidth, category_blocks=blocks,
+                            weight=weight, bandwidth=kde_bandwidth, category_blocks=blocks, connect=connect,
                             progress=lambda done, total: progress.update(task, completed=done))
     seconds = time.perf_counter() - start
 
@@ -260,6 +270,7 @@ def build_graph_command(
         "neighbors": graph.n_neighbors, "radius": graph.radius, "max_step": graph.max_step, "weight": graph.weight,
         "bandwidth": graph.bandwidth, "threshold": threshold, "seed": seed,
         "per_change": graph.category_blocks is not None,
+        "connect": connect,
         "schema": _plain_schema(training.schema),
         # build_seconds is the one field that differs between identical runs; the payloads do not.
         "statistics": {**stats, "build_seconds": round(seconds, 3)},
