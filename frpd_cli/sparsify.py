@@ -570,9 +570,13 @@ class _SmallSupports:
         p = self._score(columns)
         cost = np.sqrt(sq.sum(axis=1))
         # every segment of the applicant gets the rows of its first segment
-        rows = np.flatnonzero(groups[segs][None, :] == groups[seg][:, None].reshape(-1, 1))
-        rep, which = np.divmod(rows, segs.size)
-        target = segs[which]
+        order = np.argsort(groups[segs], kind="stable")
+        by_group = groups[segs][order]
+        lo = np.searchsorted(by_group, groups[seg], side="left")
+        hi = np.searchsorted(by_group, groups[seg], side="right")
+        rep = np.repeat(np.arange(seg.size), hi - lo)
+        start = np.repeat(lo - np.concatenate([[0], np.cumsum(hi - lo)[:-1]]), hi - lo)
+        target = segs[order[start + np.arange(rep.size)]]
         ok = (p[rep] >= self.model.threshold) & (cost[rep] <= budget[target] * (1 + 1e-12) + _EPS)
         for name, value in (("seg", target), ("sup", sup[rep]), ("t", np.ones(rep.size)), ("p", p[rep]),
                             ("cost", cost[rep]), ("ok", ok), ("act", sup[rep]), ("lfeat", feat[rep]),

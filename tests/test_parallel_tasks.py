@@ -68,7 +68,7 @@ def test_tasks_do_not_follow_the_chunks(small_tasks):
 
 
 @pytest.mark.parametrize("n, n_tasks, n_workers, expected", [
-    (976, 4, 2, [244] * 4),             # 2,000 applicants in tasks of 256 on two workers: 8 tasks in all
+    (976, 4, 2, [244] * 4),             # 2,000 applicants in tasks of 256 on two workers: 8 tasks
     (1000, 0, 2, [250] * 4),
     (1001, 0, 2, [251, 250, 250, 250]),
     (700, 3, 2, [234, 233, 233]),       # 3 + 3 = 6 tasks
@@ -77,8 +77,9 @@ def test_tasks_do_not_follow_the_chunks(small_tasks):
     (600, 0, 4, [150] * 4),
     (0, 3, 2, []),
 ])
-def test_tail_sizes(n, n_tasks, n_workers, expected):
-    assert planning.TASK_APPLICANTS == 256 and planning.MIN_TASK_APPLICANTS == 128
+def test_tail_sizes(n, n_tasks, n_workers, expected, monkeypatch):
+    monkeypatch.setattr(planning, "TASK_APPLICANTS", 256)
+    monkeypatch.setattr(planning, "MIN_TASK_APPLICANTS", 128)
     assert _tail_sizes(n, n_tasks, n_workers) == expected
 
 

@@ -248,7 +248,7 @@ def test_one_applicant_plan_with_the_sample_model_skips_sklearn_linear_model(sam
 
 
 def test_deferred_package_is_left_alone_when_already_imported():
-    import sklearn.compose
+    import sklearn.compose  # noqa: F401 - loaded on purpose
 
     from frpd_cli import model as model_module
 

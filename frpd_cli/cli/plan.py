@@ -72,7 +72,7 @@ _RECORD_COUNTERS = {"csv": _count_csv, "jsonl": _count_jsonl}
 
 
 def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> dict:
-    from ..artifacts import sha256_file       # only a run writing --output FILE needs it
+    from ..artifacts import sha256_file  # only a run writing --output FILE needs it
 
     return {
         "frpd_version": __version__,
