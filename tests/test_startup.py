@@ -340,3 +340,18 @@ def test_text_level_lookup_agrees_with_series_map(values, dtype):
     elif codes is not None:
         assert codes.dtype == np.int64 and codes.tolist() == mapped.astype(np.int64).tolist()
     assert _text_level_codes({1: 0, 2: 1}, series) is None         # levels that are not text: never taken
+
+
+@pytest.mark.parametrize("code, status, err", [(None, 0, ""), (0, 0, ""), (3, 3, ""), ("oops", 1, "oops\n")])
+def test_leaving_flushes_the_streams_runs_atexit_and_keeps_the_exit_status(code, status, err):
+    # the console script ends without tearing the interpreter down: what was printed must still get out, the
+    # atexit handlers still run (after stdout is flushed), and the status is the one sys.exit(code) gives
+    script = ("import atexit, sys\n"
+              "from frpd_cli.cli.app import _leave\n"
+              "atexit.register(lambda: sys.stdout.write('|atexit'))\n"
+              "sys.stdout.write('data' * 10000)\n"
+              f"_leave({code!r})\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == status
+    assert done.stdout == "data" * 10000 + "|atexit"
+    assert done.stderr == err
