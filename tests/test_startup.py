@@ -23,17 +23,15 @@ from frpd_cli.cli.app import COMMANDS, app
 HEAVY = ("dask", "distributed", "highspy", "matplotlib", "networkx", "sklearn", "scipy", "scipy.stats",
          "scipy.sparse.csgraph", "numpy", "pandas", "joblib")
 
+# the console entry point, as `frpd ARGS` runs it; the modules loaded are reported by an atexit handler (main()
+# runs those before it ends the process), the exit status is the process's
 _PROBE = """
-import json, sys
+import atexit, json, sys
 sys.argv = ["frpd", *json.loads(sys.argv[1])]
+atexit.register(lambda: print(json.dumps({"modules": sorted(sys.modules)}), file=sys.stderr))
 import frpd_cli.cli.app as cli
-code = 0
 if len(sys.argv) > 1:
-    try:
-        cli.main()
-    except SystemExit as exc:
-        code = exc.code
-print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+    cli.main()
 """
 
 
@@ -41,7 +39,7 @@ def _modules_after(*args: str) -> tuple[int, set[str], str]:
     done = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(list(args))], capture_output=True, text=True,
                           check=False)
     report = json.loads(done.stderr.strip().splitlines()[-1])
-    return report["code"], set(report["modules"]), done.stdout
+    return done.returncode, set(report["modules"]), done.stdout
 
 
 @pytest.mark.parametrize("args", [(), ("--version",), ("--help",)], ids=["import", "version", "help"])
