@@ -274,10 +274,12 @@ def sparsify_recourses(
 
     Notes
     -----
-    Model calls: one for the single-feature supports, one for the pairs, one
-    per bisection step (about ``log2(1 / tol)``, every accepted candidate of
-    the batch together), and those of the greedy search for the recourses no
-    support of one or two features serves. Python work is ``O(n_segments)``
+    Model calls: per support size, one for the prototype's supports (and, at
+    sizes 1 and 2, one for the supports with a level of their own: the
+    one-feature ones once per applicant), a few to keep decoded costs within
+    the bound, one per bisection step (two levels per call, every kept
+    candidate of the batch together), and those of the greedy search for the
+    recourses whose subsets are too many. Python work is ``O(n_segments)``
     per call; no model call scores a segment that is already decided.
     """
     if max_changes is not None and (isinstance(max_changes, bool) or int(max_changes) != max_changes
