@@ -276,8 +276,7 @@ def sparsify_recourses(
     -----
     Model calls: per support size, one for the prototype's supports (and, at
     sizes 1 and 2, one for the supports with a level of their own: the
-    one-feature ones once per applicant), a few to keep decoded costs within
-    the bound, one per bisection step (two levels per call, every kept
+    one-feature ones once per applicant), one per bisection step (two levels per call, every kept
     candidate of the batch together), and those of the greedy search for the
     recourses whose subsets are too many. Python work is ``O(n_segments)``
     per call; no model call scores a segment that is already decided.
