@@ -271,6 +271,8 @@ def _bridges(X, codes, src, dst, chunk_size):
         if rows.size < 2:
             continue
         sub = adjacency[rows][:, rows]
+        Xg = X[rows]
+        sq = np.einsum("ij,ij->i", Xg, Xg)
         extra = []
         while True:
             if extra:
@@ -280,8 +282,6 @@ def _bridges(X, codes, src, dst, chunk_size):
             if n_comp <= 1:
                 break
             largest = int(np.argmax(np.bincount(label)))
-            Xg = X[rows]
-            sq = np.einsum("ij,ij->i", Xg, Xg)
             new = []
             for c in range(n_comp):
                 if c == largest:

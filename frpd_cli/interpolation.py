@@ -29,6 +29,7 @@ __all__ = [
     "LinearResult",
     "interpolate_linear",
     "decode_from",
+    "keep_rules",
     "ENDPOINTS",
     "GraphReach",
     "GraphRecourse",
@@ -105,18 +106,29 @@ def _decoded_columns(encoder: Encoder, Z: np.ndarray, X0: np.ndarray, original: 
         unchanged = np.all(np.abs(Z[:, start:stop] - X0[:, start:stop]) <= 1e-12, axis=1)
         column = decoded[f.name].to_numpy(copy=True)
         raw = original[f.name]
-        if f.is_numeric and f.mutability in ("increasing", "decreasing"):
-            column = column.astype(np.result_type(column.dtype, raw.dtype))
-            column = np.maximum(column, raw) if f.mutability == "increasing" else np.minimum(column, raw)
-        if f.is_numeric and f.has_range:       # --range: a changed value never leaves the user's range
-            low = -np.inf if f.low is None else (np.ceil(f.low) if f.kind == "integer" else f.low)
-            high = np.inf if f.high is None else (np.floor(f.high) if f.kind == "integer" else f.high)
-            column = np.clip(column, low, high).astype(column.dtype) if low <= high else column
+        if f.is_numeric:
+            column = keep_rules(f, column, raw)
         if unchanged.any():
             column = column.astype(np.result_type(column.dtype, raw.dtype)) if f.is_numeric else column
             column[unchanged] = raw[unchanged]
         columns[f.name] = column
     return columns
+
+
+def keep_rules(f, column: np.ndarray, raw: np.ndarray) -> np.ndarray:
+    """Decoded values ``column`` of numeric feature ``f`` held to its rules against the applicants' ``raw`` values.
+
+    An increasing feature never goes below the applicant's value and a decreasing one never above it; with a
+    ``--range``, a value never leaves it (integer features: its whole numbers).
+    """
+    if f.mutability in ("increasing", "decreasing"):
+        column = column.astype(np.result_type(column.dtype, raw.dtype))
+        column = np.maximum(column, raw) if f.mutability == "increasing" else np.minimum(column, raw)
+    if f.has_range:
+        low = -np.inf if f.low is None else (np.ceil(f.low) if f.kind == "integer" else f.low)
+        high = np.inf if f.high is None else (np.floor(f.high) if f.kind == "integer" else f.high)
+        column = np.clip(column, low, high).astype(column.dtype) if low <= high else column
+    return column
 
 
 def interpolate_linear(

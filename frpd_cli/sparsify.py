@@ -93,7 +93,7 @@ import pandas as pd
 
 from .encoding import Encoder, _level_dtype
 from .exceptions import InputError
-from .interpolation import decode_from
+from .interpolation import decode_from, keep_rules
 
 __all__ = ["SparseResult", "sparsify_recourses", "changed_features", "COST_FACTOR"]
 
@@ -429,13 +429,7 @@ class _SmallSupports:
         z = x0 + t * self.D[segs, c]
         column = enc._decode_numeric(j, f, z / self.scale[c])
         original = self.raw[f.name][segs]
-        if f.mutability in ("increasing", "decreasing"):
-            column = column.astype(np.result_type(column.dtype, original.dtype))
-            column = np.maximum(column, original) if f.mutability == "increasing" else np.minimum(column, original)
-        if f.has_range:
-            low = -np.inf if f.low is None else (np.ceil(f.low) if f.kind == "integer" else f.low)
-            high = np.inf if f.high is None else (np.floor(f.high) if f.kind == "integer" else f.high)
-            column = np.clip(column, low, high).astype(column.dtype) if low <= high else column
+        column = keep_rules(f, column, original)
         unchanged = np.abs(z - x0) <= 1e-12
         column = column.astype(np.result_type(column.dtype, original.dtype))
         column[unchanged] = original[unchanged]
@@ -521,8 +515,11 @@ class _SmallSupports:
             t = np.where(over, t * np.minimum(budget[segs] / np.maximum(cost, _EPS), 1.0) * 0.999, t)
         p = self._score(columns)
         ok = (cost <= limit) & (p >= self.model.threshold)
-        for name, value in (("seg", segs), ("sup", sup), ("t", t), ("p", p), ("cost", cost), ("ok", ok),
-                            ("act", sq > _EPS * _EPS), ("lfeat", lfeat), ("level", level)):
+        self._append(seg=segs, sup=sup, t=t, p=p, cost=cost, ok=ok, act=sq > _EPS * _EPS, lfeat=lfeat, level=level)
+
+    def _append(self, **arrays) -> None:
+        """Append candidates: one array per ``cand_*`` attribute, the same rows in each."""
+        for name, value in arrays.items():
             setattr(self, "cand_" + name, np.concatenate([getattr(self, "cand_" + name), value]))
 
     def _free_levels(self, segs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -579,10 +576,8 @@ class _SmallSupports:
         start = np.repeat(lo - np.concatenate([[0], np.cumsum(hi - lo)[:-1]]), hi - lo)
         target = segs[order[start + np.arange(rep.size)]]
         ok = (p[rep] >= self.model.threshold) & (cost[rep] <= budget[target] * (1 + 1e-12) + _EPS)
-        for name, value in (("seg", target), ("sup", sup[rep]), ("t", np.ones(rep.size)), ("p", p[rep]),
-                            ("cost", cost[rep]), ("ok", ok), ("act", sup[rep]), ("lfeat", feat[rep]),
-                            ("level", level[rep])):
-            setattr(self, "cand_" + name, np.concatenate([getattr(self, "cand_" + name), value]))
+        self._append(seg=target, sup=sup[rep], t=np.ones(rep.size), p=p[rep], cost=cost[rep], ok=ok, act=sup[rep],
+                     lfeat=feat[rep], level=level[rep])
 
     def _try_levels(self, segs: np.ndarray, budget: np.ndarray, support: np.ndarray) -> None:
         """Judge the supports of a categorical feature at a level of its own choice together with one other
