@@ -574,13 +574,26 @@ def _score_in_blocks(estimator, method: str, X, path: str) -> np.ndarray:
         Xt = _transform_rowwise(prefix, Xt)
         final = estimator.steps[-1][1]
     call = getattr(final, method)
+    # A pipeline's preprocessed blocks go to a compiled predict_proba when it reproduced scikit-learn's
+    # exactly (frpd_cli._rowwise.final_scorer); anything else is scikit-learn's own call.
+    fast = prefix is not None and method == "predict_proba" and not isinstance(Xt, (pd.DataFrame, pd.Series))
+    scorer = None
     n_rows = Xt.shape[0]
     parts = []
     for start in range(0, n_rows, SCORE_BLOCK_ROWS):
         stop = min(start + SCORE_BLOCK_ROWS, n_rows)
         index = np.minimum(np.arange(start, start + SCORE_BLOCK_ROWS), n_rows - 1)
         block = Xt.iloc[index] if isinstance(Xt, (pd.DataFrame, pd.Series)) else Xt[index]
-        out = np.asarray(call(block))
+        out = None
+        if fast and scorer is None:
+            from ._rowwise import final_scorer
+
+            scorer, out = final_scorer(final, block)    # checked once per estimator: on this block, if not yet
+            fast = scorer is not None
+        if fast and out is None:
+            out = scorer(block)
+        if out is None:
+            out = np.asarray(call(block))
         if out.ndim == 0 or out.shape[0] != SCORE_BLOCK_ROWS:
             raise ModelError(
                 f"The model '{path}' returned {method} output of shape {out.shape} for {SCORE_BLOCK_ROWS} rows; "

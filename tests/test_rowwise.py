@@ -155,3 +155,74 @@ def test_a_first_batch_with_unknown_categories_defers_the_check():
     assert compile_prefix(ct, unknown) is None
     assert _rowwise.compiled_prefix(ct) is None                 # not decided: the next batch is checked
     assert isinstance(compile_prefix(ct, train), CompiledPrefix)
+
+
+# ---------------------------------------------------------------------------- the compiled final estimator
+
+FINALS = {
+    "mlp relu": lambda: MLPClassifier(hidden_layer_sizes=(8, 5), max_iter=300, random_state=0),
+    "mlp tanh": lambda: MLPClassifier(hidden_layer_sizes=(6,), activation="tanh", max_iter=300, random_state=1),
+    "mlp logistic": lambda: MLPClassifier(hidden_layer_sizes=(4,), activation="logistic", max_iter=300,
+                                          random_state=2),
+    "logistic regression": lambda: LogisticRegression(C=0.5, max_iter=500),
+}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("prefix", ["onehot + minmax (sparse)", "dense output"])
+@pytest.mark.parametrize("final", list(FINALS))
+def test_compiled_final_is_predict_proba_bit_for_bit(prefix, final):
+    train = _frame(400, 0)
+    pipe = Pipeline([("prep", PREFIXES[prefix]()), ("clf", FINALS[final]())]).fit(train, _labels(train))
+    ct, clf = pipe.steps[0][1], pipe.steps[-1][1]
+    scorer, _ = _rowwise.final_scorer(clf, ct.transform(_frame(512, 5)))
+    assert isinstance(scorer, _rowwise.CompiledFinal)        # the fast path is really taken
+    for seed, n in ((1, 1), (2, 7), (3, 512), (4, 1300)):
+        X = ct.transform(_frame(n, seed))
+        got, expected = scorer(X), clf.predict_proba(X)
+        assert got.dtype == expected.dtype and got.shape == expected.shape == (n, 2)
+        assert got.tobytes() == expected.tobytes()
+    # frpd's own path (compiled preprocessing + compiled final, in blocks of 512) gives scikit-learn's bits
+    model = _model(pipe)
+    rows = _frame(700, 9)
+    assert model.favorable_probability(rows).tobytes() == pipe.predict_proba(rows)[:, 1].tobytes()
+    assert isinstance(_rowwise._final.get(model.estimator.steps[-1][1]), _rowwise.CompiledFinal)
+
+
+def _model(pipe):
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "m.pkl"
+        joblib.dump(pipe, path)
+        return load_model(path, feature_names=FEATURES, favorable=1)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+def test_compiled_final_steps_aside_when_it_differs_or_does_not_apply(monkeypatch):
+    train = _frame(512, 0)
+    y = _labels(train)
+    X = PREFIXES["dense output"]().fit(train).transform(train)
+    # a compiled form one bit off is refused: scikit-learn keeps the job
+    mlp = MLPClassifier(hidden_layer_sizes=(5,), max_iter=200, random_state=0).fit(X, y[:512])
+    original = _rowwise.CompiledFinal.__call__
+
+    def off_by_one_bit(self, block):
+        out = original(self, block)
+        out[0, 1] = np.nextafter(out[0, 1], 2.0)
+        return out
+
+    monkeypatch.setattr(_rowwise.CompiledFinal, "__call__", off_by_one_bit)
+    assert _rowwise.final_scorer(mlp, X)[0] is None
+    assert _rowwise.final_scorer(mlp, X) == (None, None)         # remembered: not re-checked
+    monkeypatch.setattr(_rowwise.CompiledFinal, "__call__", original)
+    # models it does not implement: three classes, another estimator, other dtypes or widths
+    three = LogisticRegression(max_iter=300).fit(X, (np.arange(512) % 3))
+    assert _rowwise.final_scorer(three, X)[0] is None
+    from sklearn.tree import DecisionTreeClassifier
+
+    assert _rowwise.final_scorer(DecisionTreeClassifier(random_state=0).fit(X, y[:512]), X)[0] is None
+    fresh = LogisticRegression(max_iter=300).fit(X, y[:512])
+    assert _rowwise.CompiledFinal(fresh)(X.astype(np.float32)) is None
+    assert _rowwise.CompiledFinal(fresh)(X[:, :-1]) is None
