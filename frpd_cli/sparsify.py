@@ -721,12 +721,16 @@ class _SmallSupports:
         at = np.full(self.cand_seg.size, -1, dtype=np.int64)
         at[ok] = np.arange(ok.size)
         unit = _unit(self._moves(ok)) if ok.size else np.zeros((0, self.X0.shape[1]))
-        keys: dict = {}
+        # One number per distinct recourse row (the changed features and their values): candidates with the same
+        # number are the same row.
+        rows = np.zeros((ok.size, len(self.names)), dtype=np.int64)
+        for j, name in enumerate(self.names):
+            rows[:, j] = pd.factorize(columns[name])[0] if ok.size else 0
+        rows[~self.cand_act[ok]] = -1
+        same_row = np.unique(rows, axis=0, return_inverse=True)[1].ravel() if ok.size else rows[:, 0]
 
         def key(c):
-            if c not in keys:
-                keys[c] = tuple((j, str(columns[self.names[j]][at[c]])) for j in np.flatnonzero(self.cand_act[c]))
-            return keys[c]
+            return int(same_row[at[c]])
 
         for s in range(support.shape[0]):
             group = int(groups[s])
@@ -743,8 +747,7 @@ class _SmallSupports:
                     if earlier:     # row by row (no matrix product: a row's sum never depends on the others)
                         score = score + DIVERSITY * (unit[at[idx]] * np.sum(earlier, axis=0)).sum(axis=1)
                     mine = taken.setdefault(group, set())
-                    repeat = np.array([key(i) in mine for i in idx], dtype=bool) if mine else \
-                        np.zeros(idx.size, dtype=bool)
+                    repeat = np.isin(same_row[at[idx]], list(mine)) if mine else np.zeros(idx.size, dtype=bool)
                     c = idx[np.lexsort((idx, self.cand_cost[idx], np.round(score, 9), repeat))[0]]
                 taken.setdefault(group, set()).add(key(c))
                 picks.append(c)

@@ -322,3 +322,19 @@ def test_select_refuses_duplicate_applicant_ids(sample_paths, tmp_path):
                                  str(tmp_path / "sel")])
     assert result.exit_code == 1 and "appears 2 times" in result.stderr and "data rows 2, 5" in result.stderr
     assert not (tmp_path / "sel").exists()
+
+
+def test_summary_groups_infeasible_reasons_without_repeating_their_counts():
+    from frpd_cli.cli.plan import summarize_plans
+
+    reason = ("3 recourse(s) dropped: they change more than 1 feature(s) even after sparsification "
+              "(--max-changes); 0 distinct recourse(s) kept")
+    from frpd_cli.cli.plan import _reason_key
+
+    reasons = {}
+    for r in (reason, reason.replace("3 recourse", "2 recourse"),
+              "no candidate: 40 differ in gender, 3 have lower age"):
+        reasons[_reason_key(r)] = reasons.get(_reason_key(r), 0) + 1
+    line = summarize_plans({"ok": 5, "infeasible": 3}, reasons, 8, 2.0)
+    assert line == "8 applicant(s): 5 planned; 3 infeasible (2 recourse(s) dropped, 1 differ in gender); 2.00 s " \
+                   "(4.0 applicants/s)."

@@ -26,7 +26,7 @@ from .app import _flags, app
 
 __all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
 
-_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of) ([^ (;]+)")
+_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of) ([^ (;,]+)")
 
 
 def _reason_key(reason: str | None) -> str:
@@ -36,7 +36,9 @@ def _reason_key(reason: str | None) -> str:
     match = _REASON_KEY.search(reason)
     if match:
         return f"{match.group(1)} {match.group(2)}"
-    return reason.split(":")[0][:60]
+    # the reason's first clause without its leading count ("3 recourse(s) dropped: ..." -> "recourse(s) dropped"):
+    # the summary puts the number of applicants in front of it
+    return re.sub(r"^\d+ ", "", reason.split(":")[0])[:60]
 
 
 def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
