@@ -11,17 +11,19 @@ recourse lies on its prototype's direction from ``x0``, so the directions, and w
 plan, are those of the prototypes.
 
 The search (:func:`segment_costs`) is the plan's own linear interpolation made lean, since it runs on every
-candidate instead of K prototypes: a coarse grid of :data:`COARSE_GRID` points per segment (``t = 1/4, 1/2,
-3/4``; the end point is not scored: a segment with no favourable grid point costs the distance to its end point,
+candidate instead of K prototypes: a coarse grid of :data:`COARSE_GRID` points per segment (``t = 1/8, ...,
+7/8``; the end point is not scored: a segment with no favourable grid point costs the distance to its end point,
 which is also the cost when the end point itself is not favourable), then bisection of the first favourable
-bracket only, one level per model call, down to :data:`TOLERANCE` of the segment (four levels). Segments of many
-applicants share every model call, and identical candidates of one applicant are searched once. A candidate's
-cost depends only on its own segment (the model scores rows in fixed-shape blocks, so a row's probability does
-not depend on the rows it is scored with): results do not depend on how applicants are grouped into chunks,
-tasks or workers.
+bracket only, one level per model call, down to :data:`TOLERANCE` of the segment (one level). The grid step
+matters more than the bisection: a grid of 4 points misses early crossings that a grid of 16 finds (on SBA without
+constraints, plans cost 0.34 instead of 0.31), a grid of 8 with one level finds the plans of a grid of 16 with
+bisection to 1/128 (docs/benchmarks.md, *Recourse proximity*). Segments of many applicants share every model
+call, and identical candidates of one applicant are searched once. A candidate's cost depends only on its own
+segment (the model scores rows in fixed-shape blocks, so a row's probability does not depend on the rows it is
+scored with): results do not depend on how applicants are grouped into chunks, tasks or workers.
 
-Cost: ``COARSE_GRID - 1 + ceil(log2(1 / (COARSE_GRID * TOLERANCE)))`` = 7 scored rows per distinct candidate, in
-5 model calls per group of applicants, plus one decode and encode of the recourses.
+Cost: ``COARSE_GRID - 1 + ceil(log2(1 / (COARSE_GRID * TOLERANCE)))`` = 8 scored rows per distinct candidate, in
+2 model calls per group of applicants, plus one decode and encode of the recourses.
 """
 
 from __future__ import annotations
@@ -52,9 +54,9 @@ PROXIMITIES = ("distance", "recourse")
 #: Smallest proximity returned: the selection needs positive values.
 MIN_COST = 1e-12
 #: Coarse grid points per segment (``t = 1/G, ..., 1``; the end point ``t = 1`` is not scored).
-COARSE_GRID = 4
-#: Bisection stops when the bracket is at most this fraction of the segment (1/64: 4 levels after the grid).
-TOLERANCE = 1.0 / 64
+COARSE_GRID = 8
+#: Bisection stops when the bracket is at most this fraction of the segment (1/16: one level after the grid).
+TOLERANCE = 1.0 / 16
 #: At most this many rows per model call (bounds memory when many applicants' candidates are searched together).
 MAX_CALL_ROWS = 1 << 16
 
