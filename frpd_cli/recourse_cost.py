@@ -12,9 +12,10 @@ plan, are those of the prototypes.
 
 The search (:func:`segment_costs`) is the plan's own linear interpolation made lean, since it runs on every
 candidate instead of K prototypes: a coarse grid of :data:`COARSE_GRID` points per segment (``t = 1/8, ...,
-7/8``; the end point is not scored: a segment with no favourable grid point costs the distance to its end point,
-which is also the cost when the end point itself is not favourable), then bisection of the first favourable
-bracket only, one level per model call, down to :data:`TOLERANCE` of the segment (one level). The grid step
+7/8``), scored in order, one grid point per model call, and only for the segments none of whose earlier points
+was favourable (the end point is not scored: a segment with no favourable grid point costs the distance to its end
+point, which is also the cost when the end point itself is not favourable), then bisection of the first
+favourable bracket, down to :data:`TOLERANCE` of the segment (one level). The grid step
 matters more than the bisection: a grid of 4 points misses early crossings that a grid of 16 finds (on SBA without
 constraints, plans cost 0.34 instead of 0.31), a grid of 8 with one level finds the plans of a grid of 16 with
 bisection to 1/128 (docs/benchmarks.md, *Recourse proximity*). Segments of many applicants share every model
@@ -22,8 +23,9 @@ call, and identical candidates of one applicant are searched once. A candidate's
 segment (the model scores rows in fixed-shape blocks, so a row's probability does not depend on the rows it is
 scored with): results do not depend on how applicants are grouped into chunks, tasks or workers.
 
-Cost: ``COARSE_GRID - 1 + ceil(log2(1 / (COARSE_GRID * TOLERANCE)))`` = 8 scored rows per distinct candidate, in
-2 model calls per group of applicants, plus one decode and encode of the recourses.
+Cost: at most ``COARSE_GRID - 1 + ceil(log2(1 / (COARSE_GRID * TOLERANCE)))`` = 8 scored rows per distinct
+candidate (the grid points up to the first favourable one, then one bisection point), in at most 8 model calls per
+group of applicants, plus one decode and encode of the recourses.
 """
 
 from __future__ import annotations
@@ -57,8 +59,9 @@ MIN_COST = 1e-12
 COARSE_GRID = 8
 #: Bisection stops when the bracket is at most this fraction of the segment (1/16: one level after the grid).
 TOLERANCE = 1.0 / 16
-#: At most this many rows per model call (bounds memory when many applicants' candidates are searched together).
-MAX_CALL_ROWS = 1 << 16
+#: At most this many segments are searched together, so at most this many rows per model call (bounds memory when
+#: many applicants' candidates are priced together).
+MAX_CALL_ROWS = 1 << 15
 
 
 def segment_costs(encoder: Encoder, model, X0: np.ndarray, XK: np.ndarray, raw0: pd.DataFrame, owner=None, *,
@@ -101,10 +104,12 @@ def segment_costs(encoder: Encoder, model, X0: np.ndarray, XK: np.ndarray, raw0:
 
     Notes
     -----
-    ``n_grid - 1`` rows per segment in the first model call, then one call
-    per bisection level ``ceil(log2(1 / (n_grid * tol)))`` with one row per
-    open bracket; calls hold at most :data:`MAX_CALL_ROWS` rows (segments are
-    processed in groups). A segment's result depends on its own rows only.
+    One model call per grid point ``t = g / n_grid`` (``g < n_grid``) with
+    one row per segment whose earlier grid points were all unfavourable, then
+    one call per bisection level ``ceil(log2(1 / (n_grid * tol)))`` with one
+    row per open bracket: at most ``n_grid - 1`` plus that many rows per
+    segment. Segments are processed in groups of at most
+    :data:`MAX_CALL_ROWS`. A segment's result depends on its own rows only.
     A favourable stretch shorter than a grid step before the first
     favourable grid point can be missed (the cost is then that of a later
     favourable point, still a recourse the plan could make).
@@ -125,7 +130,7 @@ def segment_costs(encoder: Encoder, model, X0: np.ndarray, XK: np.ndarray, raw0:
     names = list(encoder.schema.feature_names)
     originals = {name: raw0[name].to_numpy() for name in names}
     costs = np.empty(XK.shape[0], dtype=np.float64)
-    step = max(1, MAX_CALL_ROWS // max(1, n_grid - 1))
+    step = MAX_CALL_ROWS
     for start in range(0, XK.shape[0], step):
         part = slice(start, start + step)
         costs[part] = _search(encoder, model, X0, XK[part], originals, owner[part], tol, n_grid)
@@ -145,17 +150,20 @@ def _search(encoder, model, X0, XK, originals, owner, tol, n_grid) -> np.ndarray
         rows = _decoded(encoder, start[seg] + t[:, None] * direction[seg], start[seg], originals, owner[seg])
         return np.asarray(model.favorable_probability(rows), dtype=np.float64) >= threshold
 
-    # coarse grid t = 1/G .. (G-1)/G of every segment in one call; hi = 1 stays unverified
-    grid = np.arange(1, n_grid, dtype=np.float64) / n_grid
-    lo, hi = np.zeros(n), np.ones(n)
+    # coarse grid t = 1/G, 2/G, ..., (G-1)/G, one grid point per call and only for the segments whose earlier
+    # points were all unfavourable: the first favourable grid point is found without scoring the points after it
+    lo, hi = np.zeros(n), np.ones(n)        # hi = 1 stays unverified: the end point is not scored
     verified = np.zeros(n, dtype=bool)
-    if grid.size:
-        good = favourable(np.repeat(np.arange(n), grid.size), np.tile(grid, n)).reshape(n, grid.size)
-        any_good = good.any(axis=1)
-        first = np.argmax(good, axis=1)
-        hi = np.where(any_good, grid[first], 1.0)
-        lo = np.where(any_good, np.where(first > 0, grid[np.maximum(first - 1, 0)], 0.0), grid[-1])
-        verified = any_good
+    scanning = np.arange(n)
+    for g in range(1, n_grid):
+        if scanning.size == 0:
+            break
+        t = g / n_grid
+        ok = favourable(scanning, np.full(scanning.size, t))
+        hi[scanning[ok]] = t
+        verified[scanning[ok]] = True
+        lo[scanning[~ok]] = t
+        scanning = scanning[~ok]
     # bisection of the first favourable bracket, one level per call
     for _ in range(max(0, math.ceil(math.log2(1.0 / (n_grid * tol)) - 1e-9)) + 1):
         active = np.flatnonzero(hi - lo > tol)
@@ -287,7 +295,7 @@ def with_recourse_costs(training, model, X0: np.ndarray, raw0: pd.DataFrame, fou
     """
     out = list(found)
     raw0 = raw0.reset_index(drop=True)
-    budget = max(1, MAX_CALL_ROWS // max(1, n_grid - 1))
+    budget = MAX_CALL_ROWS
     group, size = [], 0
     for i, f in enumerate(found):
         if f is None or f.reason is not None or not len(f):
