@@ -179,8 +179,10 @@ def _recourse_main(args) -> int:
              "", "constraints: `immutables` = the paper's immutable features (`frpd plan`'s candidates); `none` = "
              "every favourable training row (the paper's Table 1). pricing: `with_recourse_costs` over all the "
              "applicants' candidates at once, as `plan_chunk` calls it (distinct candidates of an applicant are "
-             f"searched once; a coarse grid of {COARSE_GRID} points, the end point not scored, then bisection of "
-             f"the first favourable bracket to {TOLERANCE:g} of the segment, one level per model call). plan: "
+             f"searched once; a grid of {COARSE_GRID} points per segment scored in order, one point per model call, "
+             f"up to the first favourable one, the end point not scored, then bisection of the first favourable "
+             f"bracket to {TOLERANCE:g} of the segment). rows scored: the model rows of the pricing per distinct "
+             "candidate (at most 8). plan: "
              "`plan_applicants` (quad, sparse recourses, the default), `--proximity distance` against "
              "`--proximity recourse`; the difference is the option's price."]
     publish("bench_recourse", lines)

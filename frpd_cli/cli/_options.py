@@ -307,7 +307,7 @@ ProximityOpt = Annotated[_choices(PROXIMITIES), typer.Option("--proximity", case
                                                              "candidate prototype: distance (the paper's: the "
                                                              "distance to it) or recourse (the cost of the "
                                                              "recourse it leads to: the distance to where its "
-                                                             "segment turns favourable; cheaper plans, about 8 "
+                                                             "segment turns favourable; cheaper plans, at most 8 "
                                                              "model rows per candidate). Not with --graph (paths "
                                                              "are priced by their cost).", rich_help_panel=_SEL)]
 
