@@ -18,7 +18,7 @@ point, which is also the cost when the end point itself is not favourable), then
 favourable bracket, down to :data:`TOLERANCE` of the segment (one level). The grid step
 matters more than the bisection: a grid of 4 points misses early crossings that a grid of 16 finds (on SBA without
 constraints, plans cost 0.34 instead of 0.31), a grid of 8 with one level finds the plans of a grid of 16 with
-bisection to 1/128 (docs/benchmarks.md, *Recourse proximity*). Segments of many applicants share every model
+bisection to 1/128 (docs/benchmarks.md, *Where we differ from the paper*). Segments of many applicants share every model
 call, and identical candidates of one applicant are searched once. A candidate's cost depends only on its own
 segment (the model scores rows in fixed-shape blocks, so a row's probability does not depend on the rows it is
 scored with): results do not depend on how applicants are grouped into chunks, tasks or workers.
