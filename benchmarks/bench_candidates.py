@@ -2,6 +2,7 @@
 
 Run: python benchmarks/bench_candidates.py [--n-applicants 300] [--repeats 3]
                                            [--data TRAIN.csv --model MODEL.pkl --applicants DENIED.csv]
+     python benchmarks/bench_candidates.py --recourse [--datasets german,sba,adult] [--n-applicants 100]
 
 Adult from ../shared/datasets (override with FRPD_DATASETS) as in bench_plan.py: 80/20 split (seed 42), MLP
 (20, 50, 20), applicants = test rows the model predicts unfavourable (the first N, default 300); or the given
@@ -12,6 +13,12 @@ In the library, for each case: CPU seconds (``time.process_time``, best of the r
 comparison (the stage adds the pool, the policy, the counts and the reason). Through the command line: CPU time
 (user + system) of a fresh ``frpd plan`` process on the same applicants (best of the repeats). Results go to
 docs/benchmarks.md (section bench_candidates).
+
+``--recourse``: the CPU price of pricing every candidate by its recourse (``--proximity recourse``,
+:mod:`frpd_cli.recourse_cost`) on the datasets of the paper tables (their protocol: ``paper_tables.prepare``),
+with the paper's immutable features (what ``frpd plan`` does) and without constraints (the paper's Table 1):
+``with_recourse_costs`` over the applicants as ``plan_chunk`` calls it, the model rows it scores, and whole
+library plans (``plan_applicants``, quad, K = 3, theta = 0.9) with each proximity. Section bench_recourse.
 """
 
 from __future__ import annotations
@@ -93,6 +100,95 @@ def _measure_library(train_path: Path, model_path: Path, applicants: pd.DataFram
     return rows
 
 
+def _measure_recourse(names: list[str], n_applicants: int, repeats: int) -> list[dict]:
+    """CPU per applicant of the recourse proximity on the paper tables' datasets (see the module docstring)."""
+    from threadpoolctl import threadpool_limits
+
+    import benchmarks.paper_tables as pt
+    from frpd_cli.applicants import normalise_types
+    from frpd_cli.planning import plan_applicants
+    from frpd_cli.recourse_cost import with_recourse_costs
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for spec in pt.SPECS:
+            if spec.name.lower() not in names or not (pt.DATASETS / spec.file).exists():
+                continue
+            p = pt.prepare(spec, Path(tmp), n_applicants)
+            for case, training in (("immutables", p.training), ("none", p.free)):
+                settings = PlanSettings(k=3, theta=0.9)
+                raw = normalise_types(training.encoder,
+                                      p.applicants.loc[:, list(training.schema.feature_names)].reset_index(drop=True))
+                X0 = training.encoder.encode(raw)
+                codes0 = training.encoder.constraint_codes(raw)
+                raw_rows = raw.to_dict("records")
+                stage = CandidateStage(training, settings, model=p.model)
+                found = [stage.find(X0[i], codes0.row(i), raw_rows[i]) for i in range(len(raw))]
+                counted = _RowCounter(p.model)
+                with_recourse_costs(training, counted, X0, raw, found)
+                n = len(raw)
+                ids = [str(i) for i in range(n)]
+
+                def plan(proximity, training=training):
+                    for _ in plan_applicants(training, p.model, p.applicants, ids,
+                                             PlanSettings(k=3, theta=0.9, proximity=proximity)):
+                        pass
+
+                with threadpool_limits(1):
+                    price = _best_cpu(lambda: with_recourse_costs(training, p.model, X0, raw, found), repeats)
+                    by_distance = _best_cpu(lambda: plan("distance"), repeats)
+                    by_recourse = _best_cpu(lambda: plan("recourse"), repeats)
+                priced = [f for f in found if f.reason is None]
+                distinct = sum(len(np.unique(training.X[f.rows] if f.X is None else f.X, axis=0)) for f in priced)
+                rows.append({"dataset": spec.name, "constraints": case, "training rows": training.n_rows,
+                             "applicants": n, "candidates / applicant": f"{np.mean([len(f) for f in priced]):.0f}",
+                             "distinct": f"{distinct / max(1, len(priced)):.0f}",
+                             "rows scored / distinct candidate": f"{counted.rows / max(1, distinct):.2f}",
+                             "pricing ms / applicant": f"{1000 * price / n:.1f}",
+                             "plan ms / applicant, distance": f"{1000 * by_distance / n:.1f}",
+                             "plan ms / applicant, recourse": f"{1000 * by_recourse / n:.1f}"})
+                print(rows[-1], file=sys.stderr, flush=True)
+    return rows
+
+
+class _RowCounter:
+    """A model that counts the rows it is asked to score."""
+
+    def __init__(self, model):
+        self.model, self.threshold, self.rows = model, model.threshold, 0
+
+    def favorable_probability(self, rows):
+        self.rows += len(rows)
+        return self.model.favorable_probability(rows)
+
+
+def _recourse_main(args) -> int:
+    names = [d.strip().lower() for d in args.datasets.split(",") if d.strip()]
+    rows = _measure_recourse(names, args.n_applicants, args.repeats)
+    from frpd_cli.recourse_cost import COARSE_GRID, TOLERANCE
+
+    lines = ["## Recourse proximity (`benchmarks/bench_candidates.py --recourse`)", "",
+             f"Machine: {machine_line()}; {_load_line()}. Command: `python benchmarks/bench_candidates.py --recourse "
+             f"--datasets {args.datasets} --n-applicants {args.n_applicants} --repeats {args.repeats}`. The paper "
+             "tables' protocol (80/20 split, seed 42, MLP (20, 50, 20) with the authors' recipe, applicants = the "
+             "first denied test rows), K = 3, θ = 0.9; CPU time (`time.process_time`), one thread, best of the "
+             "repeats, divided by the applicants.", "",
+             *markdown_table(rows, ["dataset", "constraints", "training rows", "applicants", "candidates / applicant",
+                                    "distinct", "rows scored / distinct candidate", "pricing ms / applicant",
+                                    "plan ms / applicant, distance", "plan ms / applicant, recourse"]),
+             "", "constraints: `immutables` = the paper's immutable features (`frpd plan`'s candidates); `none` = "
+             "every favourable training row (the paper's Table 1). pricing: `with_recourse_costs` over all the "
+             "applicants' candidates at once, as `plan_chunk` calls it (distinct candidates of an applicant are "
+             f"searched once; a grid of {COARSE_GRID} points per segment scored in order, one point per model call, "
+             f"up to the first favourable one, the end point not scored, then bisection of the first favourable "
+             f"bracket to {TOLERANCE:g} of the segment). rows scored: the model rows of the pricing per distinct "
+             "candidate (at most 8). plan: "
+             "`plan_applicants` (quad, sparse recourses, the default), `--proximity distance` against "
+             "`--proximity recourse`; the difference is the option's price."]
+    publish("bench_recourse", lines)
+    return 0
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n-applicants", type=int, default=300, help="Adult applicants (default 300)")
@@ -101,7 +197,12 @@ def main(argv=None) -> int:
     parser.add_argument("--model", type=Path)
     parser.add_argument("--applicants", type=Path)
     parser.add_argument("--no-cli", action="store_true", help="only the library measurements")
+    parser.add_argument("--recourse", action="store_true",
+                        help="measure --proximity recourse on the paper tables' datasets instead (section bench_recourse)")
+    parser.add_argument("--datasets", default="german,sba,adult", help="with --recourse: datasets to measure")
     args = parser.parse_args(argv)
+    if args.recourse:
+        return _recourse_main(args)
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

@@ -281,40 +281,14 @@ RECOURSE_ON: set | None = None  # datasets (lower case) that get the quad-recour
 def plan_by_recourse_cost(training, model, applicants, ids, settings):
     """Linear plans whose prototypes are selected with each candidate's recourse cost as proximity.
 
-    The same stages as `frpd plan` (candidate stage, selection, batched interpolation), with one change: the
-    candidates' proximity is the distance from the applicant to the first favourable point of its segment
-    (:func:`frpd_cli.recourse_cost.recourse_costs`) instead of the distance to the candidate itself.
+    The product path: `frpd plan --proximity recourse` (`PlanSettings(proximity="recourse")`), so the benchmark
+    measures what users run: the candidates' proximity is the distance from the applicant to the first favourable
+    point of its segment (:mod:`frpd_cli.recourse_cost`) instead of the distance to the candidate itself.
     """
     from dataclasses import replace
 
-    from frpd_cli.applicants import normalise_types
-    from frpd_cli.candidates import CandidateStage
-    from frpd_cli.choice import select_candidates
-    from frpd_cli.planning import interpolate_plans, raised_threshold
-    from frpd_cli.recourse_cost import recourse_costs
-
-    encoder = training.encoder
-    raw = normalise_types(encoder, applicants.loc[:, list(training.schema.feature_names)].reset_index(drop=True))
-    X0 = encoder.encode(raw, source="the applicants")
-    codes0 = encoder.constraint_codes(raw, source="the applicants")
-    prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
-    judge = raised_threshold(model, settings.margin)
-    stage = CandidateStage(training, settings, model=model)
-    rows = raw.to_dict("records")
-    outcomes = []
-    for i in range(len(raw)):
-        if prob0[i] >= model.threshold:
-            outcomes.append(None)
-            continue
-        found = stage.find(X0[i], codes0.row(i), rows[i])
-        if found.reason is None:
-            X = training.X[found.rows] if found.X is None else found.X
-            found = replace(found, proximity=recourse_costs(encoder, judge, X0[i], raw.iloc[[i]], X))
-        outcomes.append(select_candidates(training, X0[i], found, settings)[0])
-    ends = [None if out is None else (training.X[out.rows] if out.ends is None else out.ends) for out in outcomes]
-    return interpolate_plans(encoder, model, raw, X0, prob0, list(ids), outcomes, ends, method=settings.label,
-                             k=settings.k, tol=settings.tol, margin=settings.margin, sparsify=settings.sparsify,
-                             max_changes=settings.max_changes)
+    settings = replace(settings, proximity="recourse")
+    return [plan for chunk in plan_applicants(training, model, applicants, ids, settings) for plan in chunk]
 
 
 def dice_available() -> bool:

@@ -101,6 +101,12 @@ class PlanSettings:
     max_changes : int or None
         Linear scheme: a recourse changing more features is sparsified further
         (without the cost bound) or dropped.
+    proximity : {"distance", "recourse"}
+        Linear scheme: the selection's proximity term is the distance to each
+        candidate (``"distance"``, the paper's) or the cost of the recourse the
+        candidate leads to, the distance to where its segment first turns
+        favourable (``"recourse"``, :mod:`frpd_cli.recourse_cost`). Graph plans
+        always use the path cost.
     """
 
     method: str = "quad"
@@ -120,6 +126,7 @@ class PlanSettings:
     margin: float = 0.0
     sparsify: bool = True
     max_changes: int | None = None
+    proximity: str = "distance"
 
     def validate(self) -> "PlanSettings":
         if self.method not in PLAN_METHODS:
@@ -159,7 +166,18 @@ class PlanSettings:
             raise InputError(f"The 'immutable-policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. "
                              f"Got {self.immutable_policy!r} instead.")
         self._validate_sparsity()
+        self._validate_proximity()
         return self
+
+    def _validate_proximity(self) -> None:
+        from .recourse_cost import PROXIMITIES
+
+        if self.proximity not in PROXIMITIES:
+            raise InputError(f"The 'proximity' option must be one of {', '.join(PROXIMITIES)}. "
+                             f"Got {self.proximity!r} instead.")
+        if self.proximity == "recourse" and self.scheme == "graph":
+            raise InputError("The 'recourse' proximity applies to linear recourses; graph plans price each "
+                             "prototype by its path cost already. Leave out --graph, or --proximity recourse.")
 
     def _validate_sparsity(self) -> None:
         if isinstance(self.margin, bool) or not isinstance(self.margin, (int, float, np.integer, np.floating)) \

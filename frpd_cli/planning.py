@@ -99,12 +99,13 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     outcomes: list[SelectionOutcome | None] = []
     found: list[Candidates | None] = []
     for i in range(len(raw)):
-        if prob0[i] >= model.threshold:
-            outcomes.append(None)
-            found.append(None)
-            continue
-        found.append(stage.find(X0[i], codes0.row(i), raw_rows[i]))
-        outcomes.append(select_candidates(training, X0[i], found[i], settings)[0])
+        found.append(None if prob0[i] >= model.threshold else stage.find(X0[i], codes0.row(i), raw_rows[i]))
+    if settings.proximity == "recourse":    # each candidate priced by its recourse, the chunk's segments batched
+        from .recourse_cost import with_recourse_costs
+
+        found = with_recourse_costs(training, raised_threshold(model, settings.margin), X0, raw, found)
+    for i in range(len(raw)):
+        outcomes.append(None if found[i] is None else select_candidates(training, X0[i], found[i], settings)[0])
     if settings.scheme == "graph":
         return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.label,
                            settings=settings, found=found, model=model)
@@ -673,7 +674,14 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     pending = []  # positions in proto_rows of prototypes that are training rows
     n_reused = 0
     keep = save_eigen or reuse_eigen is not None
+    priced, priced_to = {}, 0   # --proximity recourse: candidates found and priced ahead, 256 applicants at a time
     for i in range(len(raw)):
+        if settings.proximity == "recourse" and i >= priced_to:
+            from .recourse_cost import find_priced
+
+            priced_to = min(i + 256, len(raw))
+            priced = find_priced(stage, raised_threshold(model, settings.margin), X0, codes0, raw, raw_rows,
+                                 [j for j in range(i, priced_to) if prob0[j] < model.threshold])
         stored = None
         if reuse_eigen is not None and f"values_{i}" in reuse_eigen:
             stored = Eigen(values=reuse_eigen[f"values_{i}"].astype(np.float64),
@@ -683,7 +691,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                                          f"the model already predicts favourable (probability {prob0[i]:.4f})",
                                          np.zeros(0, dtype=np.int64)) for _ in thetas]
         else:
-            found = stage.find(X0[i], codes0.row(i), raw_rows[i])
+            found = priced[i] if i in priced else stage.find(X0[i], codes0.row(i), raw_rows[i])
             outcomes = select_candidates(training, X0[i], found, settings, thetas=thetas, eigen=stored, keep=keep)
             if stored is not None and outcomes[0].candidates is not None:
                 if np.array_equal(outcomes[0].candidates, reuse_eigen[f"candidates_{i}"]):

@@ -268,3 +268,40 @@ def test_jobs_never_change_the_output_bytes(sample_paths, tmp_path):
         assert done.stdout == reference.stdout, extra
     warnings = [line for line in done.stderr.decode().splitlines() if line.startswith("Warning:")]
     assert len(warnings) == 1 and f"--jobs {too_many}" in warnings[0] and f"running {available_cpus()}" in warnings[0]
+
+
+# ------------------------------------------------------------------ --proximity recourse
+
+
+def test_recourse_proximity_plans_identical_for_any_chunking_and_jobs(tmp_path, small_pools):
+    training, model, denied = _boundary_setup(tmp_path)
+    _all_batchings_agree(training, model, denied.head(20), PlanSettings(k=3, proximity="recourse"), dask=False)
+
+
+def test_recourse_proximity_plans_hold_every_invariant_and_match_frpd_select(sample, small_pools):
+    from frpd_cli.planning import select_applicants
+
+    training, model, applicants, paths = sample
+    settings = PlanSettings(method="quad", k=3, sparsify=False, proximity="recourse")
+    plans = _all_batchings_agree(training, model, applicants, settings, dask=False)
+    assert check_invariants(plans, training, paths["model"], applicants, 3) == len(applicants)
+    # frpd select prices and selects the same way: its prototypes are the plans' prototypes
+    ids = [str(i) for i in range(len(applicants))]
+    table = select_applicants(training, model, applicants, ids, settings)
+    chosen = table.prototypes.groupby("applicant")["row"].apply(lambda r: sorted(int(v) for v in r)).to_dict()
+    for plan in plans:
+        if len(plan.recourses) == 3:
+            assert sorted(r.prototype for r in plan.recourses) == chosen[plan.applicant]
+    # pricing by the recourse never makes the selection's recourses dearer on average than pricing by distance
+    by_distance = _plans(training, model, applicants, PlanSettings(method="nearest", k=3, sparsify=False))
+    by_recourse = _plans(training, model, applicants, PlanSettings(method="nearest", k=3, sparsify=False,
+                                                                   proximity="recourse"))
+    mean = lambda ps: np.mean([r.cost for p in ps for r in p.recourses])  # noqa: E731
+    assert mean(by_recourse) <= mean(by_distance) + 1e-9
+
+
+def test_german_recourse_proximity_plans_hold_every_invariant(german):
+    spec = SchemaSpec(immutable=("Personal status",), increasing=("Age",))
+    training, model = _setup(german.train_path, german.model_path, spec)
+    plans = _plans(training, model, german.denied, PlanSettings(method="quad", k=3, proximity="recourse"))
+    assert check_invariants(plans, training, german.model_path, german.denied, 3) >= 0.8 * len(german.denied)

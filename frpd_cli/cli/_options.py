@@ -30,6 +30,7 @@ __all__ = [
     "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
     "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options",
+    "ProximityOpt", "PROXIMITIES", "check_proximity",
 ]
 
 # The allowed values of choice options. Every command imports this module for its option declarations, so
@@ -45,6 +46,7 @@ ENDPOINTS = ("prototype", "first-favorable")
 IMMUTABLE_POLICIES = ("filter", "project", "auto")
 FORMATS = ("table", "csv", "json", "jsonl")
 LAYOUTS = ("auto", "wide", "long")
+PROXIMITIES = ("distance", "recourse")
 
 #: Edge weights of build-graph.
 WEIGHTS = ("euclidean", "density")
@@ -300,6 +302,14 @@ MaxChangesOpt = Annotated[Optional[int], typer.Option("--max-changes", min=1,
                                                       "features; a longer recourse is sparsified further (then "
                                                       "it may cost more) or dropped, with a reason.",
                                                       rich_help_panel=_SEL)]
+ProximityOpt = Annotated[_choices(PROXIMITIES), typer.Option("--proximity", case_sensitive=False,
+                                                             help="Linear scheme: how selection prices a "
+                                                             "candidate prototype: distance (the paper's: the "
+                                                             "distance to it) or recourse (the cost of the "
+                                                             "recourse it leads to: the distance to where its "
+                                                             "segment turns favourable; cheaper plans, at most 8 "
+                                                             "model rows per candidate). Not with --graph (paths "
+                                                             "are priced by their cost).", rich_help_panel=_SEL)]
 
 OptionalEndpointOpt = Annotated[Optional[_choices(ENDPOINTS)],
                                 typer.Option("--endpoint", case_sensitive=False,
@@ -345,6 +355,15 @@ def check_margin_options(threshold: float, margin: float, max_changes: int | Non
     if max_changes is not None and graph:
         raise OptionError("--max-changes", "--max-changes applies to linear recourses; graph recourses keep "
                           "their paths. Leave out --graph, or --max-changes.")
+
+
+def check_proximity(proximity: str, *, graph: bool) -> None:
+    """Usage error of --proximity (exit 2): the recourse proximity is for linear recourses."""
+    from ..exceptions import OptionError
+
+    if proximity == "recourse" and graph:
+        raise OptionError("--proximity", "--proximity recourse prices linear recourses; with --graph every "
+                          "prototype is priced by its path cost already. Leave out --graph, or --proximity recourse.")
 
 
 @dataclass(frozen=True)

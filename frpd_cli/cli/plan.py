@@ -262,6 +262,7 @@ def plan_command(
     margin: o.MarginOpt = 0.0,
     sparsify: o.SparsifyOpt = True,
     max_changes: o.MaxChangesOpt = None,
+    proximity: o.ProximityOpt = "distance",
     fmt: o.FormatOpt = None,
     layout: o.LayoutOpt = "auto",
     quiet: o.QuietOpt = False,
@@ -322,10 +323,11 @@ def plan_command(
     check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
                                                               "schema": schema, "graph": graph, "pool": pool})
     o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
+    o.check_proximity(proximity, graph=graph is not None)
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
-                            margin=margin, sparsify=sparsify, max_changes=max_changes).validate()
+                            margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity).validate()
     if scheduler is not None and backend != "dask":
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,

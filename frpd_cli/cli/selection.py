@@ -72,6 +72,7 @@ def select_command(
                                                         "candidates are unchanged skip the decomposition.",
                                                         rich_help_panel="Selection")] = None,
     immutable_policy: o.PolicyOpt = "auto",
+    proximity: o.ProximityOpt = "distance",
     graph: o.GraphOpt = None,
     endpoint: o.EndpointOpt = "prototype",
     max_hops: o.MaxHopsOpt = None,
@@ -111,9 +112,11 @@ def select_command(
     if spooled is not None:
         applicants = spooled.path
     thetas = _parse_thetas(theta)
+    o.check_proximity(proximity, graph=graph is not None)
     settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
                             scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
-                            max_cost=max_cost, immutable_policy=immutable_policy).validate()
+                            max_cost=max_cost, immutable_policy=immutable_policy,
+                            proximity=proximity).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
                    vary=vary, ranges=range_, weights=feature_weight)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
