@@ -340,10 +340,10 @@ def bounds_section(args, argv) -> int:
         "graph of each row's k nearest rows per number of changed categories (k = `default_neighbors(rows)`; the "
         "`build-graph` default before hub edges); 'default': the same graph plus each row's (and applicant's) "
         f"{FAVORABLE_NEIGHBORS} nearest favourable rows (`--favorable-neighbors {FAVORABLE_NEIGHBORS}`, the "
-        "`build-graph` default, Table 2's graph). 'QUAD, complete graph': QUAD's choice with the straight-line distance as proximity "
-        "among all those rows, i.e. QUAD on the complete graph, where path cost = distance: cost / anti-diversity "
-        "(applicants with a full plan). Any connected graph offers QUAD the same candidates at path costs no "
-        "lower.", "",
+        "`build-graph` default, Table 2's graph). 'QUAD, complete graph': QUAD's choice with the straight-line "
+        "distance as proximity among all those rows, i.e. QUAD on the complete graph, where path cost = "
+        "distance: cost / anti-diversity (applicants with a full plan). Any connected graph offers QUAD the same "
+        "candidates at path costs no lower.", "",
         "| dataset | applicants | candidates (median) | floor | FACE, per change | QUAD, per change | edges, per "
         "change | FACE, default | QUAD, default | edges, default |"
         + "".join(f" QUAD θ = {t}, complete graph |" for t in thetas) + " floor + complete QUAD CPU (s) |",

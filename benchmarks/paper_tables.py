@@ -770,10 +770,11 @@ def main(argv=None) -> int:
                      f"{FAVORABLE_NEIGHBORS} nearest actionable rows the model predicts favourable "
                      f"(`--favorable-neighbors {FAVORABLE_NEIGHBORS}`), Euclidean edge weights, the paper's immutable "
                      f"features as edge rules (no edge changes them). {sizes}. Prototypes are chosen among the "
-                     "favourable rows the applicant reaches, with the shortest-path cost as every method's proximity term (paper Section 5.2); "
-                     "recourses are the prototypes reached by shortest paths; `cost` is the mean shortest-path "
-                     "cost; path diversity is the unit-cost Levenshtein distance between node sequences; path "
-                     "anti-diversity the edge-length-weighted Jaccard coefficient.", "", *graph_md]
+                     "favourable rows the applicant reaches, with the shortest-path cost as every method's "
+                     "proximity term (paper Section 5.2); recourses are the prototypes reached by shortest "
+                     "paths; `cost` is the mean shortest-path cost; path diversity is the unit-cost Levenshtein "
+                     "distance between node sequences; path anti-diversity the edge-length-weighted Jaccard "
+                     "coefficient.", "", *graph_md]
 
     sections += targets_lines()
     if args.no_runtime:

@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 import pytest
-from test_graph import make_data, oracle_targets, out_edges
+from test_graph import make_data, oracle_targets
 
 from frpd_cli.constraints import actionable_mask
 from frpd_cli.exceptions import ArtifactError, InputError
