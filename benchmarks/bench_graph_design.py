@@ -228,9 +228,10 @@ def straight_line_bounds(p, k: int = 3, thetas=(0.9,)) -> dict:
     return out
 
 
-def bound_rows(names, n_applicants: int, thetas, tmp: Path) -> list[str]:
-    """One row per dataset: the straight-line floor, FACE and QUAD on the default graph, QUAD on the complete
-    graph (see :func:`straight_line_bounds`)."""
+def bound_rows(names, sizes, thetas, tmp: Path) -> list[str]:
+    """One row per dataset and number of applicants (the first ``n`` denied test rows, for each ``n`` of ``sizes``):
+    the straight-line floor, FACE and QUAD on the per-change and the default graph, QUAD on the complete graph (see
+    :func:`straight_line_bounds`)."""
     from frpd_cli.graph import build_graph, default_neighbors
 
     lines = []
@@ -239,33 +240,40 @@ def bound_rows(names, n_applicants: int, thetas, tmp: Path) -> list[str]:
         if not (pt.DATASETS / spec.file).exists():
             print(f"{spec.file} not found in {pt.DATASETS}; skipping {spec.name}", file=sys.stderr)
             continue
-        p = pt.prepare(spec, tmp, n_applicants)
-        start = time.process_time()
-        b = straight_line_bounds(p, 3, thetas)
-        bound_cpu = time.process_time() - start
-        floor = np.asarray(b["floor"])
-        cells = [spec.name, f"{len(p.applicants)}", f"{int(np.median(b['candidates'])):,}",
-                 f"{floor.mean():.3f} ± {floor.std():.2f}"]
+        full = pt.prepare(spec, tmp, max(sizes))
         support = pt.graph_support()
+        graphs = []
         for hubs in (None, FAVORABLE_NEIGHBORS):  # per change only; the build-graph default (with hub edges)
-            extra = {} if hubs is None else {"hubs": p.training.favorable, "hub_neighbors": hubs}
-            graph = build_graph(p.training.X, p.training.codes, n_neighbors=default_neighbors(p.training.n_rows),
-                                category_blocks=pt.category_blocks(p.training), **extra)
-            records = []
-            for method in ("face", "quad"):
-                recs, _ = pt.run_graph_method(p, method, graph, support)
-                records += recs
-            summary = summarize_by_method(evaluate_plans(records, p.training, p.model, p.applicants, p.ids, k=3,
-                                                         graph=graph)).set_index("method")
-            cells += [f"{summary.loc['face', 'cost mean']:.3f}", f"{summary.loc['quad', 'cost mean']:.3f} / "
-                      f"{summary.loc['quad', 'anti-diversity mean']:.2f} / {summary.loc['quad', 'validity mean']:.2f}",
-                      f"{graph.n_edges:,}"]
-        for t in thetas:
-            q = np.asarray(b[f"quad@{t}"]).reshape(-1, 2)
-            cells.append(f"{q[:, 0].mean():.3f} / {q[:, 1].mean():.2f} ({len(q)})" if len(q) else "–")
-        cells.append(f"{bound_cpu:.1f}")
-        lines.append("| " + " | ".join(cells) + " |")
-        print(lines[-1], file=sys.stderr, flush=True)
+            extra = {} if hubs is None else {"hubs": full.training.favorable, "hub_neighbors": hubs}
+            graphs.append(build_graph(full.training.X, full.training.codes,
+                                      n_neighbors=default_neighbors(full.training.n_rows),
+                                      category_blocks=pt.category_blocks(full.training), **extra))
+        for n in sorted(set(sizes)):
+            if n > len(full.applicants) and n != min(sizes):
+                continue  # fewer denied test rows than n: the row of a smaller n already holds them all
+            p = dataclasses.replace(full, applicants=full.applicants.head(n), ids=full.ids[:n])
+            start = time.process_time()
+            b = straight_line_bounds(p, 3, thetas)
+            bound_cpu = time.process_time() - start
+            floor = np.asarray(b["floor"])
+            cells = [spec.name, f"{len(p.applicants)}", f"{int(np.median(b['candidates'])):,}",
+                     f"{floor.mean():.3f} ± {floor.std():.2f}"]
+            for graph in graphs:
+                records = []
+                for method in ("face", "quad"):
+                    recs, _ = pt.run_graph_method(p, method, graph, support)
+                    records += recs
+                summary = summarize_by_method(evaluate_plans(records, p.training, p.model, p.applicants, p.ids, k=3,
+                                                             graph=graph)).set_index("method")
+                cells += [f"{summary.loc['face', 'cost mean']:.3f}", f"{summary.loc['quad', 'cost mean']:.3f} / "
+                          f"{summary.loc['quad', 'anti-diversity mean']:.2f} / "
+                          f"{summary.loc['quad', 'validity mean']:.2f}", f"{graph.n_edges:,}"]
+            for t in thetas:
+                q = np.asarray(b[f"quad@{t}"]).reshape(-1, 2)
+                cells.append(f"{q[:, 0].mean():.3f} / {q[:, 1].mean():.2f} ({len(q)})" if len(q) else "–")
+            cells.append(f"{bound_cpu:.1f}")
+            lines.append("| " + " | ".join(cells) + " |")
+            print(lines[-1], file=sys.stderr, flush=True)
     return lines
 
 
@@ -318,18 +326,19 @@ def cli_rows(p, tmp: Path) -> list[str]:
 def bounds_section(args, argv) -> int:
     """The ``--bounds`` run: one table, section ``bench_graph_bounds`` of docs/benchmarks.md."""
     names = [d.strip() for d in args.bounds.split(",") if d.strip()]
+    sizes = [int(n) for n in args.bounds_applicants.split(",")] if args.bounds_applicants else [args.n_applicants]
     thetas = [float(t) for t in args.thetas.split(",")] if args.thetas else [0.9]
     load = os.getloadavg()[0]
     start = time.process_time()
     with tempfile.TemporaryDirectory() as tmp:
-        rows = bound_rows(names, args.n_applicants, thetas, Path(tmp))
+        rows = bound_rows(names, sizes, thetas, Path(tmp))
     command = " ".join(argv if argv is not None else sys.argv[1:])
     lines = [
         f"## What any actionability graph can give (`benchmarks/bench_graph_design.py {command}`)", "",
         f"Machine: {machine_line()}; 1-minute load average {load:.2f} when the run started. The set-up of "
         "`paper_tables.py`'s Table 2 (80/20 split, the authors' MLP recipe, the paper's immutable features as edge "
         "rules, no monotone constraint, favourable = probability ≥ the model's threshold 0.5 with no margin, the "
-        f"first {args.n_applicants} denied test rows, K = 3). A graph recourse ends at a favourable training row "
+        "first n denied test rows (column 'applicants'; German has 34), K = 3). A graph recourse ends at a favourable training row "
         "the applicant may reach (same immutable values; monotone features only the allowed way) and, by the "
         "triangle inequality, its path costs at least the straight-line (encoded Euclidean) distance to that row. "
         "'floor': the mean over applicants of the mean distance to their 3 nearest distinct such rows (all of "
@@ -373,6 +382,8 @@ def main(argv=None) -> int:
                         "its H nearest favourable rows (build_graph hubs, build-graph --favourable-neighbors)")
     parser.add_argument("--bounds", default=None, help="comma-separated datasets: the straight-line floor of any "
                         "graph's path cost and QUAD on the complete graph (own section, nothing else is run)")
+    parser.add_argument("--bounds-applicants", default=None, help="with --bounds: comma-separated numbers of "
+                        "applicants, one row each (default: --n-applicants)")
     args = parser.parse_args(argv)
     if args.bounds:
         return bounds_section(args, argv)
