@@ -42,9 +42,11 @@ bench: sample_data/model.pkl
 paper-tables: $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[plot,bench]'
 	$(BIN)/python benchmarks/paper_tables.py
-	$(BIN)/python benchmarks/bench_graph_design.py --connect 20
+	$(BIN)/python benchmarks/bench_graph_design.py --connect 20 --hubs 3,10
 	$(BIN)/python benchmarks/bench_graph_design.py --dataset sba --n-applicants 100 --neighbors 10,30 --radius 0.4 \
-		--connect 10,30,10+0.4 --thetas 0.3,0.4,0.5
+		--connect 10,30,10+0.4 --hubs 10 --thetas 0.3,0.4,0.5
+	$(BIN)/python benchmarks/bench_graph_design.py --bounds german,sba,bank,adult --bounds-applicants 100,200 \
+		--thetas 0.9,0.5,0.4
 	$(BIN)/python benchmarks/bench_sparsity.py
 
 lint: $(STAMP)

@@ -383,12 +383,14 @@ GRAPH_ROWS = []  # (dataset, rows, neighbours, edges, build CPU seconds), for th
 
 def run_graph_tables(p: Prepared) -> list:
     """Table 2 and the path table for one dataset: graph plans with FACE and our methods."""
+    from frpd_cli.cli.graph import FAVORABLE_NEIGHBORS
     from frpd_cli.graph import build_graph, default_neighbors
 
     support = graph_support()
     start = time.process_time()
     k = default_neighbors(p.training.n_rows)
-    graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=category_blocks(p.training))
+    graph = build_graph(p.training.X, p.training.codes, n_neighbors=k, category_blocks=category_blocks(p.training),
+                        hubs=p.training.favorable, hub_neighbors=FAVORABLE_NEIGHBORS)
     seconds = time.process_time() - start
     GRAPH_ROWS.append((p.name, p.training.n_rows, k, graph.n_edges, seconds))
     log(f"  graph: {graph.n_edges} edges in {seconds:.1f} s CPU")
@@ -732,16 +734,21 @@ def main(argv=None) -> int:
     if support is None:
         sections += ["Not produced by this run: the graph plan scheme is not available in `frpd_cli.planning`.", ""]
     else:
+        from frpd_cli.cli.graph import FAVORABLE_NEIGHBORS
+
         sizes = "; ".join(f"{name} {rows:,} rows, k = {k}, {edges:,} edges, built in {secs:.1f} s CPU"
                           for name, rows, k, edges, secs in GRAPH_ROWS)
         sections += ["Actionability graph: the `build-graph` default, `build_graph(n_neighbors=default_neighbors(rows), "
-                     "category_blocks=...)`: each row's k nearest actionable rows per number of changed categorical "
-                     "features, Euclidean edge weights, the paper's immutable features as edge rules (no edge "
-                     f"changes them). {sizes}. Prototypes are chosen among the favourable rows the applicant "
-                     "reaches, with the shortest-path cost as every method's proximity term (paper Section 5.2); "
-                     "recourses are the prototypes reached by shortest paths; `cost` is the mean shortest-path "
-                     "cost; path diversity is the unit-cost Levenshtein distance between node sequences; path "
-                     "anti-diversity the edge-length-weighted Jaccard coefficient.", "", *graph_md]
+                     f"category_blocks=..., hubs=favourable rows, hub_neighbors={FAVORABLE_NEIGHBORS})`: each row's k "
+                     "nearest actionable rows per number of changed categorical features, and its "
+                     f"{FAVORABLE_NEIGHBORS} nearest actionable rows the model predicts favourable "
+                     f"(`--favorable-neighbors {FAVORABLE_NEIGHBORS}`), Euclidean edge weights, the paper's immutable "
+                     f"features as edge rules (no edge changes them). {sizes}. Prototypes are chosen among the "
+                     "favourable rows the applicant reaches, with the shortest-path cost as every method's "
+                     "proximity term (paper Section 5.2); recourses are the prototypes reached by shortest "
+                     "paths; `cost` is the mean shortest-path cost; path diversity is the unit-cost Levenshtein "
+                     "distance between node sequences; path anti-diversity the edge-length-weighted Jaccard "
+                     "coefficient.", "", *graph_md]
 
     sections += targets_lines()
     if args.no_runtime:

@@ -88,6 +88,12 @@ class Graph:
         ``[start, stop)`` encoded columns of each one-hot (categorical) feature
         when the neighbour count applies per number of changed categories (see
         :func:`build_graph`), ``None`` for plain nearest neighbours.
+    hubs : ndarray of bool, shape (n_nodes,), or None
+        Rows every node (and every attached applicant) also links to: its
+        ``hub_neighbors`` nearest actionable hubs (see :func:`build_graph`);
+        ``None`` without hub edges.
+    hub_neighbors : int or None
+        Number of nearest hubs per node, ``None`` without hub edges.
     """
 
     adjacency: sp.csr_matrix
@@ -98,6 +104,8 @@ class Graph:
     directed: bool
     bandwidth: float | None = None
     category_blocks: np.ndarray | None = None
+    hubs: np.ndarray | None = None
+    hub_neighbors: int | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -498,6 +506,48 @@ def _search_tree(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, repo
     return out
 
 
+def _hub_edges(X, codes, hubs, n_neighbors, chunk_size):
+    """Edges ``(src, dst, length)`` from every row to its ``n_neighbors`` nearest actionable hub rows.
+
+    Within each immutable group, by chunked brute force against the group's hubs only: every actionable hub at
+    distance 0 (a duplicate) and the ``n_neighbors`` nearest at positive distance, ties by row index (the rule of
+    :func:`_select_nearest`, lengths summed column by column as everywhere in the graph). ``O(N * n_hubs * p)``.
+    """
+    N, p = X.shape
+    XT = np.ascontiguousarray(X.T)
+    sq = np.einsum("ij,ij->i", X, X)
+    eps = np.finfo(np.float64).eps
+    parts = []
+    for rows in _groups(codes.immutable):
+        targets = rows[hubs[rows]]
+        if targets.size == 0:
+            continue
+        Xt = X[targets]
+        sq_t = sq[targets]
+        sq_max = max(float(sq[rows].max()), float(sq_t.max()))
+        block = max(1, chunk_size // targets.size)
+        for start in range(0, rows.size, block):
+            src_rows = rows[start:start + block]
+            D = sq[src_rows, None] + sq_t[None, :] - 2.0 * (X[src_rows] @ Xt.T)
+            ok = _monotone_ok(codes.monotone, codes.direction, src_rows[:, None], targets[None, :])
+            ok &= src_rows[:, None] != targets[None, :]
+            tol = (8.0 * (p + 2) * eps) * (sq[src_rows] + sq_max)
+            c_max = int((ok & (D <= tol[:, None])).sum(axis=1).max())
+            kth = min(targets.size - 1, n_neighbors + c_max - 1)
+            D[~ok] = np.inf
+            thr = np.partition(D, kth, axis=1)[:, kth]
+            thr = np.minimum(thr + 2.0 * tol, np.finfo(np.float64).max)
+            bi, tj = np.nonzero(ok & (D <= thr[:, None]))
+            src, dst = src_rows[bi], targets[tj]
+            length = _lengths(XT, src, dst)
+            s_, d_, l_, _ = _select_nearest(src, dst, length, n_neighbors)
+            parts.append((s_, d_, l_))
+    if not parts:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
+    return (np.concatenate([q[0] for q in parts]).astype(np.int64),
+            np.concatenate([q[1] for q in parts]).astype(np.int64), np.concatenate([q[2] for q in parts]))
+
+
 def _neighbours(X, codes, n_neighbors, radius, algorithm, chunk_size, progress, blocks=None):
     """Edges ``(src, dst, length)`` (global indices) of the nearest/radius rule.
 
@@ -635,6 +685,8 @@ def build_graph(
     progress: Callable[[int, int], None] | None = None,
     category_blocks=None,
     connect: bool = False,
+    hubs=None,
+    hub_neighbors=None,
 ) -> Graph:
     """Build the actionability graph of the training rows.
 
@@ -679,6 +731,13 @@ def build_graph(
         Join the connected components of each immutable group by their
         shortest edges (see Notes), so that every row reaches every row of its
         group. Only without monotone columns (an ``InputError`` otherwise).
+    hubs : array-like of bool, shape (n_rows,), or None, default=None
+        Rows that every row also links to (typically the rows the model
+        predicts favourable): see Notes. Needs ``hub_neighbors``.
+    hub_neighbors : int or None, default=None
+        With ``hubs``: each row's edges to its ``hub_neighbors`` nearest
+        actionable hub rows are added (an applicant attached by
+        :func:`attach_source` gets them too).
 
     Returns
     -------
@@ -737,6 +796,19 @@ def build_graph(
     be longer). Cost: nothing beyond one component labelling when a group is
     already connected; otherwise ``O(n_small * n_group * p)`` per round, where
     ``n_small`` counts the rows outside the largest component.
+
+    **Hub edges** (``hubs``, ``hub_neighbors``). The nearest rows of an
+    applicant are mostly rows the model turns down as well, so a path to the
+    favourable rows detours through them. With the favourable rows as hubs,
+    every row also gets an edge to each of its ``hub_neighbors`` nearest
+    actionable hubs at positive distance (and to every hub duplicate of it),
+    ties by row index, under the same edge rule; ``max_step`` applies to these
+    edges too. A path cost is at least the straight-line distance to its end
+    row, and with hub edges an applicant's ``hub_neighbors`` nearest
+    favourable rows are one straight move away: FACE's cost then equals that
+    floor whenever those rows are distinct (measured on Adult:
+    docs/benchmarks.md, "What any actionability graph can give"). Cost:
+    ``O(N * n_hubs * p)`` over the immutable groups.
 
     **Search.** With ``category_blocks`` the search is brute force (below),
     with the change counts ``n_blocks - C_u . C_v`` of the one-hot columns
@@ -805,8 +877,12 @@ def build_graph(
     blocks = _check_blocks(category_blocks, X)
     if radius is not None:
         blocks = None  # a radius graph takes every target within the radius, whatever it changes
+    hubs, hub_neighbors = _check_hubs(hubs, hub_neighbors, N)
 
     src, dst, length = _neighbours(X, codes, n_neighbors, radius, algorithm, chunk_size, progress, blocks)
+    if hubs is not None:
+        h_src, h_dst, h_len = _hub_edges(X, codes, hubs, hub_neighbors, chunk_size)
+        src, dst, length = np.concatenate([src, h_src]), np.concatenate([dst, h_dst]), np.concatenate([length, h_len])
     if max_step is not None:
         keep = length <= max_step
         src, dst, length = src[keep], dst[keep], length[keep]
@@ -839,7 +915,25 @@ def build_graph(
         directed=directed,
         bandwidth=bandwidth if weight == "density" else None,
         category_blocks=blocks,
+        hubs=hubs,
+        hub_neighbors=hub_neighbors,
     )
+
+
+def _check_hubs(hubs, hub_neighbors, n_rows: int):
+    """``(hubs, hub_neighbors)`` validated: both None, or a boolean mask of ``n_rows`` and a count >= 1."""
+    if hubs is None and hub_neighbors is None:
+        return None, None
+    if hubs is None or hub_neighbors is None:
+        raise InputError("The 'hubs' and 'hub_neighbors' options go together: give both (the hub rows and how "
+                         f"many of the nearest each row links to) or neither. Got hubs={_type_name(hubs)}, "
+                         f"hub_neighbors={hub_neighbors!r}.")
+    hub_neighbors = _check_int("hub_neighbors", hub_neighbors, 1)
+    mask = np.asarray(hubs)
+    if mask.shape != (n_rows,) or mask.dtype.kind != "b":
+        raise InputError(f"The 'hubs' option must be a boolean mask of the {n_rows} rows. Got {mask.dtype} "
+                         f"{mask.shape} instead.")
+    return mask.copy(), hub_neighbors
 
 
 def graph_statistics(graph: Graph) -> dict:
@@ -897,6 +991,7 @@ def graph_to_arrays(graph: Graph) -> dict[str, np.ndarray]:
         NaN for None), ``weight`` (unicode scalar), ``directed`` (bool scalar),
         ``category_blocks`` (int64, (n_blocks, 2)) and ``per_change`` (bool
         scalar: the neighbour count applies per number of changed categories),
+        with hub edges ``hubs`` (bool, N) and ``hub_neighbors`` (int64 scalar),
         ``graph_format_version`` (int64 scalar). No object arrays, so the file
         loads with ``allow_pickle=False``.
     """
@@ -920,6 +1015,8 @@ def graph_to_arrays(graph: Graph) -> dict[str, np.ndarray]:
         "category_blocks": (np.zeros((0, 2), np.int64) if graph.category_blocks is None
                             else np.asarray(graph.category_blocks, dtype=np.int64).reshape(-1, 2)),
         "per_change": np.array(graph.category_blocks is not None),
+        **({} if graph.hubs is None else {"hubs": np.asarray(graph.hubs, dtype=bool),
+                                          "hub_neighbors": np.array(graph.hub_neighbors, dtype=np.int64)}),
     }
 
 
@@ -1036,6 +1133,17 @@ def graph_from_arrays(arrays) -> Graph:
             if radius is not None:
                 raise ArtifactError("Graph parameters must not combine a radius with per-change neighbours.")
             blocks = raw_blocks.astype(np.int64)
+    hubs = hub_neighbors = None
+    if "hubs" in arrays or "hub_neighbors" in arrays:  # graphs without hub edges have neither array
+        if "hubs" not in arrays or "hub_neighbors" not in arrays:
+            raise ArtifactError("Graph arrays 'hubs' and 'hub_neighbors' go together; one is missing. Rebuild the graph.")
+        hubs, count = np.asarray(arrays["hubs"]), np.asarray(arrays["hub_neighbors"])
+        if hubs.shape != (N,) or hubs.dtype.kind != "b":
+            raise ArtifactError(f"Graph array 'hubs' must be {N} booleans. Got {hubs.dtype} {hubs.shape}.")
+        if count.shape != () or count.dtype.kind not in "iu" or int(count) < 1:
+            raise ArtifactError(f"Graph array 'hub_neighbors' must be an integer scalar >= 1. Got {count.dtype} "
+                                f"{count.shape}.")
+        hubs, hub_neighbors = hubs.astype(bool), int(count)
     return Graph(
         adjacency=adjacency,
         n_neighbors=None if radius is not None else n_neighbors,
@@ -1045,6 +1153,8 @@ def graph_from_arrays(arrays) -> Graph:
         directed=directed,
         bandwidth=bandwidth,
         category_blocks=blocks,
+        hubs=hubs,
+        hub_neighbors=hub_neighbors,
     )
 
 
@@ -1088,8 +1198,9 @@ def attach_source(graph: Graph, X, codes, x0, codes0) -> tuple[np.ndarray, np.nd
     Targets are the rows ``i`` with ``actionable_mask(codes0, codes)[i]``; the
     selection (every duplicate of ``x0`` plus the ``n_neighbors`` nearest at
     positive distance, per number of changed categories when the graph has
-    ``category_blocks``, or every target within ``radius``, then
-    ``max_step``) is that of :func:`build_graph`. Only out-edges of ``x0`` are produced: in an
+    ``category_blocks``, or every target within ``radius``; with hub edges
+    also the ``hub_neighbors`` nearest hubs; then ``max_step``) is that of
+    :func:`build_graph`. Only out-edges of ``x0`` are produced: in an
     undirected graph, rows that would have selected ``x0`` do not add edges.
     Brute force, ``O(N p)`` per applicant (plus ``O(n_out N p)`` for density
     weights).
@@ -1116,6 +1227,11 @@ def attach_source(graph: Graph, X, codes, x0, codes0) -> tuple[np.ndarray, np.nd
     XT = np.ascontiguousarray(np.vstack([X, x0[None, :]]).T)
     src = np.full(targets.size, N, dtype=np.int64)
     length = _lengths(XT, src, targets)
+    if graph.hubs is not None:  # the applicant's nearest hubs, as every node has them
+        at = graph.hubs[targets]
+        _, hub_nbr, hub_len, _ = _select_nearest(src[at], targets[at], length[at], graph.hub_neighbors)
+    else:
+        hub_nbr, hub_len = np.empty(0, np.int64), np.empty(0)
     blocks = graph.category_blocks
     if blocks is not None and blocks.size and int(blocks.max()) > p:
         raise InputError(f"The graph's category blocks reach column {int(blocks.max())}, beyond the {p} columns of 'X'.")
@@ -1132,6 +1248,11 @@ def attach_source(graph: Graph, X, codes, x0, codes0) -> tuple[np.ndarray, np.nd
         nbr, length = nbr[order], length[order]
     else:
         _, nbr, length, _ = _select_nearest(src, targets, length, graph.n_neighbors)
+    if hub_nbr.size:
+        nbr, first = np.unique(np.concatenate([nbr, hub_nbr]), return_index=True)
+        length = np.concatenate([length, hub_len])[first]
+        order = np.lexsort((nbr, length))
+        nbr, length = nbr[order], length[order]
     if graph.max_step is not None:
         keep = length <= graph.max_step
         nbr, length = nbr[keep], length[keep]

@@ -234,6 +234,7 @@ def test_build_graph_connect_joins_islands_and_refuses_one_way_features(sample_p
     data = ["build-graph", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--target", "label",
             "--favorable", "1", "--categorical", "personal_status", "--categorical", "housing", "--categorical",
             "job", "--immutable", "personal_status", "--id-column", "applicant_id", "--format", "csv"]
+    data += ["--favorable-neighbors", "0"]  # the nearest-neighbour rule alone, so that it leaves islands
     plain = runner.invoke(app, [*data, "--out", str(tmp_path / "plain"), "--neighbors", "1", "--no-per-change"])
     joined = runner.invoke(app, [*data, "--out", str(tmp_path / "joined"), "--neighbors", "1", "--no-per-change",
                                  "--connect"])

@@ -131,12 +131,23 @@ def sample_per_change(sample):
     return training, model, applicants, graph, sample_paths
 
 
+@pytest.fixture(scope="module")
+def sample_hubs(sample):
+    """The build-graph default: per change, plus each row's nearest favourable rows (hub edges)."""
+    from frpd_cli.cli.graph import FAVORABLE_NEIGHBORS, category_blocks
+
+    training, model, applicants, _, sample_paths = sample
+    graph = build_graph(training.X, training.codes, n_neighbors=10, category_blocks=category_blocks(training.encoder),
+                        hubs=training.favorable, hub_neighbors=FAVORABLE_NEIGHBORS)
+    return training, model, applicants, graph, sample_paths
+
+
 # ----------------------------------------------------------------------------- invariants
 
 
 @pytest.mark.parametrize("endpoint", ["prototype", "first-favorable"])
 @pytest.mark.parametrize("method", ["quad", "dpp-greedy", "nearest", "face"])
-@pytest.mark.parametrize("graph_kind", ["sample", "sample_per_change"])
+@pytest.mark.parametrize("graph_kind", ["sample", "sample_per_change", "sample_hubs"])
 def test_graph_plans_hold_every_invariant(graph_kind, method, endpoint, request):
     training, model, applicants, graph, paths = request.getfixturevalue(graph_kind)
     settings = PlanSettings(method=method, k=3, scheme="graph", endpoint=endpoint)
@@ -326,16 +337,18 @@ def test_graph_of_other_data_is_refused(sample):
 # ----------------------------------------------------------------------------- German (real data, optional)
 
 
+@pytest.mark.parametrize("hubs", [False, True], ids=["per-change", "hubs"])
 @pytest.mark.parametrize("method", ["quad", "face"])
-def test_german_graph_plans_hold_every_invariant(german, method):
+def test_german_graph_plans_hold_every_invariant(german, method, hubs):
     from frpd_cli.cli.graph import category_blocks
     from frpd_cli.graph import default_neighbors
 
     model_path = german.model_path
     training, model = _setup(german.train_path, model_path,
                              SchemaSpec(immutable=("Personal status",), increasing=("Age",)))
+    extra = {"hubs": training.favorable, "hub_neighbors": 10} if hubs else {}
     graph = build_graph(training.X, training.codes, n_neighbors=default_neighbors(training.n_rows),
-                        category_blocks=category_blocks(training.encoder))
+                        category_blocks=category_blocks(training.encoder), **extra)
     denied = german.denied.head(30)
     settings = PlanSettings(method=method, k=3, scheme="graph")
     plans = _plans(training, model, denied, settings, graph)
