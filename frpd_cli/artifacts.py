@@ -50,6 +50,7 @@ import pandas as pd
 from . import __version__
 from .exceptions import ArtifactError, InputError, StaleArtifactError
 from .outputs import fsync_folder as fsync_dir
+from .outputs import signals_held
 
 __all__ = [
     "Artifact",
@@ -110,8 +111,10 @@ def atomic_write_bytes(path, data: bytes) -> None:
     temporary file is removed and an existing ``path`` is left untouched.
     """
     path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        with signals_held():        # Ctrl-C or SIGTERM between creating the file and knowing its name would leak it
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
@@ -119,7 +122,8 @@ def atomic_write_bytes(path, data: bytes) -> None:
         os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException:
-        _remove_quietly(Path(tmp))
+        if tmp is not None:
+            _remove_quietly(Path(tmp))
         raise
     fsync_dir(path.parent)
 
@@ -195,8 +199,10 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
     _check_destination(out_dir, kind)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
-    tmp_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
+    tmp_dir = None
     try:
+        with signals_held():    # the folder exists only once the cleanup below knows its name
+            tmp_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
         described = {}
         for name, content in payloads.items():
             data = _payload_bytes(name, content)
@@ -216,7 +222,8 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
         fsync_dir(tmp_dir)
         _swap_in(tmp_dir, out_dir)
     except BaseException:
-        shutil.rmtree(tmp_dir, ignore_errors=True)
+        if tmp_dir is not None:
+            shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
     return out_dir
 
@@ -315,18 +322,22 @@ def _swap_in(new_dir: Path, out_dir: Path) -> None:
         fsync_dir(out_dir.parent)
         shutil.rmtree(new_dir, ignore_errors=True)
         return
-    old_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.old-"))
-    os.rmdir(old_dir)  # only reserve a unique name
-    os.rename(out_dir, old_dir)
+    old_dir = None
     try:
-        os.rename(new_dir, out_dir)
-    except BaseException:
-        os.rename(old_dir, out_dir)
-        raise
-    try:
+        # no signal between the two renames: out_dir is missing in between (the old artifact under a hidden name)
+        with signals_held():
+            old_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.old-"))
+            os.rmdir(old_dir)  # only reserve a unique name
+            os.rename(out_dir, old_dir)
+            try:
+                os.rename(new_dir, out_dir)
+            except BaseException:
+                os.rename(old_dir, out_dir)
+                raise
         fsync_dir(out_dir.parent)
     finally:
-        shutil.rmtree(old_dir, ignore_errors=True)
+        if old_dir is not None:         # gone already when the old artifact was renamed back
+            shutil.rmtree(old_dir, ignore_errors=True)
 
 
 def _payload_bytes(name: str, content) -> bytes:

@@ -65,6 +65,7 @@ __all__ = [
     "output_lock",
     "output_path",
     "resolve_output",
+    "signals_held",
     "spool_input",
     "terminate_on_signals",
 ]
@@ -139,6 +140,27 @@ def terminate_on_signals():
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+_HELD = tuple(s for s in (getattr(signal, "SIGINT", None), *_TERMINATING) if s)
+
+
+@contextmanager
+def signals_held():
+    """Hold SIGINT, SIGTERM and SIGHUP while the block runs; they are delivered (and handled) when it ends.
+
+    For the few statements that create a temporary file and record its name: a signal handled between the two
+    (Ctrl-C, or :class:`Terminated`) would leave a file no cleanup knows of. The caller enters its cleanup
+    ``try`` before the block, so that a signal delivered as the block ends is cleaned up after.
+    """
+    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
 
 
 # ---------------------------------------------------------------------------- resolving an output
@@ -470,12 +492,14 @@ def _replacing(target: OutputTarget, *, suffix: str = ".tmp") -> Iterator[str]:
     real = target.real
     with terminate_on_signals(), output_lock(real, shown=target.path):
         existing = _stat(real)
+        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=suffix, dir=_folder(real))
-        except OSError as exc:
-            raise output_error(target.path, exc) from None
-        os.close(fd)
-        try:
+            with signals_held():         # the file exists only once its name is known to the cleanup below
+                try:
+                    fd, tmp = tempfile.mkstemp(prefix=f".{real.name}.", suffix=suffix, dir=_folder(real))
+                except OSError as exc:
+                    raise output_error(target.path, exc) from None
+                os.close(fd)
             yield tmp
             try:
                 with open(tmp, "rb+") as handle:
@@ -486,7 +510,8 @@ def _replacing(target: OutputTarget, *, suffix: str = ".tmp") -> Iterator[str]:
                 raise output_error(target.path, exc) from None
         except BaseException:
             try:
-                os.unlink(tmp)
+                if tmp is not None:
+                    os.unlink(tmp)
             except FileNotFoundError:
                 pass
             raise
@@ -595,9 +620,10 @@ class SpooledInput:
 
     def __init__(self, source, *, stdin=None):
         self.source = Path(str(source))
-        fd, tmp = tempfile.mkstemp(prefix="frpd-input-", suffix=".csv")
-        self.path = Path(tmp)
-        self._finalizer = weakref.finalize(self, _remove, tmp)
+        with signals_held():    # the copy exists only once its finalizer knows it
+            fd, tmp = tempfile.mkstemp(prefix="frpd-input-", suffix=".csv")
+            self.path = Path(tmp)
+            self._finalizer = weakref.finalize(self, _remove, tmp)
         try:
             with os.fdopen(fd, "wb") as sink:
                 if is_stdio(source):

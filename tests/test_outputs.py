@@ -631,3 +631,52 @@ def test_evaluate_and_export_into_fifos_keep_them_fifos(sample_paths, tmp_path):
     assert got["graphml"][0].startswith(b"<?xml") and b"<graphml" in got["graphml"][0]
     assert all(stat.S_ISFIFO(os.stat(f).st_mode) for f in fifos.values())
     assert _others(tmp_path, "plans.jsonl", "graph", *fifos) == []
+
+
+def _signal_after_creating(monkeypatch, module, signum):
+    """Make ``module``'s ``tempfile.mkstemp``/``mkdtemp`` deliver ``signum`` to this process once the file exists."""
+    import tempfile as real
+
+    class Tempfile:
+        gettempdir = staticmethod(real.gettempdir)
+
+        @staticmethod
+        def mkstemp(*args, **kwargs):
+            made = real.mkstemp(*args, **kwargs)
+            os.kill(os.getpid(), signum)
+            return made
+
+        @staticmethod
+        def mkdtemp(*args, **kwargs):
+            made = real.mkdtemp(*args, **kwargs)
+            os.kill(os.getpid(), signum)
+            return made
+
+    monkeypatch.setattr(module, "tempfile", Tempfile)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_right_after_a_temporary_file_is_made_leaves_no_file(tmp_path, monkeypatch, signum):
+    """Ctrl-C or SIGTERM landing between creating a temporary file and recording its name: nothing is left."""
+    from frpd_cli import artifacts, outputs
+    from frpd_cli.outputs import Terminated, open_output, terminate_on_signals
+
+    expected = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    target = tmp_path / "sidecar.json"
+    target.write_bytes(b"old")
+    _signal_after_creating(monkeypatch, artifacts, signum)
+    with pytest.raises(expected), terminate_on_signals():
+        artifacts.atomic_write_bytes(target, b"new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sidecar.json"] and target.read_bytes() == b"old"
+
+    out = tmp_path / "plans.csv"
+    _signal_after_creating(monkeypatch, outputs, signum)
+    with pytest.raises(expected), open_output(out) as stream:
+        stream.write("never\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sidecar.json"]
+
+    folder = tmp_path / "artifact"
+    _signal_after_creating(monkeypatch, artifacts, signum)
+    with pytest.raises(expected), terminate_on_signals():
+        artifacts.write_artifact(folder, kind="test", params={}, inputs={}, payloads={"a.json": "{}"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sidecar.json"]
