@@ -662,6 +662,17 @@ def test_a_signal_right_after_a_temporary_file_is_made_leaves_no_file(tmp_path, 
     from frpd_cli.outputs import Terminated, open_output, terminate_on_signals
 
     expected = Terminated if signum == signal.SIGTERM else KeyboardInterrupt
+    # a background job starts with SIGINT ignored: here Ctrl-C acts as at a terminal
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _no_leftovers_after(signum, expected, tmp_path, monkeypatch, artifacts, outputs, open_output,
+                            terminate_on_signals)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _no_leftovers_after(signum, expected, tmp_path, monkeypatch, artifacts, outputs, open_output,
+                        terminate_on_signals):
     target = tmp_path / "sidecar.json"
     target.write_bytes(b"old")
     _signal_after_creating(monkeypatch, artifacts, signum)
