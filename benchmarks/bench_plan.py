@@ -318,13 +318,15 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
 # ---------------------------------------------------------------------------- CPU by stage
 
 #: (module, attribute, label) of each stage timed, in the order of the table; "Class.method" for methods. Indented
-#: labels are parts of the stage above; model calls and encoding happen inside the other stages.
+#: labels are parts of the stage above; model calls and encoding happen inside the other stages. A label may be
+#: timed at several places (their times add up).
 _STAGES = [
     ("frpd_cli.planning", "plan_chunk", "plan_chunk (all stages of a chunk)"),
     ("frpd_cli.candidates", "CandidateStage.find", "candidates"),
     ("frpd_cli.planning", "select_candidates", "selection"),
     ("frpd_cli.choice", "_geometry_of_rows", "  geometry (gather, directions)"),
-    ("frpd_cli.choice", "eigen_decompose", "  eigenpairs"),
+    ("frpd_cli.choice", "eigen_decompose", "  eigenpairs"),          # computed ahead (saved, several thetas)
+    ("frpd_cli.selection.prototypes", "eigen_decompose", "  eigenpairs"),  # computed by the method that needs them
     ("frpd_cli.choice", "select_prototypes", "  select_prototypes"),
     ("frpd_cli.planning", "interpolate_plans", "interpolation"),
     ("frpd_cli.planning", "interpolate_linear", "  interpolate_linear"),
@@ -389,7 +391,8 @@ def _measure_stages(tmp: Path, train_path, model_path, denied, *, n: int, repeat
         columns[config] = best
     return [{"stage": label.replace("  ", "· "), **{f"{config} CPU ms/applicant":
                                                      f"{1000 * columns[config].get(label, 0.0) / n:.3f}"
-                                                     for config in columns}} for _, _, label in _STAGES]
+                                                     for config in columns}}
+            for label in dict.fromkeys(label for _, _, label in _STAGES)]   # a label timed at two places: one row
 
 
 def _ratios(rows) -> list[str]:

@@ -355,13 +355,15 @@ def _shell_keys(src: np.ndarray, changes: np.ndarray, n_shells: int) -> np.ndarr
 
 
 def _search_brute(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, report, sources=None, Cg=None,
-                  n_blocks=0):
+                  n_blocks=0, targets=None):
     """Exact search in one group by chunked brute force (local indices).
 
     ``sources`` (ascending local indices) restricts the rows searched from;
-    default all rows of the group. ``Cg`` (the group's one-hot columns, with
-    ``n_blocks`` categorical features) makes the nearest-neighbour count apply
-    per number of changed categorical features.
+    default all rows of the group. ``targets`` (ascending local indices)
+    restricts the rows searched for (the hub edges: the group's favourable
+    rows); default all rows of the group. ``Cg`` (the group's one-hot columns,
+    with ``n_blocks`` categorical features) makes the nearest-neighbour count
+    apply per number of changed categorical features.
     """
     if Cg is not None and radius is None:
         return _search_brute_shells(Xg, XTg, mono, direction, n_neighbors, chunk_size, report, Cg, n_blocks)
@@ -370,14 +372,20 @@ def _search_brute(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, rep
     sq = np.einsum("ij,ij->i", Xg, Xg)
     sq_max = sq.max()
     eps = np.finfo(np.float64).eps
-    block = max(1, chunk_size // G)
+    every = targets is None
+    targets, Xt, sq_t = (np.arange(G), Xg, sq) if every else (targets, Xg[targets], sq[targets])
+    T = targets.size
+    block = max(1, chunk_size // T)
     out = []
     for start in range(0, sources.size, block):
         rows = sources[start : start + block]
         B = rows.size
-        D = sq[rows, None] + sq[None, :] - 2.0 * (Xg[rows] @ Xg.T)  # approximate squared lengths
-        ok = _monotone_ok(mono, direction, rows[:, None], np.arange(G)[None, :])
-        ok[np.arange(B), rows] = False
+        D = sq[rows, None] + sq_t[None, :] - 2.0 * (Xg[rows] @ Xt.T)  # approximate squared lengths
+        ok = _monotone_ok(mono, direction, rows[:, None], targets[None, :])
+        if every:
+            ok[np.arange(B), rows] = False
+        else:
+            ok &= rows[:, None] != targets[None, :]
         # |approx - exact| <= tol: a generous bound on the rounding of the expansion
         tol = (8.0 * (p + 2) * eps) * (sq[rows] + sq_max)
         if radius is not None:
@@ -386,12 +394,12 @@ def _search_brute(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, rep
             # possible duplicates do not count towards n_neighbors; take the
             # (n + c_max)-th smallest approximate value as a safe threshold
             c_max = int((ok & (D <= tol[:, None])).sum(axis=1).max())
-            kth = min(G - 1, n_neighbors + c_max - 1)
+            kth = min(T - 1, n_neighbors + c_max - 1)
             D[~ok] = np.inf
             thr = np.partition(D, kth, axis=1)[:, kth]
             cand = ok & (D <= thr[:, None] + 2.0 * tol[:, None])
-        bi, gj = np.nonzero(cand)
-        src, dst = rows[bi], gj
+        bi, tj = np.nonzero(cand)
+        src, dst = rows[bi], targets[tj]
         length = _lengths(XTg, src, dst)
         if radius is not None:
             keep = length <= radius
@@ -509,39 +517,20 @@ def _search_tree(Xg, XTg, mono, direction, n_neighbors, radius, chunk_size, repo
 def _hub_edges(X, codes, hubs, n_neighbors, chunk_size):
     """Edges ``(src, dst, length)`` from every row to its ``n_neighbors`` nearest actionable hub rows.
 
-    Within each immutable group, by chunked brute force against the group's hubs only: every actionable hub at
-    distance 0 (a duplicate) and the ``n_neighbors`` nearest at positive distance, ties by row index (the rule of
-    :func:`_select_nearest`, lengths summed column by column as everywhere in the graph). ``O(N * n_hubs * p)``.
+    Within each immutable group, by the chunked brute force of :func:`_search_brute` with the group's hubs as
+    the only targets: every actionable hub at distance 0 (a duplicate) and the ``n_neighbors`` nearest at
+    positive distance, ties by row index (the rule of :func:`_select_nearest`, lengths summed column by column
+    as everywhere in the graph). ``O(N * n_hubs * p)``.
     """
-    N, p = X.shape
-    XT = np.ascontiguousarray(X.T)
-    sq = np.einsum("ij,ij->i", X, X)
-    eps = np.finfo(np.float64).eps
     parts = []
     for rows in _groups(codes.immutable):
-        targets = rows[hubs[rows]]
+        targets = np.flatnonzero(hubs[rows])
         if targets.size == 0:
             continue
-        Xt = X[targets]
-        sq_t = sq[targets]
-        sq_max = max(float(sq[rows].max()), float(sq_t.max()))
-        block = max(1, chunk_size // targets.size)
-        for start in range(0, rows.size, block):
-            src_rows = rows[start:start + block]
-            D = sq[src_rows, None] + sq_t[None, :] - 2.0 * (X[src_rows] @ Xt.T)
-            ok = _monotone_ok(codes.monotone, codes.direction, src_rows[:, None], targets[None, :])
-            ok &= src_rows[:, None] != targets[None, :]
-            tol = (8.0 * (p + 2) * eps) * (sq[src_rows] + sq_max)
-            c_max = int((ok & (D <= tol[:, None])).sum(axis=1).max())
-            kth = min(targets.size - 1, n_neighbors + c_max - 1)
-            D[~ok] = np.inf
-            thr = np.partition(D, kth, axis=1)[:, kth]
-            thr = np.minimum(thr + 2.0 * tol, np.finfo(np.float64).max)
-            bi, tj = np.nonzero(ok & (D <= thr[:, None]))
-            src, dst = src_rows[bi], targets[tj]
-            length = _lengths(XT, src, dst)
-            s_, d_, l_, _ = _select_nearest(src, dst, length, n_neighbors)
-            parts.append((s_, d_, l_))
+        Xg = X[rows]
+        found = _search_brute(Xg, np.ascontiguousarray(Xg.T), codes.monotone[rows], codes.direction, n_neighbors,
+                              None, chunk_size, lambda n_rows: None, targets=targets)
+        parts.extend((rows[s], rows[d], l) for s, d, l in found)
     if not parts:
         return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0)
     return (np.concatenate([q[0] for q in parts]).astype(np.int64),
