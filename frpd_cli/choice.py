@@ -347,7 +347,7 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
         eigen = None
     # Computed here when it is stored or shared by several thetas; otherwise the method computes it if it needs
     # it (quad solves small candidate sets exactly, without eigenpairs)
-    if eigen is None and needs_eigen and sum(t > 0 for t in thetas) and (keep or len(thetas) > 1):
+    if eigen is None and needs_eigen and any(t > 0 for t in thetas) and (keep or len(thetas) > 1):
         eigen = eigen_decompose(geometry)
     outcomes = []
     for theta in thetas:
