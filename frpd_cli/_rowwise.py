@@ -70,12 +70,15 @@ class _OneHot:
                 raise _Unsupported
         self.n_features = len(self.lookups)
 
-    def codes(self, frame: pd.DataFrame):
-        """Output column of every row's category, shape (n_rows, n_features); None when a value is not simple."""
-        n = len(frame)
+    def codes(self, frame):
+        """Output column of every row's category, shape (n_rows, n_features); None when a value is not simple.
+
+        ``frame``: a DataFrame, or a dict of one array per column (see :meth:`CompiledPrefix.transform`).
+        """
+        n = n_rows(frame)
         out = np.empty((n, self.n_features), dtype=np.int64)
         for j, (name, lookup, string) in enumerate(zip(self.columns, self.lookups, self.string)):
-            values = frame[name].to_numpy()
+            values = _array(frame[name])
             if string:
                 if values.dtype.kind != "O":
                     return None
@@ -114,16 +117,16 @@ class _Scaler:
             if a is not None and (a.dtype != np.float64 or a.shape != (self.n_out,)):
                 raise _Unsupported
 
-    def values(self, frame: pd.DataFrame):
+    def values(self, frame):
         """The scaled block, float64 of shape (n_rows, n_columns); None when a column is not plain numbers."""
         # column by column: selecting the columns as a new frame costs more than the arithmetic on a few rows
-        X = np.empty((len(frame), self.n_out), dtype=np.float64)
+        X = np.empty((n_rows(frame), self.n_out), dtype=np.float64)
         for j, name in enumerate(self.columns):
             column = frame[name]
             dtype = column.dtype
             if not isinstance(dtype, np.dtype) or not (dtype.kind in "iu" or dtype == np.float64):
                 return None
-            X[:, j] = column.to_numpy()         # int64 -> float64: the conversion pandas makes, exact or rounded alike
+            X[:, j] = _array(column)            # int64 -> float64: the conversion pandas makes, exact or rounded alike
         if not np.isfinite(X).all():
             return None
         if self.kind == _MINMAX:
@@ -141,6 +144,18 @@ class _Scaler:
 
 class _Unsupported(Exception):
     pass
+
+
+def n_rows(frame) -> int:
+    """Rows of a DataFrame or of a dict of equal-length column arrays."""
+    if isinstance(frame, pd.DataFrame):
+        return len(frame)
+    return len(next(iter(frame.values()))) if frame else 0
+
+
+def _array(column) -> np.ndarray:
+    """A column as an ndarray: a frame's column through ``to_numpy``, a dict's array as it is."""
+    return column if isinstance(column, np.ndarray) else column.to_numpy()
 
 
 class CompiledPrefix:
@@ -186,8 +201,14 @@ class CompiledPrefix:
         self.result_type = None       # the sparse class scikit-learn returns, learned when checked
         self.index_dtype = None
 
-    def transform(self, frame: pd.DataFrame):
-        """The transformed rows, as scikit-learn's ``transform`` returns them; None when not handled."""
+    def transform(self, frame):
+        """The transformed rows, as scikit-learn's ``transform`` returns them; None when not handled.
+
+        ``frame``: a DataFrame, or a dict of one 1-D array per column (every array of the same length). A dict
+        gives the same result as the DataFrame of the same arrays whenever it is handled: the columns are read as
+        the same arrays (a dict's array as it is, a frame's column by ``to_numpy``). A column the DataFrame would
+        hold under another dtype (pandas converts text to its string type) is read back as the same values.
+        """
         parts, start = [], 0
         for block in self.blocks:
             if isinstance(block, _OneHot):
@@ -201,7 +222,8 @@ class CompiledPrefix:
                     return None
                 parts.append((False, values, start, block))
             start += block.n_out
-        return self._sparse(parts, len(frame)) if self.sparse else self._dense(parts, len(frame))
+        n = n_rows(frame)
+        return self._sparse(parts, n) if self.sparse else self._dense(parts, n)
 
     def _dense(self, parts, n):
         out = []

@@ -200,6 +200,16 @@ class Encoder:
             per block, first level on ties), integers as int64, every numeric
             value inside the training range.
         """
+        return pd.DataFrame({name: pd.Series(values, dtype=values.dtype, copy=False)
+                             for name, values in self.decode_columns(Z).items()})
+
+    def decode_columns(self, Z: np.ndarray) -> dict:
+        """:meth:`decode` as one new array per feature (name -> array of shape (n_rows,)), without the DataFrame.
+
+        Categorical columns are object arrays of the levels (int64 or float64 when every level is such a
+        number), numeric ones int64 (integer features) or float64: the columns of :meth:`decode`, whose
+        ``to_numpy()`` they equal.
+        """
         Z = np.atleast_2d(np.asarray(Z, dtype=np.float64))
         if Z.shape[1] != self.n_features_out:
             raise InputError(
@@ -213,12 +223,20 @@ class Encoder:
             start, stop = int(self.offsets[j]), int(self.offsets[j + 1])
             if f.is_categorical:
                 codes = np.argmax(Z[:, start:stop], axis=1)
-                levels = np.empty(len(f.levels), dtype=object)
-                levels[:] = list(f.levels)
-                columns[f.name] = pd.Series(levels[codes], dtype=_level_dtype(f.levels))
+                columns[f.name] = self._level_array(f)[codes].astype(_level_dtype(f.levels))
             else:
                 columns[f.name] = self._decode_numeric(j, f, Z[:, start])
-        return pd.DataFrame(columns)
+        return columns
+
+    def _level_array(self, f: Feature) -> np.ndarray:
+        """The levels of categorical feature ``f`` as an object array (built once per feature)."""
+        cache = self.__dict__.setdefault("_level_arrays", {})
+        levels = cache.get(f.name)
+        if levels is None:
+            levels = np.empty(len(f.levels), dtype=object)
+            levels[:] = list(f.levels)
+            cache[f.name] = levels
+        return levels
 
     def _decode_numeric(self, j: int, f: Feature, z: np.ndarray) -> np.ndarray:
         lo, hi = self.minimum[j], self.maximum[j]

@@ -24,6 +24,7 @@ import pandas as pd
 
 from .encoding import Encoder
 from .exceptions import InputError
+from .model import score_columns
 
 __all__ = [
     "LinearResult",
@@ -99,12 +100,12 @@ def _decoded_columns(encoder: Encoder, Z: np.ndarray, X0: np.ndarray, original: 
     The values and dtypes of ``decode_from``'s columns; interpolation keeps these arrays between model calls
     instead of indexing a frame per call.
     """
-    decoded = encoder.decode(Z)
+    decoded = encoder.decode_columns(Z)
     columns = {}
     for j, f in enumerate(encoder.schema.features):
         start, stop = int(encoder.offsets[j]), int(encoder.offsets[j + 1])
         unchanged = np.all(np.abs(Z[:, start:stop] - X0[:, start:stop]) <= 1e-12, axis=1)
-        column = decoded[f.name].to_numpy(copy=True)
+        column = decoded[f.name]
         raw = original[f.name]
         if f.is_numeric:
             column = keep_rules(f, column, raw)
@@ -225,7 +226,7 @@ def interpolate_linear(
     def score(seg, t):
         Z = X0[seg] + t[:, None] * direction[seg]
         scored = _decoded_columns(encoder, Z, X0[seg], {c: v[seg] for c, v in original.items()})
-        return scored, np.asarray(model.favorable_probability(pd.DataFrame(scored)), dtype=np.float64)
+        return scored, score_columns(model, scored)
 
     def step(seg, mid, at, scored, sprob):
         ok = sprob[at] >= model.threshold

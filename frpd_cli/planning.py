@@ -420,8 +420,8 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     CPU count). With ``scheduler``, the cluster's worker threads count as the
     workers. Tasks sent to workers are cut from the stream independently of
     its chunks (:func:`_tasks`): :data:`TASK_APPLICANTS` applicants each, and
-    the end of the stream is cut into equal tasks whose total count is a
-    multiple of the workers, so that they finish together; each worker
+    the end of the stream is cut into tasks that shrink (:func:`_tail_sizes`),
+    so that the workers finish together; each worker
     receives the training set, model, graph and settings once, not with every
     task. Without a pool, this process plans the same tasks (a small
     ``--chunk-size`` does not multiply the fixed costs of a batch); results
@@ -482,10 +482,9 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
     several tasks), so that small ``--chunk-size`` values do not make small
     tasks (each task pays fixed costs: a few model calls and sparsification
     rounds whatever its size). The stream is read ahead by ``2 * n_workers``
-    tasks; once its end is in sight, the applicants left are cut into tasks
-    of equal size (at least :data:`MIN_TASK_APPLICANTS` when there are enough
-    applicants) whose number brings the total count of tasks to a multiple of
-    ``n_workers``, so that the workers finish together.
+    tasks; once its end is in sight, the applicants left are cut as
+    :func:`_tail_sizes` says: equal tasks for one worker, tasks that shrink
+    towards the end for several, so that the workers finish together.
     """
     ahead: deque = deque()          # chunks read and not yet fully cut
     first = 0                       # applicants of ahead[0] already in tasks
@@ -533,26 +532,36 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
 def _tail_sizes(n: int, n_tasks: int, n_workers: int) -> list[int]:
     """Sizes of the tasks for the last ``n`` applicants, after ``n_tasks`` tasks of a stream on ``n_workers``.
 
-    As few tasks as :data:`TASK_APPLICANTS` allows, plus enough to make the total a multiple of
-    ``n_workers`` when every task keeps at least :data:`MIN_TASK_APPLICANTS` applicants; sizes differ
-    by at most one, larger first.
+    One worker: as few tasks as :data:`TASK_APPLICANTS` allows, of equal size (sizes differ by at most one,
+    larger first). Several workers: tasks that shrink towards the end (guided scheduling), so that the
+    workers finish together whatever the applicants cost: each task takes ``1 / (2 * n_workers)`` of the
+    applicants left (at most :data:`TASK_APPLICANTS`) until those would fall below
+    :data:`MIN_TASK_APPLICANTS`; the last applicants are cut into equal tasks of at least that size, one per
+    worker at most twice over. A worker that finishes early takes the next task, and the last tasks are the
+    smallest, so a worker waits for the others at most about one small task, and the parent writes the
+    results of a small task, not a large one, after the last worker has finished. Each task costs a few
+    model calls whatever its size (``docs/benchmarks.md``), which bounds how small tasks are made.
     """
     if n <= 0:
         return []
-    count = -(-n // TASK_APPLICANTS)
-    even = count + (-(n_tasks + count)) % n_workers
-    if n // even >= MIN_TASK_APPLICANTS:
-        count = even
-    else:                           # too few applicants for that many tasks: one per worker at most
-        count = max(count, min(n_workers, n // MIN_TASK_APPLICANTS))
+    if n_workers <= 1:
+        count = -(-n // TASK_APPLICANTS)
+        base, extra = divmod(n, count)
+        return [base + (i < extra) for i in range(count)]
+    sizes = []
+    while n > 2 * n_workers * MIN_TASK_APPLICANTS:
+        size = min(TASK_APPLICANTS, -(-n // (2 * n_workers)))
+        sizes.append(size)
+        n -= size
+    count = max(1, min(2 * n_workers, n // MIN_TASK_APPLICANTS))
     base, extra = divmod(n, count)
-    return [base + (i < extra) for i in range(count)]
+    return sizes + [base + (i < extra) for i in range(count)]
 
 
 #: Applicants planned together (a task, in this process or sent to a worker), whatever the input's chunks:
-#: enough that the fixed costs of a task (model calls, sparsification rounds: about 0.15 s of CPU on Adult,
-#: as much as 40 applicants) are shared by many rows (on Adult, 1,024 applicants per task plan at 4.3 ms of CPU
-#: each against 4.9 in tasks of 256). The last tasks of a run may be smaller, down to MIN_TASK_APPLICANTS (see
+#: enough that the fixed costs of a task (model calls, sparsification rounds: about 60 ms of CPU on Adult, as
+#: much as 30 applicants) are shared by many rows (on Adult, 2,000 applicants in 16 tasks of 125 cost 0.9 s more
+#: CPU than in 2 tasks of 1,000). The last tasks of a run may be smaller, down to MIN_TASK_APPLICANTS (see
 #: _tail_sizes).
 TASK_APPLICANTS = 1024
 MIN_TASK_APPLICANTS = 128

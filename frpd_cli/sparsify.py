@@ -94,6 +94,7 @@ import pandas as pd
 from .encoding import Encoder, _level_dtype
 from .exceptions import InputError
 from .interpolation import decode_from, keep_rules
+from .model import score_columns
 
 __all__ = ["SparseResult", "sparsify_recourses", "changed_features", "COST_FACTOR"]
 
@@ -477,7 +478,7 @@ class _SmallSupports:
 
     def _score(self, columns: dict) -> np.ndarray:
         self.calls += 1
-        return np.asarray(self.model.favorable_probability(pd.DataFrame(columns)), dtype=np.float64)
+        return score_columns(self.model, columns)
 
     # ------------------------------------------------------------------ search
     def _try(self, segs: np.ndarray, sup: np.ndarray, budget: np.ndarray, lfeat: np.ndarray | None = None,

@@ -181,3 +181,25 @@ def test_training_values_up_to_the_magnitude_limit_accepted():
     frame.loc[1, "x"] = 1.5e150
     with pytest.raises(InputError, match=r"holds 1.5e\+150 in data row 2 \(line 3\); expected a number of magnitude"):
         fit_encoder(schema, frame)
+
+
+def test_decode_columns_are_the_columns_of_decode():
+    frame = pd.DataFrame({
+        "age": [20, 40, 30, 60], "amount": [100.25, 300.5, 1000.0, 250.75], "job": ["b", "a", "c", "b"],
+        "grade": [1, 3, 2, 3], "rate": [0.5, 1.5, 0.5, 2.5], "label": [0, 1, 1, 0],
+    })
+    spec = SchemaSpec(categorical=("grade", "rate"))       # categories that are integers, and floats
+    enc = fit_encoder(infer_schema(frame, spec), frame)
+    Z = np.random.default_rng(3).uniform(-0.3, 1.3, (25, enc.n_features_out))
+    columns = enc.decode_columns(Z)
+    decoded = enc.decode(Z)
+    assert list(columns) == list(decoded.columns) == ["age", "amount", "job", "grade", "rate"]
+    expected_dtypes = {"age": np.int64, "amount": np.float64, "job": object, "grade": np.int64, "rate": np.float64}
+    for name, values in columns.items():
+        assert isinstance(values, np.ndarray) and values.dtype == expected_dtypes[name]
+        assert decoded[name].dtype == values.dtype
+        want = decoded[name].to_numpy()
+        assert values.tolist() == want.tolist()
+        assert [type(v) for v in values.tolist()] == [type(v) for v in want.tolist()]
+    columns["job"][0] = "changed"                           # new arrays each call
+    assert enc.decode_columns(Z)["job"][0] == decoded["job"][0]

@@ -49,49 +49,62 @@ def test_tasks_cover_every_applicant_once_in_order(small_tasks, lengths, n_worke
         assert (invalid or {}) == expected              # invalid rows re-indexed into the task
     lengths_of_tasks = [len(t[1]) for t in tasks]
     assert all(0 < m <= 5 for m in lengths_of_tasks)
-    # the end is cut into tasks of (nearly) equal size; their count makes the total a multiple of the workers
-    # whenever that leaves at least MIN_TASK_APPLICANTS per task
+    # full tasks while the end is not in sight, then the tail: equal tasks for one worker, shrinking ones for more
     full = list(itertools.takewhile(lambda m: m == 5, lengths_of_tasks))
     tail = lengths_of_tasks[len(full):]
-    assert not tail or max(tail) - min(tail) <= 1
-    if n >= 2 * n_workers * 5:
-        assert len(tasks) % n_workers == 0
+    if n_workers == 1:
+        assert not tail or max(tail) - min(tail) <= 1
+    else:
+        assert all(b <= a + 1 for a, b in zip(tail, tail[1:]))
+    if n >= n_workers * 2:                              # MIN_TASK_APPLICANTS = 2: every worker gets a task
+        assert len(tasks) >= n_workers
 
 
 def test_tasks_do_not_follow_the_chunks(small_tasks):
     # chunks of one applicant still make tasks of TASK_APPLICANTS applicants (a task pays fixed costs)
-    tasks = list(_tasks(iter(_chunks([1] * 40)), 2, deque()))
+    tasks = list(_tasks(iter(_chunks([1] * 40)), 1, deque()))
     assert [len(t[1]) for t in tasks] == [5] * 8
+    tasks = list(_tasks(iter(_chunks([1] * 40)), 2, deque()))
+    assert [len(t[1]) for t in tasks] == [5] * 4 + [5, 4, 3, 2, 2, 2, 2]     # then shrinking towards the end
     # a chunk larger than a task is cut into several
     tasks = list(_tasks(iter(_chunks([23])), 1, deque()))
     assert [len(t[1]) for t in tasks] == [5, 5, 5, 4, 4]
 
 
-@pytest.mark.parametrize("n, n_tasks, n_workers, expected", [
-    (976, 4, 2, [244] * 4),             # 2,000 applicants in tasks of 256 on two workers: 8 tasks
-    (1000, 0, 2, [250] * 4),
-    (1001, 0, 2, [251, 250, 250, 250]),
-    (700, 3, 2, [234, 233, 233]),       # 3 + 3 = 6 tasks
-    (300, 1, 2, [150, 150]),            # 3 tasks of 100 would be below MIN_TASK_APPLICANTS
-    (100, 5, 2, [100]),
-    (600, 0, 4, [150] * 4),
-    (0, 3, 2, []),
+@pytest.mark.parametrize("n, n_workers, expected", [
+    (1000, 1, [250] * 4),               # one worker: as few equal tasks as TASK_APPLICANTS allows
+    (1001, 1, [251, 250, 250, 250]),
+    (100, 1, [100]),
+    # several workers: 1 / (2 * workers) of the applicants left per task (at most TASK_APPLICANTS) while more
+    # than 2 * workers * MIN_TASK_APPLICANTS are left; those are cut into equal tasks of at least the minimum
+    (2000, 2, [256, 256, 256, 256, 244, 183, 138, 137, 137, 137]),
+    (976, 2, [244, 183, 138, 137, 137, 137]),
+    (600, 2, [150] * 4),
+    (300, 2, [150, 150]),
+    (200, 2, [200]),                    # two tasks would be below MIN_TASK_APPLICANTS
+    (100, 2, [100]),
+    (1000, 4, [143] * 6 + [142]),
+    (0, 2, []),
 ])
-def test_tail_sizes(n, n_tasks, n_workers, expected, monkeypatch):
+def test_tail_sizes(n, n_workers, expected, monkeypatch):
     monkeypatch.setattr(planning, "TASK_APPLICANTS", 256)
     monkeypatch.setattr(planning, "MIN_TASK_APPLICANTS", 128)
-    assert _tail_sizes(n, n_tasks, n_workers) == expected
+    assert _tail_sizes(n, 3, n_workers) == expected
 
 
 def test_tail_sizes_always_sum_to_the_applicants_left():
-    for n, n_tasks, n_workers in itertools.product(range(0, 2000, 37), range(0, 6), range(1, 5)):
-        sizes = _tail_sizes(n, n_tasks, n_workers)
-        assert sum(sizes) == n and all(0 < s <= planning.TASK_APPLICANTS for s in sizes)
-        assert not sizes or max(sizes) - min(sizes) <= 1
-        assert len(sizes) >= -(-n // planning.TASK_APPLICANTS)
-        total = n_tasks + len(sizes)
-        if sizes and total % n_workers:                 # only when a multiple would make tasks too small
-            assert n // (len(sizes) + (-total) % n_workers) < planning.MIN_TASK_APPLICANTS
+    task, least = planning.TASK_APPLICANTS, planning.MIN_TASK_APPLICANTS
+    for n, n_workers in itertools.product(range(0, 9000, 37), range(1, 5)):
+        sizes = _tail_sizes(n, 0, n_workers)
+        assert sum(sizes) == n and all(0 < s <= task for s in sizes)
+        if n_workers == 1:
+            assert len(sizes) == -(-n // task) and (not sizes or max(sizes) - min(sizes) <= 1)
+            continue
+        assert all(b <= a + 1 for a, b in zip(sizes, sizes[1:]))     # shrinking towards the end
+        assert n < least or min(sizes) >= least                        # never a tiny task
+        assert len(sizes) >= min(n_workers, n // least)                # every worker busy when there is enough
+        if n >= 2 * n_workers * least:
+            assert sizes[-1] < 2 * least                               # the last tasks are small
 
 
 def test_parallel_results_come_back_in_the_input_chunks(sample_paths, monkeypatch):

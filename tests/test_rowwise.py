@@ -147,6 +147,66 @@ def test_model_probabilities_do_not_change_with_the_compiled_path(tmp_path, clas
         assert g.tobytes() == w.tobytes()
 
 
+def prefix_columns(pipe):
+    return {c for _, step, columns in pipe.steps[0][1].transformers_ if step != "drop" for c in columns}
+
+
+def _columns(frame):
+    """A frame as frpd's interpolation holds rows between model calls: one array per column, text as objects."""
+    return {c: frame[c].to_numpy(dtype=object if frame[c].dtype.kind not in "iuf" else None) for c in frame.columns}
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("prefix", ["onehot + minmax (sparse)", "dense output"])
+def test_column_dicts_score_as_their_dataframe_bit_for_bit(prefix, monkeypatch):
+    """``favorable_probability`` of a dict of column arrays: the probabilities of ``pd.DataFrame(dict)``."""
+    from frpd_cli.model import score_columns
+
+    train = _frame(600, 0)
+    pipe = Pipeline([("pre", PREFIXES[prefix]()), ("clf", MLPClassifier(hidden_layer_sizes=(8,), max_iter=300,
+                                                                         random_state=0))])
+    model = _model(pipe.fit(train, _labels(train)))
+    rows = pd.concat([_frame(700, 5), _frame(3, 6)], ignore_index=True)
+    unknown = rows.iloc[:10].copy()
+    unknown.loc[7, "region"] = "elsewhere"                     # the compiled form leaves this batch: the frame way
+    reordered = rows.iloc[:50][FEATURES[::-1]]                 # column order does not matter
+    taken = []
+    original = type(model)._compiled_columns
+
+    def spy(self, columns):
+        out = original(self, columns)
+        taken.append(out is not None)
+        return out
+
+    monkeypatch.setattr(type(model), "_compiled_columns", spy)
+    assert model.favorable_probability(_columns(rows.iloc[:10])).shape == (10,)   # not checked yet: frame way
+    for batch in (rows.iloc[:700], rows.iloc[700:], unknown, reordered, rows.iloc[:1]):
+        want = model.favorable_probability(batch.reset_index(drop=True))
+        got = model.favorable_probability(_columns(batch))
+        assert got.tobytes() == want.tobytes()
+        assert score_columns(model, _columns(batch)).tobytes() == want.tobytes()
+    # two dict calls per batch; the unknown region goes the frame way where the model reads that column
+    reads_region = "region" in prefix_columns(pipe)
+    assert taken == [False] + [True] * 4 + [not reads_region] * 2 + [True] * 4
+    # a model-like object that is not a Model gets the DataFrame
+    seen = []
+
+    class Plain:
+        def favorable_probability(self, rows):
+            seen.append(type(rows))
+            return np.zeros(len(rows))
+
+    score_columns(Plain(), _columns(rows.iloc[:4]))
+    assert seen == [pd.DataFrame]
+    # a missing column is the DataFrame way's error
+    from frpd_cli.exceptions import InputError
+
+    partial = _columns(rows.iloc[:4])
+    del partial["region"]
+    with pytest.raises(InputError, match="region"):
+        model.favorable_probability(partial)
+
+
 def test_a_first_batch_with_unknown_categories_defers_the_check():
     train = _frame(300, 0)
     ct = PREFIXES["onehot + minmax (sparse)"]().fit(train)
