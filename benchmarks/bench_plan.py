@@ -10,7 +10,8 @@ unfavourable). Results go to docs/benchmarks.md (section bench_plan).
 Two measurements: the library (plan_applicants in this process) and the command line, which is what users
 run: `frpd plan` on the first N denied Adult applicants (default 2,000; quad, K = 3, linear, immutable
 marital_status and gender, age increasing), with --jobs 1, --jobs 2, --backend dask on a local cluster it starts
-itself, and --backend dask --scheduler on a loopback cluster of 2 workers started beforehand. A run's planning
+itself, and --backend dask --scheduler on loopback clusters of 2 workers started beforehand (one with Dask's
+default worker settings, one with the worker profiler off, as README recommends). A run's planning
 time is its whole wall time minus the wall time of the same command on one applicant (start-up, reading and
 scoring the training set; --jobs 1 and 2 share that baseline, the least of their one-applicant runs, since one
 applicant starts no pool); R rounds run every variant once each, and each variant's best run is kept. Every
@@ -210,16 +211,22 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _loopback_cluster(n_workers: int):
-    """Start `dask scheduler` and n workers (1 thread each) on 127.0.0.1; return (address, processes)."""
+def _loopback_cluster(n_workers: int, *, profiler: bool = True):
+    """Start `dask scheduler` and n workers (1 thread each) on 127.0.0.1; return (address, processes).
+
+    ``profiler=False``: the workers run with Dask's worker profiler off (the setting README recommends).
+    """
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     bindir = Path(sys.executable).parent
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                "--dashboard-address", "127.0.0.1:0"], **quiet)]
+    env = dict(os.environ)
+    if not profiler:
+        env["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
     procs += [subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
-                                "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"], **quiet)
+                                "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"], env=env, **quiet)
               for _ in range(n_workers)]
     from dask.distributed import Client
 
@@ -246,6 +253,11 @@ def _stop(procs) -> None:
             proc.kill()
 
 
+#: Labels of the runs on a loopback Dask cluster started beforehand: Dask's default worker settings, and the
+#: worker profiler off.
+_LOOPBACK = "--backend dask --scheduler"
+_LOOPBACK_QUIET = "--backend dask --scheduler, worker profiler off"
+
 #: The paper's configuration: its QUAD procedure, recourses not sparsified.
 _PAPER_FLAGS = ["--method", "quad-paper", "--no-sparsify"]
 _PAPER_LABEL = "paper's configuration"
@@ -260,15 +272,15 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     variants = [("--jobs 1", ["--jobs", "1"]), ("--jobs 2", ["--jobs", "2"])]
     if paper:
         variants += [(f"--jobs {j}, {_PAPER_LABEL}", ["--jobs", str(j), *_PAPER_FLAGS]) for j in (1, 2)]
-    cluster = None
+    clusters = {}
     if dask:
         variants.append(("--backend dask --jobs 2 (local cluster started by frpd)", ["--backend", "dask", "--jobs", "2"]))
-        try:
-            address, cluster = _loopback_cluster(2)
-            variants.append(("--backend dask --scheduler (loopback cluster, 2 workers)",
-                             ["--backend", "dask", "--scheduler", address]))
-        except Exception as exc:  # report and go on with the other variants
-            print(f"could not start a loopback Dask cluster: {exc}", file=sys.stderr)
+        for profiler, label in ((True, _LOOPBACK), (False, _LOOPBACK_QUIET)):
+            try:
+                address, clusters[label] = _loopback_cluster(2, profiler=profiler)
+                variants.append((f"{label} (loopback cluster, 2 workers)", ["--backend", "dask", "--scheduler", address]))
+            except Exception as exc:  # report and go on with the other variants
+                print(f"could not start a loopback Dask cluster: {exc}", file=sys.stderr)
     rows, references = [], {}
     runs = {label: [] for label, _ in variants}
     singles = {label: [] for label, _ in variants}
@@ -278,7 +290,8 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
         for _ in range(repeats):
             for label, flags in variants:
                 out = tmp / "out.csv"
-                pids = [proc.pid for proc in cluster] if cluster and "--scheduler" in flags else ()
+                cluster = clusters.get(label.split(" (")[0], ())
+                pids = [proc.pid for proc in cluster]
                 runs[label].append(_frpd_plan(train_path, model_path, applicants, out, *flags, cluster=pids))
                 data = out.read_bytes()
                 config = _PAPER_LABEL in label
@@ -305,7 +318,7 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
                          "worker CPU s": f"{split['workers'] - single_split['workers']:.2f}",
                          "worker minor faults": f"{split['workers_minflt'] - single_split['workers_minflt']:,}"})
     finally:
-        if cluster:
+        for cluster in clusters.values():
             _stop(cluster)
     base = {False: rows[0]["planning s"]}
     for r in rows:
@@ -402,16 +415,18 @@ def _ratios(rows) -> list[str]:
     lines = []
     if "--jobs 1" in rate and "--jobs 2" in rate:
         lines.append(f"- `--jobs 2` plans {rate['--jobs 2'] / rate['--jobs 1']:.2f}x as many applicants per second "
-                     f"as `--jobs 1` (target 1.7x) and uses {cpu['--jobs 2'] / cpu['--jobs 1']:.2f}x its CPU.")
+                     f"as `--jobs 1` (target 1.7x) and uses {cpu['--jobs 2'] / cpu['--jobs 1']:.2f}x its CPU; "
+                     f"{rate['--jobs 2']:.0f} applicants/s (target 800/s).")
     paper = [f"{rate[key]:.0f}/s with `{key.split(',')[0]}`" for key in rate if _PAPER_LABEL in key]
     if paper:
         lines.append(f"- the paper's configuration (`{' '.join(_PAPER_FLAGS)}`) plans {' and '.join(paper)} "
                      "(target 800/s with `--jobs 2` for the default configuration).")
-    loop = "--backend dask --scheduler"
-    if loop in rate and "--jobs 2" in rate:
-        lines.append(f"- the loopback Dask cluster of 2 workers plans at {100 * rate[loop] / rate['--jobs 2']:.0f}% "
-                     f"of the local `--jobs 2` rate (target at least 80%) and uses "
-                     f"{cpu[loop] / cpu['--jobs 2']:.2f}x its CPU.")
+    for loop, what in ((_LOOPBACK, "Dask's default worker settings"),
+                       (_LOOPBACK_QUIET, "the worker profiler off, as README recommends")):
+        if loop in rate and "--jobs 2" in rate:
+            lines.append(f"- the loopback Dask cluster of 2 workers ({what}) plans at "
+                         f"{100 * rate[loop] / rate['--jobs 2']:.0f}% of the local `--jobs 2` rate (target at least "
+                         f"80%) and uses {cpu[loop] / cpu['--jobs 2']:.2f}x its CPU.")
     return lines
 
 

@@ -113,8 +113,13 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2):
         finally:
             client.close()
         return
-    cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
+    import dask
+
+    # Dask's worker profiler samples the running task's stack every 10 ms (for the dashboard's profile page):
+    # on frpd's tasks, many short numpy calls under a deep Python stack, that costs CPU the plans need.
+    with dask.config.set({WORKER_PROFILE_KEY: False}):
+        cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
     client = Client(cluster)
     try:
         yield client
@@ -124,6 +129,10 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2):
 
 
 _NOTHING = object()
+
+#: The Dask setting that turns the worker profiler off (``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False`` in a
+#: worker's environment); the local cluster frpd starts sets it.
+WORKER_PROFILE_KEY = "distributed.worker.profile.enabled"
 
 
 class Workers:

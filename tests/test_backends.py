@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from frpd_cli.backends import map_ordered
+from frpd_cli.backends import WORKER_PROFILE_KEY, dask_client, map_ordered
 from frpd_cli.exceptions import InputError
 
 
@@ -36,6 +36,22 @@ def test_dask_local_cluster_agrees():
     serial = list(map_ordered(_work, _tasks(big)))
     on_dask = list(map_ordered(_work, _tasks(big), n_jobs=2, backend="dask", scatter=(big,)))
     assert serial == on_dask
+
+
+def _profiler_setting():
+    import dask
+
+    return dask.config.get(WORKER_PROFILE_KEY)
+
+
+def test_dask_local_cluster_workers_run_without_the_profiler():
+    pytest.importorskip("dask.distributed")
+    import dask
+
+    here = dask.config.get(WORKER_PROFILE_KEY)
+    with dask_client(n_workers=1) as client:
+        assert list(client.run(_profiler_setting).values()) == [False]
+    assert dask.config.get(WORKER_PROFILE_KEY) == here          # this process's setting left alone
 
 
 def test_bad_options():
