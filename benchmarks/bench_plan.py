@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -147,10 +148,10 @@ main()
 """
 
 
-def _tree_usage(pids) -> tuple[float, int]:
-    """CPU seconds (user + system) and minor faults of processes ``pids`` and their live descendants (/proc)."""
+def _tree_stats(pids) -> dict:
+    """``/proc/PID/stat`` fields (after the command name) of processes ``pids`` and their live descendants."""
     if not pids or not os.path.isdir("/proc"):
-        return 0.0, 0
+        return {}
     stats = {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -164,6 +165,22 @@ def _tree_usage(pids) -> tuple[float, int]:
     while frontier:
         found |= frontier
         frontier = {p for p, fields in stats.items() if int(fields[1]) in frontier} - found
+    return {p: stats[p] for p in found}
+
+
+def _signal_tree(pids, signum) -> None:
+    """Send ``signum`` to processes ``pids`` and their descendants (a loopback cluster: SIGSTOP / SIGCONT)."""
+    for pid in _tree_stats(pids):
+        try:
+            os.kill(pid, signum)
+        except ProcessLookupError:
+            pass
+
+
+def _tree_usage(pids) -> tuple[float, int]:
+    """CPU seconds (user + system) and minor faults of processes ``pids`` and their live descendants (/proc)."""
+    stats = _tree_stats(pids)
+    found = set(stats)
     tick = os.sysconf("SC_CLK_TCK")
     # fields after the command name: state is [0], ppid [1], minflt [7], utime [11], stime [12]
     cpu = sum(int(stats[p][11]) + int(stats[p][12]) for p in found) / tick
@@ -287,11 +304,18 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     try:
         # Rounds over every variant (not R runs of one variant, then the next): a slow spell of the machine
         # touches every variant alike instead of one of them.
+        # An idle loopback cluster (scheduler, workers, nannies) uses about 15% of a CPU (heartbeats, monitors):
+        # each cluster is stopped (SIGSTOP) except during its own runs, so that it slows no other run.
+        for cluster in clusters.values():
+            _signal_tree([proc.pid for proc in cluster], signal.SIGSTOP)
         for _ in range(repeats):
             for label, flags in variants:
                 out = tmp / "out.csv"
                 cluster = clusters.get(label.split(" (")[0], ())
                 pids = [proc.pid for proc in cluster]
+                if pids:
+                    _signal_tree(pids, signal.SIGCONT)
+                    time.sleep(1.0)             # let it catch up with its timers before the run
                 runs[label].append(_frpd_plan(train_path, model_path, applicants, out, *flags, cluster=pids))
                 data = out.read_bytes()
                 config = _PAPER_LABEL in label
@@ -301,6 +325,8 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
                     raise SystemExit(f"the output of {label} differs from --jobs 1")
                 singles[label].append(_frpd_plan(train_path, model_path, one, tmp / "one_out.csv", *flags,
                                                  cluster=pids))
+                if pids:
+                    _signal_tree(pids, signal.SIGSTOP)
         for label, flags in variants:
             whole, cpu, split = min(runs[label], key=lambda r: r[0])
             # One applicant starts no local pool: with --jobs 1 and 2 it is the same run, so both rows of a
@@ -319,6 +345,7 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
                          "worker minor faults": f"{split['workers_minflt'] - single_split['workers_minflt']:,}"})
     finally:
         for cluster in clusters.values():
+            _signal_tree([proc.pid for proc in cluster], signal.SIGCONT)
             _stop(cluster)
     base = {False: rows[0]["planning s"]}
     for r in rows:
@@ -498,8 +525,9 @@ def main(argv=None) -> int:
                   "", "planning s = whole command minus the same command on one applicant (start-up, reading and "
                   "scoring the training set; a one-applicant run starts no pool, see README, so --jobs 1 and 2 share one "
                   "baseline: the least of their one-applicant runs), so the local-cluster "
-                  "row includes starting the Dask cluster and the loopback-cluster row does not (its cluster was "
-                  "started beforehand). planning CPU s: the same difference in CPU time (user + system) of frpd "
+                  "row includes starting the Dask cluster and the loopback-cluster rows do not (their clusters were "
+                  "started beforehand, and stopped with SIGSTOP outside their own runs: an idle loopback cluster "
+                  "uses about 15% of a CPU, which would slow the other runs). planning CPU s: the same difference in CPU time (user + system) of frpd "
                   "and its worker processes: what parallelism costs in extra work, independent of how loaded the "
                   "machine is; parent / worker CPU s split it between the frpd process itself (reading applicants, "
                   "cutting tasks, unpickling results, writing the output) and the workers (local pool workers and "

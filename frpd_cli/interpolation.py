@@ -205,8 +205,8 @@ def interpolate_linear(
     Z = (X0[:, None, :] + grid[None, :, None] * direction[:, None, :]).reshape(n * n_grid, -1)
     rep = np.repeat(np.arange(n), n_grid)
     original = {name: raw0[name].to_numpy() for name in encoder.schema.feature_names}
-    rows = pd.DataFrame(_decoded_columns(encoder, Z, X0[rep], {c: v[rep] for c, v in original.items()}))
-    prob = np.asarray(model.favorable_probability(rows), dtype=np.float64).reshape(n, n_grid)
+    rows = _decoded_columns(encoder, Z, X0[rep], {c: v[rep] for c, v in original.items()})
+    prob = score_columns(model, rows).reshape(n, n_grid)
     good = prob >= model.threshold
     found = good.any(axis=1)
     first = np.where(found, np.argmax(good, axis=1), n_grid - 1)
@@ -214,7 +214,7 @@ def interpolate_linear(
     lo = np.where(first > 0, grid[np.maximum(first - 1, 0)], 0.0)
     lo[~found] = hi[~found]  # nothing to bisect where no grid point is favourable
     pick = np.arange(n) * n_grid + first
-    best = {c: rows[c].to_numpy()[pick].copy() for c in rows.columns}
+    best = {c: values[pick].copy() for c, values in rows.items()}
     best_prob = prob[np.arange(n), first]
     calls = 1
 
@@ -262,7 +262,9 @@ def interpolate_linear(
         if second.any():
             chosen = np.where(ok, mid_left, mid_right)[second]
             step(active[second], chosen, np.where(ok, at_left, at_right)[second], scored, sprob)
-    best_rows = pd.DataFrame({c: pd.Series(v, dtype=rows[c].dtype) for c, v in best.items()})
+    # Each column holds values of one type (its feature's levels or numbers, and the applicants' own values), so
+    # pandas gives the chosen rows the dtype it would give the whole grid.
+    best_rows = pd.DataFrame(best)
     return LinearResult(rows=best_rows, t=hi, probability=best_prob, n_model_calls=calls, found=found)
 
 
