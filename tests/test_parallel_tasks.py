@@ -81,7 +81,9 @@ def test_tasks_do_not_follow_the_chunks(small_tasks):
     (976, 2, [244, 183, 138, 137, 137, 137]),
     (600, 2, [150] * 4),
     (300, 2, [150, 150]),
-    (200, 2, [200]),                    # two tasks would be below MIN_TASK_APPLICANTS
+    (200, 2, [100, 100]),               # one per worker, even below MIN_TASK_APPLICANTS: no idle worker
+    (400, 4, [100] * 4),
+    (250, 4, [125, 125]),               # ... while each keeps at least half of it
     (100, 2, [100]),
     (1000, 4, [143] * 6 + [142]),
     (0, 2, []),
@@ -101,8 +103,8 @@ def test_tail_sizes_always_sum_to_the_applicants_left():
             assert len(sizes) == -(-n // task) and (not sizes or max(sizes) - min(sizes) <= 1)
             continue
         assert all(b <= a + 1 for a, b in zip(sizes, sizes[1:]))     # shrinking towards the end
-        assert n < least or min(sizes) >= least                        # never a tiny task
-        assert len(sizes) >= min(n_workers, n // least)                # every worker busy when there is enough
+        assert n < least or min(sizes) >= least // 2                   # never a tiny task
+        assert len(sizes) >= min(n_workers, -(-n // least))            # every worker busy when there is enough
         if n >= 2 * n_workers * least:
             assert sizes[-1] < 2 * least                               # the last tasks are small
 
