@@ -733,6 +733,10 @@ class _SmallSupports:
         def key(c):
             return int(same_row[at[c]])
 
+        # The directions of each group's earlier segments, summed as they come: 0.0 + u1 + u2 + ..., the order
+        # and the start np.sum(list, axis=0) uses (it starts from 0.0, so -0.0 entries become 0.0 alike). One
+        # encoded column is the exception (np.sum then adds pairwise): the list is summed as before.
+        running = self.X0.shape[1] > 1
         for s in range(support.shape[0]):
             group = int(groups[s])
             earlier = seen.setdefault(group, [])
@@ -746,16 +750,24 @@ class _SmallSupports:
                 if idx.size > 1:
                     score = size[idx].astype(np.float64)
                     if earlier:     # row by row (no matrix product: a row's sum never depends on the others)
-                        score = score + DIVERSITY * (unit[at[idx]] * np.sum(earlier, axis=0)).sum(axis=1)
+                        total = earlier[0] if running else np.sum(earlier, axis=0)
+                        score = score + DIVERSITY * (unit[at[idx]] * total).sum(axis=1)
                     mine = taken.setdefault(group, set())
-                    repeat = np.isin(same_row[at[idx]], list(mine)) if mine else np.zeros(idx.size, dtype=bool)
+                    repeat = (np.fromiter((r in mine for r in same_row[at[idx]].tolist()), dtype=bool, count=idx.size)
+                              if mine else np.zeros(idx.size, dtype=bool))
                     c = idx[np.lexsort((idx, self.cand_cost[idx], np.round(score, 9), repeat))[0]]
                 taken.setdefault(group, set()).add(key(c))
                 picks.append(c)
                 support[s] = self.cand_act[c]
-                earlier.append(unit[at[c]])
+                direction = unit[at[c]]
             else:
-                earlier.append(_unit(deltas[s:s + 1])[0])
+                direction = _unit(deltas[s:s + 1])[0]
+            if not running:
+                earlier.append(direction)
+            elif earlier:
+                earlier[0] = earlier[0] + direction
+            else:
+                earlier.append(0.0 + direction)
         return np.asarray(picks, dtype=np.int64)
 
     def _moves(self, idx: np.ndarray) -> np.ndarray:
