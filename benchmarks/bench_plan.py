@@ -11,7 +11,7 @@ Two measurements: the library (plan_applicants in this process) and the command 
 run: `frpd plan` on the first N denied Adult applicants (default 2,000; quad, K = 3, linear, immutable
 marital_status and gender, age increasing), with --jobs 1, --jobs 2, --backend dask on a local cluster it starts
 itself, and --backend dask --scheduler on loopback clusters of 2 workers started beforehand (one with Dask's
-default worker settings, one with the worker profiler off, as README recommends). A run's planning
+default settings, one with README's: no worker profiler, quieter timers). A run's planning
 time is its whole wall time minus the wall time of the same command on one applicant (start-up, reading and
 scoring the training set; --jobs 1 and 2 share that baseline, the least of their one-applicant runs, since one
 applicant starts no pool); R rounds run every variant once each, and each variant's best run is kept. Every
@@ -228,22 +228,29 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _loopback_cluster(n_workers: int, *, profiler: bool = True):
+#: README's settings for a Dask cluster that runs frpd (frpd_cli.backends.QUIET_SETTINGS), as environment variables.
+_QUIET_ENV = {
+    "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
+    "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
+    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
+    "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "2s",
+}
+
+
+def _loopback_cluster(n_workers: int, *, quiet: bool = False):
     """Start `dask scheduler` and n workers (1 thread each) on 127.0.0.1; return (address, processes).
 
-    ``profiler=False``: the workers run with Dask's worker profiler off (the setting README recommends).
+    ``quiet``: the scheduler and workers run with README's settings (:data:`_QUIET_ENV`), else Dask's defaults.
     """
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     bindir = Path(sys.executable).parent
-    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+    silent = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
+              "env": {**os.environ, **(_QUIET_ENV if quiet else {})}}
     procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
-                               "--dashboard-address", "127.0.0.1:0"], **quiet)]
-    env = dict(os.environ)
-    if not profiler:
-        env["DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED"] = "False"
+                               "--dashboard-address", "127.0.0.1:0"], **silent)]
     procs += [subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
-                                "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"], env=env, **quiet)
+                                "--host", "127.0.0.1", "--dashboard-address", "127.0.0.1:0"], **silent)
               for _ in range(n_workers)]
     from dask.distributed import Client
 
@@ -270,10 +277,9 @@ def _stop(procs) -> None:
             proc.kill()
 
 
-#: Labels of the runs on a loopback Dask cluster started beforehand: Dask's default worker settings, and the
-#: worker profiler off.
+#: Labels of the runs on a loopback Dask cluster started beforehand: Dask's default settings, and README's.
 _LOOPBACK = "--backend dask --scheduler"
-_LOOPBACK_QUIET = "--backend dask --scheduler, worker profiler off"
+_LOOPBACK_QUIET = "--backend dask --scheduler, README's cluster settings"
 
 #: The paper's configuration: its QUAD procedure, recourses not sparsified.
 _PAPER_FLAGS = ["--method", "quad-paper", "--no-sparsify"]
@@ -292,9 +298,9 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
     clusters = {}
     if dask:
         variants.append(("--backend dask --jobs 2 (local cluster started by frpd)", ["--backend", "dask", "--jobs", "2"]))
-        for profiler, label in ((True, _LOOPBACK), (False, _LOOPBACK_QUIET)):
+        for quiet, label in ((False, _LOOPBACK), (True, _LOOPBACK_QUIET)):
             try:
-                address, clusters[label] = _loopback_cluster(2, profiler=profiler)
+                address, clusters[label] = _loopback_cluster(2, quiet=quiet)
                 variants.append((f"{label} (loopback cluster, 2 workers)", ["--backend", "dask", "--scheduler", address]))
             except Exception as exc:  # report and go on with the other variants
                 print(f"could not start a loopback Dask cluster: {exc}", file=sys.stderr)
@@ -448,8 +454,8 @@ def _ratios(rows) -> list[str]:
     if paper:
         lines.append(f"- the paper's configuration (`{' '.join(_PAPER_FLAGS)}`) plans {' and '.join(paper)} "
                      "(target 800/s with `--jobs 2` for the default configuration).")
-    for loop, what in ((_LOOPBACK, "Dask's default worker settings"),
-                       (_LOOPBACK_QUIET, "the worker profiler off, as README recommends")):
+    for loop, what in ((_LOOPBACK, "Dask's default settings"),
+                       (_LOOPBACK_QUIET, "README's settings: no worker profiler, quieter timers")):
         if loop in rate and "--jobs 2" in rate:
             lines.append(f"- the loopback Dask cluster of 2 workers ({what}) plans at "
                          f"{100 * rate[loop] / rate['--jobs 2']:.0f}% of the local `--jobs 2` rate (target at least "
@@ -527,7 +533,8 @@ def main(argv=None) -> int:
                   "baseline: the least of their one-applicant runs), so the local-cluster "
                   "row includes starting the Dask cluster and the loopback-cluster rows do not (their clusters were "
                   "started beforehand, and stopped with SIGSTOP outside their own runs: an idle loopback cluster "
-                  "uses about 15% of a CPU, which would slow the other runs). planning CPU s: the same difference in CPU time (user + system) of frpd "
+                  "uses 15-20% of a CPU with Dask's default settings, which would slow the other runs). planning CPU s: the same "
+                  "difference in CPU time (user + system) of frpd "
                   "and its worker processes: what parallelism costs in extra work, independent of how loaded the "
                   "machine is; parent / worker CPU s split it between the frpd process itself (reading applicants, "
                   "cutting tasks, unpickling results, writing the output) and the workers (local pool workers and "

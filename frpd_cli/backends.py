@@ -115,9 +115,7 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2):
         return
     import dask
 
-    # Dask's worker profiler samples the running task's stack every 10 ms (for the dashboard's profile page):
-    # on frpd's tasks, many short numpy calls under a deep Python stack, that costs CPU the plans need.
-    with dask.config.set({WORKER_PROFILE_KEY: False}):
+    with dask.config.set(QUIET_SETTINGS):
         cluster = LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True, host="127.0.0.1",
                                dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
     client = Client(cluster)
@@ -131,8 +129,21 @@ def dask_client(scheduler: str | None = None, *, n_workers: int = 2):
 _NOTHING = object()
 
 #: The Dask setting that turns the worker profiler off (``DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED=False`` in a
-#: worker's environment); the local cluster frpd starts sets it.
+#: worker's environment).
 WORKER_PROFILE_KEY = "distributed.worker.profile.enabled"
+
+#: Settings of the local cluster frpd starts (README gives them as environment variables for your own cluster).
+#: Every process of a cluster runs timers for the dashboard and its own health: the worker profiler samples the
+#: running task's stack every 10 ms, each process measures its event loop every 20 ms ("tick"), and system and
+#: memory monitors run every 0.5 s and 0.1 s. A loopback cluster of 2 workers (scheduler, workers, nannies) idles
+#: at 15-20% of one CPU with Dask's defaults and at 2% with these (``docs/benchmarks.md``); on a small machine that
+#: CPU is taken from the workers' tasks. Memory is still checked every 2 s (frpd's tasks hold little memory).
+QUIET_SETTINGS = {
+    WORKER_PROFILE_KEY: False,
+    "distributed.admin.tick.interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+    "distributed.worker.memory.monitor-interval": "2s",
+}
 
 
 class Workers:

@@ -537,10 +537,11 @@ def _tail_sizes(n: int, n_tasks: int, n_workers: int) -> list[int]:
     workers finish together whatever the applicants cost: each task takes ``1 / (2 * n_workers)`` of the
     applicants left (at most :data:`TASK_APPLICANTS`) until those would fall below
     :data:`MIN_TASK_APPLICANTS`; the last applicants are cut into equal tasks of at least that size, one per
-    worker at most twice over (and one per worker when that leaves each at least half the minimum). A worker that finishes early takes the next task, and the last tasks are the
-    smallest, so a worker waits for the others at most about one small task, and the parent writes the
-    results of a small task, not a large one, after the last worker has finished. Each task costs a few
-    model calls whatever its size (``docs/benchmarks.md``), which bounds how small tasks are made.
+    worker at most twice over (and one per worker when that leaves each at least half the minimum). A
+    worker that finishes early takes the next task, and the last tasks are the smallest, so a worker waits
+    for the others at most about one small task, and the parent writes the results of a small task, not a
+    large one, after the last worker has finished. Each task costs a few model calls whatever its size
+    (``docs/benchmarks.md``), which bounds how small tasks are made.
     """
     if n <= 0:
         return []

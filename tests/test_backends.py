@@ -11,7 +11,7 @@ import time
 import numpy as np
 import pytest
 
-from frpd_cli.backends import WORKER_PROFILE_KEY, dask_client, map_ordered
+from frpd_cli.backends import QUIET_SETTINGS, WORKER_PROFILE_KEY, dask_client, map_ordered
 from frpd_cli.exceptions import InputError
 
 
@@ -38,20 +38,28 @@ def test_dask_local_cluster_agrees():
     assert serial == on_dask
 
 
-def _profiler_setting():
+def _quiet_settings():
     import dask
 
-    return dask.config.get(WORKER_PROFILE_KEY)
+    return {key: dask.config.get(key) for key in QUIET_SETTINGS}
 
 
-def test_dask_local_cluster_workers_run_without_the_profiler():
+def _scheduler_timers(dask_scheduler):
+    return {name: dask_scheduler.periodic_callbacks[name].callback_time for name in ("tick", "monitor")}
+
+
+def test_dask_local_cluster_runs_with_the_quiet_settings():
     pytest.importorskip("dask.distributed")
     import dask
 
-    here = dask.config.get(WORKER_PROFILE_KEY)
+    assert QUIET_SETTINGS[WORKER_PROFILE_KEY] is False
+    here = _quiet_settings()
     with dask_client(n_workers=1) as client:
-        assert list(client.run(_profiler_setting).values()) == [False]
-    assert dask.config.get(WORKER_PROFILE_KEY) == here          # this process's setting left alone
+        assert list(client.run(_quiet_settings).values()) == [QUIET_SETTINGS]          # the workers' settings
+        # the scheduler runs in this process: its timers were made with the settings
+        assert client.run_on_scheduler(_scheduler_timers) == {"tick": 1000, "monitor": 2000}
+        assert dask.config.get(WORKER_PROFILE_KEY) == here[WORKER_PROFILE_KEY]
+    assert _quiet_settings() == here                            # this process's settings left alone
 
 
 def test_bad_options():
