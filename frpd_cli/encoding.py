@@ -223,20 +223,12 @@ class Encoder:
             start, stop = int(self.offsets[j]), int(self.offsets[j + 1])
             if f.is_categorical:
                 codes = np.argmax(Z[:, start:stop], axis=1)
-                columns[f.name] = self._level_array(f)[codes].astype(_level_dtype(f.levels))
+                levels = np.empty(len(f.levels), dtype=object)
+                levels[:] = list(f.levels)
+                columns[f.name] = levels[codes].astype(_level_dtype(f.levels))
             else:
                 columns[f.name] = self._decode_numeric(j, f, Z[:, start])
         return columns
-
-    def _level_array(self, f: Feature) -> np.ndarray:
-        """The levels of categorical feature ``f`` as an object array (built once per feature)."""
-        cache = self.__dict__.setdefault("_level_arrays", {})
-        levels = cache.get(f.name)
-        if levels is None:
-            levels = np.empty(len(f.levels), dtype=object)
-            levels[:] = list(f.levels)
-            cache[f.name] = levels
-        return levels
 
     def _decode_numeric(self, j: int, f: Feature, z: np.ndarray) -> np.ndarray:
         lo, hi = self.minimum[j], self.maximum[j]
