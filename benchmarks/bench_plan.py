@@ -11,7 +11,7 @@ Two measurements: the library (plan_applicants in this process) and the command 
 run: `frpd plan` on the first N denied Adult applicants (default 2,000; quad, K = 3, linear, immutable
 marital_status and gender, age increasing), with --jobs 1, --jobs 2, --backend dask on a local cluster it starts
 itself, and --backend dask --scheduler on loopback clusters of 2 workers started beforehand (one with Dask's
-default settings, one with README's: no worker profiler, quieter timers). A run's planning
+default settings, one with README's configuration file). A run's planning
 time is its whole wall time minus the wall time of the same command on one applicant (start-up, reading and
 scoring the training set; --jobs 1 and 2 share that baseline, the least of their one-applicant runs, since one
 applicant starts no pool); R rounds run every variant once each, and each variant's best run is kept. Every
@@ -24,7 +24,9 @@ model calls and encoding inside them) is measured per applicant for both configu
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -228,25 +230,43 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-#: README's settings for a Dask cluster that runs frpd (frpd_cli.backends.QUIET_SETTINGS), as environment variables.
-_QUIET_ENV = {
-    "DASK_DISTRIBUTED__WORKER__PROFILE__ENABLED": "False",
-    "DASK_DISTRIBUTED__ADMIN__TICK__INTERVAL": "1s",
-    "DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL": "2s",
-    "DASK_DISTRIBUTED__WORKER__MEMORY__MONITOR_INTERVAL": "2s",
-}
+#: README's Dask configuration file for a cluster that runs frpd (frpd_cli.backends.QUIET_SETTINGS, and glibc's
+#: own memory trimming in the workers).
+_QUIET_YAML = """distributed:
+  worker:
+    profile:
+      enabled: false
+    memory:
+      monitor-interval: 2s
+  admin:
+    tick:
+      interval: 1s
+    system-monitor:
+      interval: 2s
+  nanny:
+    pre-spawn-environ:
+      MALLOC_TRIM_THRESHOLD_: null
+"""
 
 
 def _loopback_cluster(n_workers: int, *, quiet: bool = False):
     """Start `dask scheduler` and n workers (1 thread each) on 127.0.0.1; return (address, processes).
 
-    ``quiet``: the scheduler and workers run with README's settings (:data:`_QUIET_ENV`), else Dask's defaults.
+    ``quiet``: the scheduler and workers read README's configuration file (:data:`_QUIET_YAML`), else they run
+    with Dask's defaults.
     """
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     bindir = Path(sys.executable).parent
-    silent = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
-              "env": {**os.environ, **(_QUIET_ENV if quiet else {})}}
+    env = dict(os.environ)
+    if quiet:
+        import tempfile
+
+        folder = tempfile.mkdtemp(prefix="frpd-dask-config-")
+        atexit.register(shutil.rmtree, folder, True)
+        Path(folder, "frpd-dask.yaml").write_text(_QUIET_YAML, encoding="utf-8")
+        env["DASK_CONFIG"] = folder
+    silent = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "env": env}
     procs = [subprocess.Popen([str(bindir / "dask"), "scheduler", "--host", "127.0.0.1", "--port", str(port),
                                "--dashboard-address", "127.0.0.1:0"], **silent)]
     procs += [subprocess.Popen([str(bindir / "dask"), "worker", address, "--nthreads", "1", "--nworkers", "1",
@@ -479,7 +499,7 @@ def _ratios(rows) -> list[str]:
         lines.append(f"- the paper's configuration (`{' '.join(_PAPER_FLAGS)}`) plans {' and '.join(paper)} "
                      "(target 800/s with `--jobs 2` for the default configuration).")
     for loop, what in ((_LOOPBACK, "Dask's default settings"),
-                       (_LOOPBACK_QUIET, "README's settings: no worker profiler, quieter timers")):
+                       (_LOOPBACK_QUIET, "README's configuration: no worker profiler, quieter timers, glibc's memory trimming")):
         if loop in rate and "--jobs 2" in rate:
             lines.append(f"- the loopback Dask cluster of 2 workers ({what}) plans at "
                          f"{100 * rate[loop] / rate['--jobs 2']:.0f}% of the local `--jobs 2` rate (target at least "

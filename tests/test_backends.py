@@ -44,6 +44,10 @@ def _quiet_settings():
     return {key: dask.config.get(key) for key in QUIET_SETTINGS}
 
 
+def _malloc_and_blas():
+    return os.environ.get("MALLOC_TRIM_THRESHOLD_"), os.environ.get("OPENBLAS_NUM_THREADS")
+
+
 def _scheduler_timers(dask_scheduler):
     return {name: dask_scheduler.periodic_callbacks[name].callback_time for name in ("tick", "monitor")}
 
@@ -56,6 +60,8 @@ def test_dask_local_cluster_runs_with_the_quiet_settings():
     here = _quiet_settings()
     with dask_client(n_workers=1) as client:
         assert list(client.run(_quiet_settings).values()) == [QUIET_SETTINGS]          # the workers' settings
+        # glibc's own memory trimming in the workers (unless this process's environment says otherwise)
+        assert list(client.run(_malloc_and_blas).values()) == [(os.environ.get("MALLOC_TRIM_THRESHOLD_"), "1")]
         # the scheduler runs in this process: its timers were made with the settings
         assert client.run_on_scheduler(_scheduler_timers) == {"tick": 1000, "monitor": 2000}
         assert dask.config.get(WORKER_PROFILE_KEY) == here[WORKER_PROFILE_KEY]
