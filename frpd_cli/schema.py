@@ -646,9 +646,12 @@ def _infer_kind(name: str, values: pd.Series, spec: SchemaSpec, source: str):
     if name in spec.categorical or not numeric:
         if not numeric and (name in spec.continuous or name in spec.integer):
             bad = _first_non_numeric(values)
+            value = values.iloc[bad]
+            what = (f"the number {value!r}, too large for a 64-bit integer" if isinstance(value, int)
+                    else f"the text {value!r}")
             raise SchemaError(
                 f"Column '{name}' is declared {'continuous' if name in spec.continuous else 'integer'} but data "
-                f"row {bad + 1} of {source} holds the text {values.iloc[bad]!r}."
+                f"row {bad + 1} of {source} holds {what}."
             )
         levels = tuple(sorted(_python_values(values.unique()), key=_sort_key))
         return "categorical", levels
@@ -696,8 +699,16 @@ def _sort_key(value):
 
 
 def _first_non_numeric(values: pd.Series) -> int:
+    """Position of the first value that keeps a column from being numeric: text, or an integer beyond 64 bits."""
     converted = pd.to_numeric(values, errors="coerce")
-    return int(np.flatnonzero(converted.isna().to_numpy())[0])
+    bad = np.flatnonzero(converted.isna().to_numpy())
+    if bad.size:
+        return int(bad[0])
+    # every value converts: pandas left the column as objects because an integer does not fit in 64 bits
+    for i, value in enumerate(values.tolist()):
+        if isinstance(value, int) and not -(2 ** 63) <= value < 2 ** 64:
+            return i
+    return 0
 
 
 # --- Inspecting a schema: the schema file writer, column descriptions, identifier-like columns, precision ---

@@ -69,6 +69,18 @@ def test_text_declared_continuous_names_row(frame):
         infer_schema(frame, SchemaSpec(continuous=("job",)))
 
 
+def test_integer_beyond_64_bits_in_a_declared_numeric_column_named(tmp_path, frame):
+    # pandas reads a column holding a 30-digit integer as objects; every value still converts to a number
+    path = tmp_path / "d.csv"
+    frame.assign(age=["20", "999999999999999999999999999999", "50", "41"]).to_csv(path, index=False)
+    read = pd.read_csv(path)
+    assert read["age"].dtype == object
+    for spec in (SchemaSpec(integer=("age",)), SchemaSpec(continuous=("age",))):
+        with pytest.raises(SchemaError, match="data row 2 .* holds the number 999999999999999999999999999999, too "
+                                              "large for a 64-bit integer"):
+            infer_schema(read, spec)
+
+
 def test_flags_override_file(tmp_path, frame):
     path = tmp_path / "schema.toml"
     path.write_text('target = "label"\nimmutable = ["job"]\nincreasing = ["age"]\ncategorical = ["flag"]\n')
