@@ -489,7 +489,6 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
     ahead: deque = deque()          # chunks read and not yet fully cut
     first = 0                       # applicants of ahead[0] already in tasks
     n_ahead, exhausted = 0, False   # applicants read and not yet in tasks
-    n_tasks = 0
     tail: deque = deque()           # sizes of the last tasks, once the end is known
 
     def take(n: int) -> tuple:
@@ -517,7 +516,7 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
             chunk = next(stream, None)
             if chunk is None:
                 exhausted = True
-                tail.extend(_tail_sizes(n_ahead, n_tasks, n_workers))
+                tail.extend(_tail_sizes(n_ahead, n_workers))
             else:
                 sizes.append(len(chunk.ids))
                 if len(chunk.ids):
@@ -525,12 +524,11 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
                     n_ahead += len(chunk.ids)
         if not n_ahead:
             return
-        n_tasks += 1
         yield take(tail.popleft() if exhausted else TASK_APPLICANTS)
 
 
-def _tail_sizes(n: int, n_tasks: int, n_workers: int) -> list[int]:
-    """Sizes of the tasks for the last ``n`` applicants, after ``n_tasks`` tasks of a stream on ``n_workers``.
+def _tail_sizes(n: int, n_workers: int) -> list[int]:
+    """Sizes of the tasks for the last ``n`` applicants of a stream planned on ``n_workers``.
 
     One worker: as few tasks as :data:`TASK_APPLICANTS` allows, of equal size (sizes differ by at most one,
     larger first). Several workers: tasks that shrink towards the end (guided scheduling), so that the

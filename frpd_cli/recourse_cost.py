@@ -196,22 +196,15 @@ def recourse_costs(encoder: Encoder, model, x0: np.ndarray, raw0: pd.DataFrame |
 
     Parameters
     ----------
-    encoder : Encoder
-        The training set's encoder (the space where costs are measured).
-    model : frpd_cli.model.Model
-        Judges rows with ``favorable_probability`` and ``threshold`` (pass a
-        raised-threshold model for a margin).
+    encoder, model, tol, n_grid :
+        As in :func:`segment_costs` (the plan's own interpolation then refines
+        the chosen prototypes' recourses).
     x0 : ndarray of shape (n_features_out,)
         The encoded applicant.
     raw0 : DataFrame of one row, Series or dict
         The applicant's raw values.
     X : ndarray of shape (n_candidates, n_features_out)
         Encoded candidate prototypes.
-    tol : float, default=TOLERANCE
-        Bisection tolerance as a fraction of each segment (the plan's own
-        interpolation then refines the chosen prototypes' recourses).
-    n_grid : int, default=COARSE_GRID
-        Coarse grid points per segment.
 
     Returns
     -------

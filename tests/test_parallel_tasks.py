@@ -91,13 +91,13 @@ def test_tasks_do_not_follow_the_chunks(small_tasks):
 def test_tail_sizes(n, n_workers, expected, monkeypatch):
     monkeypatch.setattr(planning, "TASK_APPLICANTS", 256)
     monkeypatch.setattr(planning, "MIN_TASK_APPLICANTS", 128)
-    assert _tail_sizes(n, 3, n_workers) == expected
+    assert _tail_sizes(n, n_workers) == expected
 
 
 def test_tail_sizes_always_sum_to_the_applicants_left():
     task, least = planning.TASK_APPLICANTS, planning.MIN_TASK_APPLICANTS
     for n, n_workers in itertools.product(range(0, 9000, 37), range(1, 5)):
-        sizes = _tail_sizes(n, 0, n_workers)
+        sizes = _tail_sizes(n, n_workers)
         assert sum(sizes) == n and all(0 < s <= task for s in sizes)
         if n_workers == 1:
             assert len(sizes) == -(-n // task) and (not sizes or max(sizes) - min(sizes) <= 1)
