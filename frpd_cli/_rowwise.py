@@ -29,7 +29,7 @@ import weakref
 import numpy as np
 import pandas as pd
 
-__all__ = ["CompiledFinal", "CompiledPrefix", "compile_prefix", "compiled_prefix", "final_scorer"]
+__all__ = ["CompiledFinal", "CompiledPrefix", "checked_final", "compile_prefix", "compiled_prefix", "final_scorer"]
 
 _CT = "sklearn.compose._column_transformer.ColumnTransformer"
 _ONEHOT = "sklearn.preprocessing._encoders.OneHotEncoder"
@@ -377,17 +377,47 @@ class CompiledFinal:
             return None
         if not isinstance(X, np.ndarray) and getattr(X, "format", None) != "csr":
             return None
+        return self.after_first(self.first_layer(X))
+
+    def first_layer(self, X) -> np.ndarray:
+        """The first layer's output on ``X`` (a float64 matrix of the right width), activation included.
+
+        On a CSR matrix every output row depends on its input row only: scipy adds a row's entries one by one,
+        in their stored order, whatever the other rows (no BLAS kernel chosen by the matrix's shape). So the
+        first layer of many rows can be computed at once and cut into blocks afterwards, bit for bit as if each
+        block had been computed on its own (``frpd_cli.model._score_in_blocks``).
+        """
+        weights, bias = self.layers[0]
+        activation = X @ weights
+        activation += bias
+        if len(self.layers) > 1:
+            self.hidden(activation)
+        return activation
+
+    def after_first(self, activation: np.ndarray) -> np.ndarray:
+        """``predict_proba`` from the first layer's output (:meth:`first_layer`): the other layers, in place."""
         from scipy.special import expit
 
-        activation = X
         last = len(self.layers) - 1
-        for i, (weights, bias) in enumerate(self.layers):
+        for i, (weights, bias) in enumerate(self.layers[1:], start=1):
             activation = activation @ weights
             activation += bias
             if i != last:
                 self.hidden(activation)
         p = expit(activation, out=activation).ravel()
         return np.vstack([1 - p, p]).T
+
+
+def checked_final(estimator):
+    """What :func:`final_scorer` decided for ``estimator``: a CompiledFinal, False (scikit-learn keeps the job) or
+    None (not checked yet in this process)."""
+    try:
+        known = _final.get(estimator, _UNCHECKED)
+    except TypeError:               # not weak-referenceable: never compiled
+        return False
+    if known is _UNCHECKED:
+        return None
+    return False if known is None else known
 
 
 def final_scorer(estimator, block) -> tuple:

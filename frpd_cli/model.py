@@ -629,25 +629,33 @@ def _score_in_blocks(estimator, method: str, X, path: str, *, transformed: bool 
     # exactly (frpd_cli._rowwise.final_scorer); anything else is scikit-learn's own call.
     fast = prefix is not None and method == "predict_proba" and not isinstance(Xt, (pd.DataFrame, pd.Series))
     scorer = None
+    first = None                    # the compiled first layer of every row of a CSR matrix, computed once
     n_rows = Xt.shape[0]
     parts = []
     for start in range(0, n_rows, SCORE_BLOCK_ROWS):
         stop = min(start + SCORE_BLOCK_ROWS, n_rows)
-        if stop - start == SCORE_BLOCK_ROWS and _is_csr(Xt):
-            block = Xt[start:stop]          # a whole block of a CSR matrix: its rows sliced (same entries, cheaper)
-        else:
-            index = np.minimum(np.arange(start, start + SCORE_BLOCK_ROWS), n_rows - 1)
-            block = Xt.iloc[index] if isinstance(Xt, (pd.DataFrame, pd.Series)) else Xt[index]
+        # a short last block is padded with copies of the last row, so that every block has the same shape
+        index = None if stop - start == SCORE_BLOCK_ROWS else np.minimum(np.arange(start, start + SCORE_BLOCK_ROWS),
+                                                                          n_rows - 1)
         out = None
         if fast and scorer is None:
-            from ._rowwise import final_scorer
+            from ._rowwise import checked_final, final_scorer
 
-            scorer, out = final_scorer(final, block)    # checked once per estimator: on this block, if not yet
-            fast = scorer is not None
+            scorer = checked_final(final)
+            if scorer is None:      # checked once per estimator and process: on this block
+                scorer, out = final_scorer(final, _block(Xt, start, stop, index))
+            fast = bool(scorer)
         if fast and out is None:
-            out = scorer(block)
+            if _is_csr(Xt):
+                # the first layer's rows do not depend on the other rows of a block (CompiledFinal.first_layer):
+                # computed for all rows at once, then cut into the same blocks the layers after it see
+                if first is None:
+                    first = scorer.first_layer(Xt)
+                out = scorer.after_first(first[start:stop].copy() if index is None else np.take(first, index, axis=0))
+            else:
+                out = scorer(_block(Xt, start, stop, index))
         if out is None:
-            out = np.asarray(call(block))
+            out = np.asarray(call(_block(Xt, start, stop, index)))
         if out.ndim == 0 or out.shape[0] != SCORE_BLOCK_ROWS:
             raise ModelError(
                 f"The model '{path}' returned {method} output of shape {out.shape} for {SCORE_BLOCK_ROWS} rows; "
@@ -655,6 +663,15 @@ def _score_in_blocks(estimator, method: str, X, path: str, *, transformed: bool 
             )
         parts.append(out[: stop - start])
     return np.concatenate(parts, axis=0)
+
+
+def _block(X, start: int, stop: int, index):
+    """Rows ``start:stop`` of ``X``, or the rows ``index`` (a padded last block)."""
+    if index is None:
+        if _is_csr(X):
+            return X[start:stop]        # a CSR matrix's rows sliced: the same entries as indexing them, cheaper
+        index = np.arange(start, stop)  # other matrices and frames: a copy of the rows, as a padded block is
+    return X.iloc[index] if isinstance(X, (pd.DataFrame, pd.Series)) else X[index]
 
 
 def _is_csr(X) -> bool:

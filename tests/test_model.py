@@ -150,16 +150,30 @@ def test_one_predict_proba_call_per_block(model_file, data, monkeypatch):
     from frpd_cli._rowwise import CompiledFinal
 
     final = model.estimator.steps[-1][1]          # row-wise preprocessing runs once, the classifier per block
-    calls = []
+    sklearn_calls, firsts, blocks = [], [], []
     original = type(final).predict_proba
-    monkeypatch.setattr(type(final), "predict_proba", lambda self, X: calls.append(X.shape[0]) or original(self, X))
-    compiled = CompiledFinal.__call__              # the compiled classifier (checked on the first block) too
-    monkeypatch.setattr(CompiledFinal, "__call__", lambda self, X: calls.append(X.shape[0]) or compiled(self, X))
+    monkeypatch.setattr(type(final), "predict_proba",
+                        lambda self, X: sklearn_calls.append(X.shape[0]) or original(self, X))
+    # the compiled classifier (checked against scikit-learn on the process's first block) runs its first layer
+    # once on all rows of a sparse matrix, and the layers after it per block
+    first, after = CompiledFinal.first_layer, CompiledFinal.after_first
+    monkeypatch.setattr(CompiledFinal, "first_layer", lambda self, X: firsts.append(X.shape[0]) or first(self, X))
+    monkeypatch.setattr(CompiledFinal, "after_first", lambda self, A: blocks.append(A.shape[0]) or after(self, A))
     rows = pd.concat([frame] * (SCORE_BLOCK_ROWS // len(frame) + 1), ignore_index=True)
     model.favorable_probability(rows)
     n_blocks = -(-len(rows) // SCORE_BLOCK_ROWS)
-    # every call sees a whole block; a process's first block is scored twice (compiled and scikit-learn, compared)
-    assert n_blocks == 2 and set(calls) == {SCORE_BLOCK_ROWS} and len(calls) in (n_blocks, n_blocks + 1)
+    assert n_blocks == 2
+    # the first block: compiled and scikit-learn, compared; its scikit-learn result is used
+    assert sklearn_calls == [SCORE_BLOCK_ROWS]
+    sparse = hasattr(model.estimator.steps[0][1].transform(frame), "indptr")
+    # the check's block, then every row of a sparse matrix once (a dense one: the second block)
+    assert firsts == [SCORE_BLOCK_ROWS, len(rows) if sparse else SCORE_BLOCK_ROWS]
+    assert blocks == [SCORE_BLOCK_ROWS] * n_blocks          # the check's block, then the second block
+    # a later call: no check; every block whole
+    sklearn_calls.clear(), firsts.clear(), blocks.clear()
+    model.favorable_probability(rows.iloc[:SCORE_BLOCK_ROWS + 3])
+    assert sklearn_calls == [] and blocks == [SCORE_BLOCK_ROWS] * 2
+    assert firsts == ([SCORE_BLOCK_ROWS + 3] if sparse else [SCORE_BLOCK_ROWS] * 2)
 
 
 def test_missing_row_column_is_named(model_file, data):

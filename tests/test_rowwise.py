@@ -44,7 +44,7 @@ def _identical(a, b):
 PREFIXES = {
     "onehot + minmax (sparse)": lambda: ColumnTransformer([
         ("cat", OneHotEncoder(handle_unknown="ignore"), ["housing", "region", "grade"]),
-        ("num", MinMaxScaler(), ["income", "age"])]),
+        ("num", MinMaxScaler(), ["income", "age"])], sparse_threshold=1.0),     # CSR output, whatever its density
     "minmax first, clipped": lambda: ColumnTransformer([
         ("num", MinMaxScaler(clip=True, feature_range=(-1, 2)), ["age", "income"]),
         ("cat", OneHotEncoder(handle_unknown="ignore"), ["region"])]),
@@ -242,11 +242,27 @@ def test_compiled_final_is_predict_proba_bit_for_bit(prefix, final):
         got, expected = scorer(X), clf.predict_proba(X)
         assert got.dtype == expected.dtype and got.shape == expected.shape == (n, 2)
         assert got.tobytes() == expected.tobytes()
-    # frpd's own path (compiled preprocessing + compiled final, in blocks of 512) gives scikit-learn's bits
+    # frpd's own path (compiled preprocessing + compiled final, in blocks of 512; with a sparse prefix, the first
+    # layer of all rows at once) gives scikit-learn's bits on the same padded blocks
+    from frpd_cli.model import SCORE_BLOCK_ROWS
+
     model = _model(pipe)
-    rows = _frame(700, 9)
-    assert model.favorable_probability(rows).tobytes() == pipe.predict_proba(rows)[:, 1].tobytes()
+    for seed, n in ((9, 700), (10, 1), (11, 512), (12, 1100)):
+        rows = _frame(n, seed)
+        X = ct.transform(rows)
+        blocks = [np.minimum(np.arange(start, start + SCORE_BLOCK_ROWS), n - 1) for start in range(0, n, SCORE_BLOCK_ROWS)]
+        expected = np.concatenate([clf.predict_proba(X[b])[:, 1] for b in blocks])[:n]
+        assert model.favorable_probability(rows).tobytes() == expected.tobytes()
     assert isinstance(_rowwise._final.get(model.estimator.steps[-1][1]), _rowwise.CompiledFinal)
+    # on a sparse matrix, the first layer of all rows is computed once: the same rows, whatever the call
+    firsts = []
+    original = _rowwise.CompiledFinal.first_layer
+    try:
+        _rowwise.CompiledFinal.first_layer = lambda self, X: firsts.append(X.shape[0]) or original(self, X)
+        model.favorable_probability(_frame(1100, 13))
+    finally:
+        _rowwise.CompiledFinal.first_layer = original
+    assert firsts == ([1100] if prefix.endswith("(sparse)") else [SCORE_BLOCK_ROWS] * 3)
 
 
 def _model(pipe):
