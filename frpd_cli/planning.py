@@ -30,6 +30,7 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 import pandas as pd
 
+from ._frames import records
 from .applicants import ApplicantChunk, normalise_types
 from .candidates import Candidates, CandidateStage
 from .choice import (
@@ -95,7 +96,7 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
     # pool, constraints, margin and the graph's reachability: the candidate stage, shared by the chunk
     stage = CandidateStage(training, settings, model=model, graph=graph if settings.scheme == "graph" else None)
-    raw_rows = raw.to_dict("records")
+    raw_rows = records(raw)
     outcomes: list[SelectionOutcome | None] = []
     found: list[Candidates | None] = []
     for i in range(len(raw)):
@@ -212,12 +213,12 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         costs = np.linalg.norm(Zr - X0[seg_app], axis=1)
     else:
         costs = np.zeros(0)
-    records = result.rows.to_dict("records")
+    recourse_rows = records(result.rows)
 
     plans = []
     cursor = 0
     names = list(encoder.schema.feature_names)
-    raw_rows = raw.to_dict("records")
+    raw_rows = records(raw)
     for i, out in enumerate(outcomes):
         raw0 = raw_rows[i]
         if out is None or out.status != "ok":
@@ -233,7 +234,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             if not kept[s]:
                 n_long += 1
                 continue
-            features = {n: records[s][n] for n in names}
+            features = {n: recourse_rows[s][n] for n in names}
             key = tuple(str(features[n]) for n in names)
             cost, probability = float(costs[s]), float(result.probability[s])
             if key in seen and plain is not None and plain.usable[s]:
@@ -334,7 +335,7 @@ class _Fallback:
     def __init__(self, encoder, result, X0: np.ndarray, max_changes: int | None):
         from .sparsify import changed_features
 
-        self.records = result.rows.to_dict("records")
+        self.records = records(result.rows)
         Z = encoder.encode(result.rows.loc[result.found], source="the recourses") if result.found.any() else X0[:0]
         Zp = X0.copy()
         Zp[result.found] = Z
@@ -364,7 +365,7 @@ def _chunk_plans(training, model, applicants, ids, settings, graph, invalid):
                               normalise_types(training.encoder, applicants.iloc[keep].reset_index(drop=True)),
                               [ids[i] for i in keep], settings, graph) if keep else [])
     names = list(training.schema.feature_names)
-    rows = applicants.loc[:, names].to_dict("records")
+    rows = records(applicants.loc[:, names])
     return [Plan(ids[i], "invalid-input", invalid[i], settings.label, (), rows[i]) if i in invalid
             else next(planned) for i in range(len(applicants))]
 
@@ -678,7 +679,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     codes0 = encoder.constraint_codes(raw, source="the applicants")
     prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
     stage = CandidateStage(training, settings, model=model, graph=graph)
-    raw_rows = raw.to_dict("records")
+    raw_rows = records(raw)
     projected_column = may_project(training.schema, settings.immutable_policy) and graph is None
     proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
     pending = []  # positions in proto_rows of prototypes that are training rows
@@ -730,7 +731,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
             if sel.ends is not None:
                 rep = np.full(len(sel.rows), i)
                 values = decode_from(encoder, sel.ends, X0[rep], raw.iloc[rep].reset_index(drop=True))
-                values = values.to_dict("records")
+                values = records(values)
             else:  # training rows: their raw values are looked up once for all applicants, below
                 values = [None] * len(sel.rows)
             for rank, (r, feats) in enumerate(zip(sel.rows, values), start=1):
@@ -746,7 +747,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
             progress(i + 1, len(raw))
     if pending:
         wanted = np.unique([proto_rows[p]["row"] for p in pending])
-        found = dict(zip(wanted.tolist(), training.frame.iloc[wanted].to_dict("records")))
+        found = dict(zip(wanted.tolist(), records(training.frame.iloc[wanted])))
         for p in pending:
             proto_rows[p].update(found[proto_rows[p]["row"]])
     columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]

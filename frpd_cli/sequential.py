@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ._frames import records
 from .candidates import CandidateStage, graph_candidates, graph_infeasibility_reason
 from .choice import (
     PlanSettings,
@@ -92,7 +93,7 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
     """
     names = list(training.schema.feature_names)
     columns = {n: training.frame[n].tolist() for n in names}
-    raw_rows = raw.to_dict("records")
+    raw_rows = records(raw)
     drafts = []
     stage = None
     for i, out in enumerate(outcomes):
