@@ -712,9 +712,6 @@ class _SmallSupports:
         ``support`` holds the supports of the segments without a candidate (updated in place for the others);
         ``deltas`` the encoded moves of their recourses.
         """
-        picks = []
-        seen: dict = {}
-        taken: dict = {}
         ok = np.flatnonzero(self.cand_ok)
         size = self.cand_act.sum(axis=1)
         columns = self.columns(self.cand_seg[ok], self.cand_sup[ok], self.cand_t[ok], self.cand_lfeat[ok],
@@ -729,6 +726,65 @@ class _SmallSupports:
             rows[:, j] = pd.factorize(columns[name])[0] if ok.size else 0
         rows[~self.cand_act[ok]] = -1
         same_row = np.unique(rows, axis=0, return_inverse=True)[1].ravel() if ok.size else rows[:, 0]
+
+        if self.X0.shape[1] > 1:
+            return self._pick_by_rank(chosen, groups, support, deltas, size, at, unit, same_row)
+        return self._pick_in_order(chosen, groups, support, deltas, size, at, unit, same_row)
+
+    def _pick_by_rank(self, chosen, groups, support, deltas, size, at, unit, same_row) -> np.ndarray:
+        """:meth:`pick` for every group's first segments at once, then every group's second ones, and so on.
+
+        The segments of one rank belong to different groups, so they do not depend on each other; each group's
+        running sum of earlier directions (``0.0 + u1 + u2 + ...``), the rows it took, the scores and the order
+        of the candidates are computed as :meth:`_pick_in_order` computes them, value for value (the same
+        elementwise operations and row sums), for all of them together.
+        """
+        n_seg = support.shape[0]
+        picks = np.full(n_seg, -1, dtype=np.int64)
+        if n_seg == 0:
+            return picks[:0]
+        _, group = np.unique(groups, return_inverse=True)
+        group = group.ravel()
+        order = np.argsort(group, kind="stable")
+        first = np.r_[0, np.flatnonzero(np.diff(group[order])) + 1]
+        rank = np.empty(n_seg, dtype=np.int64)
+        rank[order] = np.arange(n_seg) - np.repeat(first, np.diff(np.r_[first, n_seg]))
+        total = np.zeros((int(group.max()) + 1, self.X0.shape[1]))   # each group's earlier directions, summed
+        n_rows = int(same_row.max()) + 2 if same_row.size else 1
+        taken = np.zeros(0, dtype=np.int64)     # group * n_rows + row: the rows each group's segments took
+        seg = self.cand_seg
+        # the accepted candidates of every served segment (its chosen one and the accepted ones after it)
+        served = chosen[seg] >= 0 if seg.size else np.zeros(0, dtype=bool)
+        accepted = np.flatnonzero(self.cand_ok & served & (np.arange(seg.size) >= np.where(served, chosen[seg], 0)))
+        for r in range(int(rank.max()) + 1):
+            cands = accepted[rank[seg[accepted]] == r]
+            owner = seg[cands]
+            score = size[cands].astype(np.float64)
+            if r:
+                score = score + DIVERSITY * (unit[at[cands]] * total[group[owner]]).sum(axis=1)
+                repeat = np.isin(group[owner] * n_rows + same_row[at[cands]], taken)
+            else:
+                repeat = np.zeros(cands.size, dtype=bool)
+            best = np.lexsort((cands, self.cand_cost[cands], np.round(score, 9), repeat, owner))
+            leads = best[np.r_[True, owner[best][1:] != owner[best][:-1]]] if best.size else best
+            mine, c = owner[leads], cands[leads]
+            picks[mine] = c
+            support[mine] = self.cand_act[c]
+            taken = np.concatenate([taken, group[mine] * n_rows + same_row[at[c]]])
+            direction = np.zeros((n_seg, self.X0.shape[1]))
+            direction[mine] = unit[at[c]]
+            level = np.flatnonzero(rank == r)
+            for s in level[chosen[level] < 0]:
+                direction[s] = _unit(deltas[s:s + 1])[0]
+            total[group[level]] = total[group[level]] + direction[level]
+        return picks[picks >= 0]
+
+    def _pick_in_order(self, chosen, groups, support, deltas, size, at, unit, same_row) -> np.ndarray:
+        """:meth:`pick` segment after segment (the reference for :meth:`_pick_by_rank`; used for one encoded column,
+        where the earlier directions are summed by ``np.sum`` as a list)."""
+        picks = []
+        seen: dict = {}
+        taken: dict = {}
 
         def key(c):
             return int(same_row[at[c]])

@@ -538,3 +538,66 @@ def test_verify_plans_margin_names_the_rule():
     verify_plans(training.encoder, Half(), [plan], margin=0.02)
     with pytest.raises(RecourseVerificationError, match=r"0.5 \+ 0.05"):
         verify_plans(training.encoder, Half(), [plan], margin=0.05)
+
+
+@pytest.mark.parametrize("k", [3, 5])
+def test_picking_rank_by_rank_is_picking_segment_by_segment(sample_paths, monkeypatch, k):
+    """The vectorised pick (all groups' first segments, then their second ones, ...) gives the segment-by-segment
+    reference's picks and supports exactly, on every call of a plan run; and so the same plans."""
+    from frpd_cli import sparsify
+
+    spec = load_schema_file(sample_paths["schema"])
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"])
+    by_rank, in_order = sparsify._SmallSupports._pick_by_rank, sparsify._SmallSupports._pick_in_order
+    calls = []
+
+    def both(self, chosen, groups, support, deltas, *rest):
+        reference = support.copy()
+        expected = in_order(self, chosen, groups, reference, deltas, *rest)
+        got = by_rank(self, chosen, groups, support, deltas, *rest)
+        assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
+        assert np.array_equal(support, reference)
+        calls.append((len(got), int(np.bincount(np.unique(groups, return_inverse=True)[1].ravel()).max())))
+        return got
+
+    monkeypatch.setattr(sparsify._SmallSupports, "_pick_by_rank", both)
+    plans = _plans(training, model, applicants, PlanSettings(k=k), chunk_size=7)
+    assert sum(n for n, _ in calls) >= 2 * len(applicants) and max(r for _, r in calls) >= 2   # real groups
+    monkeypatch.setattr(sparsify._SmallSupports, "_pick_by_rank", in_order)
+    reference = _plans(training, model, applicants, PlanSettings(k=k), chunk_size=7)
+    assert plans == reference
+
+
+def test_picking_rank_by_rank_on_random_groups(monkeypatch):
+    """Groups of 1 to 6 segments, interleaved (a group's segments need not be next to each other), on a model
+    where many supports are accepted: the two picks agree exactly."""
+    from frpd_cli import sparsify
+
+    model = LinearScore({"x1": 4.0, "x2": 3.0, "x3": 3.5}, -4.0)
+    training, _ = _unit_training(model)
+    encoder = training.encoder
+    rng = np.random.default_rng(5)
+    n = 60
+    raw0 = pd.DataFrame({c: rng.uniform(0.0, 0.4, n).round(3) for c in ("x1", "x2", "x3")})
+    proto = pd.DataFrame({c: rng.uniform(0.7, 1.0, n).round(3) for c in ("x1", "x2", "x3")})
+    X0, XK = encoder.encode(raw0), encoder.encode(proto)
+    plain = interpolate_linear(encoder, model, X0, XK, raw0)
+    groups = rng.permutation(np.repeat(np.arange(15), rng.integers(1, 7, 15)))[:n]
+    groups = np.resize(groups, n)
+    seen = []
+    by_rank, in_order = sparsify._SmallSupports._pick_by_rank, sparsify._SmallSupports._pick_in_order
+
+    def both(self, chosen, groups_, support, deltas, *rest):
+        reference = support.copy()
+        expected = in_order(self, chosen, groups_, reference, deltas, *rest)
+        got = by_rank(self, chosen, groups_, support, deltas, *rest)
+        seen.append(len(got))
+        assert got.tolist() == expected.tolist() and np.array_equal(support, reference)
+        return got
+
+    monkeypatch.setattr(sparsify._SmallSupports, "_pick_by_rank", both)
+    for factor in (1.0, 1.5, 3.0):
+        sparsify_recourses(encoder, model, X0, XK, raw0, plain.rows, plain.probability, found=plain.found,
+                           groups=groups, cost_factor=factor)
+    assert seen and max(seen) >= n // 2
