@@ -277,8 +277,14 @@ def _same(a, b) -> bool:
 def compiled_prefix(transformer):
     """What :func:`compile_prefix` decided for ``transformer``: a CompiledPrefix, False (not compilable) or None
     (not checked yet in this process)."""
+    return _decision(_compiled, transformer)
+
+
+def _decision(decided, key):
+    """What was decided for ``key`` in the weak table ``decided``: its compiled form, False (not compiled: the
+    check failed, or ``key`` cannot be weakly referenced) or None (not checked yet)."""
     try:
-        known = _compiled.get(transformer, _UNCHECKED)
+        known = decided.get(key, _UNCHECKED)
     except TypeError:               # not weak-referenceable: never compiled
         return False
     if known is _UNCHECKED:
@@ -411,13 +417,7 @@ class CompiledFinal:
 def checked_final(estimator):
     """What :func:`final_scorer` decided for ``estimator``: a CompiledFinal, False (scikit-learn keeps the job) or
     None (not checked yet in this process)."""
-    try:
-        known = _final.get(estimator, _UNCHECKED)
-    except TypeError:               # not weak-referenceable: never compiled
-        return False
-    if known is _UNCHECKED:
-        return None
-    return False if known is None else known
+    return _decision(_final, estimator)
 
 
 def final_scorer(estimator, block) -> tuple:
