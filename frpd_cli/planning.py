@@ -23,6 +23,7 @@ scheme in :mod:`frpd_cli.sequential`; this module re-exports both.
 from __future__ import annotations
 
 import itertools
+import math
 from collections import deque
 from dataclasses import dataclass, is_dataclass, replace
 from typing import Callable, Iterable, Iterator
@@ -421,8 +422,8 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     CPU count). With ``scheduler``, the cluster's worker threads count as the
     workers. Tasks sent to workers are cut from the stream independently of
     its chunks (:func:`_tasks`): :data:`TASK_APPLICANTS` applicants each, and
-    the end of the stream is cut into tasks that shrink (:func:`_tail_sizes`),
-    so that the workers finish together; each worker
+    the end of the stream is cut so that the workers finish together (large
+    tasks, then a small one per worker: :func:`_tail_sizes`); each worker
     receives the training set, model, graph and settings once, not with every
     task. Without a pool, this process plans the same tasks (a small
     ``--chunk-size`` does not multiply the fixed costs of a batch); results
@@ -484,8 +485,8 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
     tasks (each task pays fixed costs: a few model calls and sparsification
     rounds whatever its size). The stream is read ahead by ``2 * n_workers``
     tasks; once its end is in sight, the applicants left are cut as
-    :func:`_tail_sizes` says: equal tasks for one worker, tasks that shrink
-    towards the end for several, so that the workers finish together.
+    :func:`_tail_sizes` says: equal tasks for one worker; for several, large
+    tasks and then a small one per worker, so that the workers finish together.
     """
     ahead: deque = deque()          # chunks read and not yet fully cut
     first = 0                       # applicants of ahead[0] already in tasks
@@ -532,15 +533,14 @@ def _tail_sizes(n: int, n_workers: int) -> list[int]:
     """Sizes of the tasks for the last ``n`` applicants of a stream planned on ``n_workers``.
 
     One worker: as few tasks as :data:`TASK_APPLICANTS` allows, of equal size (sizes differ by at most one,
-    larger first). Several workers: tasks that shrink towards the end (guided scheduling), so that the
-    workers finish together whatever the applicants cost: each task takes ``1 / (2 * n_workers)`` of the
-    applicants left (at most :data:`TASK_APPLICANTS`) until those would fall below
-    :data:`MIN_TASK_APPLICANTS`; the last applicants are cut into equal tasks of at least that size, one per
-    worker at most twice over (and one per worker when that leaves each at least half the minimum). A
-    worker that finishes early takes the next task, and the last tasks are the smallest, so a worker waits
-    for the others at most about one small task, and the parent writes the results of a small task, not a
-    large one, after the last worker has finished. Each task costs a few model calls whatever its size
-    (``docs/benchmarks.md``), which bounds how small tasks are made.
+    larger first). Several workers: large equal tasks, as many as :data:`TASK_APPLICANTS` needs rounded up to a
+    multiple of the workers, then one small task per worker holding :data:`TAIL_SHARE` of the applicants between
+    them (at least :data:`MIN_TASK_APPLICANTS` each). The workers start the large tasks together; whichever
+    finishes first takes a small one, so the small tasks absorb the difference in the workers' speeds, and the
+    parent writes a small task's results after the last worker is done. Each task costs a few model calls
+    whatever its size (about 60 ms of CPU on Adult, ``docs/benchmarks.md``), so there are few of them. A run of
+    at most ``2 * n_workers * MIN_TASK_APPLICANTS`` applicants is cut into equal tasks of at least that minimum,
+    at most two per worker (and one per worker when that leaves each at least half the minimum).
     """
     if n <= 0:
         return []
@@ -548,16 +548,18 @@ def _tail_sizes(n: int, n_workers: int) -> list[int]:
         count = -(-n // TASK_APPLICANTS)
         base, extra = divmod(n, count)
         return [base + (i < extra) for i in range(count)]
-    sizes = []
-    while n > 2 * n_workers * MIN_TASK_APPLICANTS:
-        size = min(TASK_APPLICANTS, -(-n // (2 * n_workers)))
-        sizes.append(size)
-        n -= size
-    # equal tasks of at least the minimum, at most two per worker; but one per worker while they keep at least
-    # half the minimum (200 applicants on two workers: two tasks of 100, not one of 200 and an idle worker)
-    count = max(1, min(2 * n_workers, n // MIN_TASK_APPLICANTS), min(n_workers, -(-n // MIN_TASK_APPLICANTS)))
-    base, extra = divmod(n, count)
-    return sizes + [base + (i < extra) for i in range(count)]
+    least = MIN_TASK_APPLICANTS
+    if n <= 2 * n_workers * least:
+        # 200 applicants on two workers: two tasks of 100, not one of 200 and an idle worker
+        count = max(1, min(2 * n_workers, n // least), min(n_workers, -(-n // least)))
+        base, extra = divmod(n, count)
+        return [base + (i < extra) for i in range(count)]
+    small = min(TASK_APPLICANTS, max(least, math.ceil(n * TAIL_SHARE / n_workers)))
+    head = n - n_workers * small
+    count = -(-head // TASK_APPLICANTS)
+    count = -(-count // n_workers) * n_workers
+    base, extra = divmod(head, count)
+    return [base + (i < extra) for i in range(count)] + [small] * n_workers
 
 
 #: Applicants planned together (a task, in this process or sent to a worker), whatever the input's chunks:
@@ -567,6 +569,13 @@ def _tail_sizes(n: int, n_workers: int) -> list[int]:
 #: _tail_sizes).
 TASK_APPLICANTS = 1024
 MIN_TASK_APPLICANTS = 128
+
+#: The share of a parallel run's last applicants left to the small tasks that end it, one per worker (see
+#: _tail_sizes): on two workers, 2,000 applicants are tasks of 850, 850, 150 and 150. Guided scheduling (each task
+#: a fraction of what is left: 500, 375, 282, 211 and four of 158) balanced the workers as well but paid the fixed
+#: cost of four more tasks: 4-6% more wall time at 1,000-2,000 applicants in a simulation with this machine's
+#: per-task cost and speed variations (benchmarks/sim_tasks.py).
+TAIL_SHARE = 0.15
 
 #: A pool is started only for runs of at least this many applicants per worker (see plan_stream).
 MIN_APPLICANTS_PER_WORKER = {"loky": 96, "dask": 1000}

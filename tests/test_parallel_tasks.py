@@ -65,7 +65,8 @@ def test_tasks_do_not_follow_the_chunks(small_tasks):
     tasks = list(_tasks(iter(_chunks([1] * 40)), 1, deque()))
     assert [len(t[1]) for t in tasks] == [5] * 8
     tasks = list(_tasks(iter(_chunks([1] * 40)), 2, deque()))
-    assert [len(t[1]) for t in tasks] == [5] * 4 + [5, 4, 3, 2, 2, 2, 2]     # then shrinking towards the end
+    # then, with the end in sight (15 left): large equal tasks, then one small task per worker
+    assert [len(t[1]) for t in tasks] == [5] * 5 + [3, 3, 3, 2] + [2, 2]
     # a chunk larger than a task is cut into several
     tasks = list(_tasks(iter(_chunks([23])), 1, deque()))
     assert [len(t[1]) for t in tasks] == [5, 5, 5, 4, 4]
@@ -75,11 +76,14 @@ def test_tasks_do_not_follow_the_chunks(small_tasks):
     (1000, 1, [250] * 4),               # one worker: as few equal tasks as TASK_APPLICANTS allows
     (1001, 1, [251, 250, 250, 250]),
     (100, 1, [100]),
-    # several workers: 1 / (2 * workers) of the applicants left per task (at most TASK_APPLICANTS) while more
-    # than 2 * workers * MIN_TASK_APPLICANTS are left; those are cut into equal tasks of at least the minimum
-    (2000, 2, [256, 256, 256, 256, 244, 183, 138, 137, 137, 137]),
-    (976, 2, [244, 183, 138, 137, 137, 137]),
-    (600, 2, [150] * 4),
+    # several workers: large equal tasks (a multiple of the workers), then one small task per worker holding
+    # TAIL_SHARE of the applicants (at least MIN_TASK_APPLICANTS each)
+    (2000, 2, [213] * 4 + [212] * 4 + [150, 150]),
+    (976, 2, [180] * 4 + [128, 128]),
+    (600, 2, [172, 172, 128, 128]),
+    (513, 2, [129, 128, 128, 128]),
+    # at most 2 * workers * MIN_TASK_APPLICANTS: equal tasks of at least the minimum
+    (512, 2, [128] * 4),
     (300, 2, [150, 150]),
     (200, 2, [100, 100]),               # one per worker, even below MIN_TASK_APPLICANTS: no idle worker
     (400, 4, [100] * 4),
@@ -102,11 +106,14 @@ def test_tail_sizes_always_sum_to_the_applicants_left():
         if n_workers == 1:
             assert len(sizes) == -(-n // task) and (not sizes or max(sizes) - min(sizes) <= 1)
             continue
-        assert all(b <= a + 1 for a, b in zip(sizes, sizes[1:]))     # shrinking towards the end
+        assert all(b <= a + 1 for a, b in zip(sizes, sizes[1:]))     # never larger towards the end
         assert n < least or min(sizes) >= least // 2                   # never a tiny task
         assert len(sizes) >= min(n_workers, -(-n // least))            # every worker busy when there is enough
-        if n >= 2 * n_workers * least:
-            assert sizes[-1] < 2 * least                               # the last tasks are small
+        if n > 2 * n_workers * least:
+            # one small task per worker at the end, TAIL_SHARE of the applicants between them (or the minimum)
+            small = max(least, -(-int(n * planning.TAIL_SHARE) // n_workers))
+            assert sizes[-n_workers:] == [sizes[-1]] * n_workers and least <= sizes[-1] <= small + 1
+            assert len(set(sizes[:-n_workers])) <= 2 and len(sizes[:-n_workers]) % n_workers == 0
 
 
 def test_parallel_results_come_back_in_the_input_chunks(sample_paths, monkeypatch):
