@@ -49,7 +49,7 @@ def test_tasks_cover_every_applicant_once_in_order(small_tasks, lengths, n_worke
         assert (invalid or {}) == expected              # invalid rows re-indexed into the task
     lengths_of_tasks = [len(t[1]) for t in tasks]
     assert all(0 < m <= 5 for m in lengths_of_tasks)
-    # full tasks while the end is not in sight, then the tail: equal tasks for one worker, shrinking ones for more
+    # full tasks while the end is not in sight, then the tail: equal for one worker, never growing for several
     full = list(itertools.takewhile(lambda m: m == 5, lengths_of_tasks))
     tail = lengths_of_tasks[len(full):]
     if n_workers == 1:
