@@ -651,7 +651,7 @@ def _score_in_blocks(estimator, method: str, X, path: str, *, transformed: bool 
                 # computed for all rows at once, then cut into the same blocks the layers after it see
                 if first is None:
                     first = scorer.first_layer(Xt)
-                out = scorer.after_first(first[start:stop].copy() if index is None else np.take(first, index, axis=0))
+                out = scorer.after_first(_block(first, start, stop, index))
             else:
                 out = scorer(_block(Xt, start, stop, index))
         if out is None:

@@ -771,17 +771,18 @@ class _SmallSupports:
             picks[mine] = c
             support[mine] = self.cand_act[c]
             taken = np.concatenate([taken, group[mine] * n_rows + same_row[at[c]]])
-            direction = np.zeros((n_seg, self.X0.shape[1]))
-            direction[mine] = unit[at[c]]
-            level = np.flatnonzero(rank == r)
-            for s in level[chosen[level] < 0]:
-                direction[s] = _unit(deltas[s:s + 1])[0]
-            total[group[level]] = total[group[level]] + direction[level]
+            level = np.flatnonzero(rank == r)           # this rank's segments, mine among them
+            direction = np.zeros((level.size, self.X0.shape[1]))
+            direction[np.searchsorted(level, mine)] = unit[at[c]]
+            for i in np.flatnonzero(chosen[level] < 0):
+                direction[i] = _unit(deltas[level[i]:level[i] + 1])[0]
+            total[group[level]] = total[group[level]] + direction
         return picks[picks >= 0]
 
     def _pick_in_order(self, chosen, groups, support, deltas, size, at, unit, same_row) -> np.ndarray:
-        """:meth:`pick` segment after segment (the reference for :meth:`_pick_by_rank`; used for one encoded column,
-        where the earlier directions are summed by ``np.sum`` as a list)."""
+        """:meth:`pick` segment after segment, summing each group's earlier directions with ``np.sum`` (the
+        reference for :meth:`_pick_by_rank`, which gives the same bits with more than one encoded column: ``np.sum``
+        of the list adds its rows in order from 0.0; with one column it adds pairwise, so this is used there)."""
         picks = []
         seen: dict = {}
         taken: dict = {}
@@ -789,10 +790,6 @@ class _SmallSupports:
         def key(c):
             return int(same_row[at[c]])
 
-        # The directions of each group's earlier segments, summed as they come: 0.0 + u1 + u2 + ..., the order
-        # and the start np.sum(list, axis=0) uses (it starts from 0.0, so -0.0 entries become 0.0 alike). One
-        # encoded column is the exception (np.sum then adds pairwise): the list is summed as before.
-        running = self.X0.shape[1] > 1
         for s in range(support.shape[0]):
             group = int(groups[s])
             earlier = seen.setdefault(group, [])
@@ -806,8 +803,7 @@ class _SmallSupports:
                 if idx.size > 1:
                     score = size[idx].astype(np.float64)
                     if earlier:     # row by row (no matrix product: a row's sum never depends on the others)
-                        total = earlier[0] if running else np.sum(earlier, axis=0)
-                        score = score + DIVERSITY * (unit[at[idx]] * total).sum(axis=1)
+                        score = score + DIVERSITY * (unit[at[idx]] * np.sum(earlier, axis=0)).sum(axis=1)
                     mine = taken.setdefault(group, set())
                     repeat = (np.fromiter((r in mine for r in same_row[at[idx]].tolist()), dtype=bool, count=idx.size)
                               if mine else np.zeros(idx.size, dtype=bool))
@@ -818,12 +814,7 @@ class _SmallSupports:
                 direction = unit[at[c]]
             else:
                 direction = _unit(deltas[s:s + 1])[0]
-            if not running:
-                earlier.append(direction)
-            elif earlier:
-                earlier[0] = earlier[0] + direction
-            else:
-                earlier.append(0.0 + direction)
+            earlier.append(direction)
         return np.asarray(picks, dtype=np.int64)
 
     def _moves(self, idx: np.ndarray) -> np.ndarray:
