@@ -162,22 +162,33 @@ class Workers:
     number of worker threads the cluster has, not ``--jobs``).
     """
 
-    def __init__(self, n_workers: int, submit: Callable, wait_any: Callable, has_shared: bool):
+    def __init__(self, n_workers: int, submit: Callable, wait_any: Callable | None, has_shared: bool, *,
+                 in_flight: int | None = None):
         self.n_workers = n_workers
         self._submit = submit
         self._wait_any = wait_any
         self.has_shared = has_shared
+        self.in_flight = in_flight if in_flight is not None else 2 * n_workers
 
     def map(self, func: Callable, tasks: Iterable[tuple], *, in_flight: int | None = None,
             buffered: int | None = None) -> Iterator:
         """Apply ``func`` to every task on the workers; yield the results in task order.
 
-        At most ``in_flight`` tasks (default ``2 * n_workers``) are submitted and not yet finished: a
-        worker that finishes a task before the one ahead of it in the order gets the next task at once
-        instead of waiting for the slower one (no head-of-line blocking). Finished results wait for their
-        turn, at most ``buffered`` of them (default ``4 * in_flight``), which bounds memory.
+        At most ``in_flight`` tasks (default: the backend's, :attr:`in_flight`) are submitted and not yet
+        finished: a worker that finishes a task before the one ahead of it in the order gets the next task
+        at once instead of waiting for the slower one (no head-of-line blocking), and a finished task is
+        replaced before its result is handed on. Finished results wait for their turn, at most ``buffered``
+        of them (default ``4 * in_flight``), which bounds memory.
+
+        The local pool keeps ``2 * n_workers`` tasks in flight: its workers take them from a queue one at a
+        time, whichever is free first. A Dask scheduler instead gives each submitted task to a worker at
+        once (two per one-thread worker with its default ``worker-saturation``), so a worker slowed down
+        would keep its second task while the other one idles: on Dask, tasks are submitted one per worker
+        thread, each when a task finishes.
         """
-        in_flight = max(1, in_flight if in_flight is not None else 2 * self.n_workers)
+        if self._wait_any is None:      # in this process: each task when its result is asked for
+            return (self._submit(func, task).result() for task in tasks)
+        in_flight = max(1, in_flight if in_flight is not None else self.in_flight)
         buffered = max(in_flight, buffered if buffered is not None else 4 * in_flight)
         return _ordered(self._submit, self._wait_any, func, tasks, in_flight=in_flight, buffered=buffered)
 
@@ -188,8 +199,9 @@ def _ordered(submit, wait_any, func, tasks, *, in_flight: int, buffered: int) ->
     exhausted = False
     try:
         while True:
-            while (not exhausted and len(pending) < buffered and not (pending and pending[0].done())
-                   and sum(not f.done() for f in pending) < in_flight):
+            # refill before handing a finished result on: the caller may take a while with it (writing it),
+            # and a worker without a task waits for that
+            while not exhausted and len(pending) < buffered and sum(not f.done() for f in pending) < in_flight:
                 task = next(tasks, _NOTHING)
                 if task is _NOTHING:
                     exhausted = True
@@ -225,7 +237,7 @@ def open_workers(n_jobs: int = 1, backend: str = "loky", *, scheduler: str | Non
     has_shared = shared is not _NOTHING
     if backend == "loky" and n_jobs == 1:
         yield Workers(1, lambda func, task: _Done(func(*task) if not has_shared else func(shared, *task)),
-                      lambda futures: None, has_shared)
+                      None, has_shared)
         return
     if backend == "loky":
         with _local_pool(n_jobs, shared) as workers:
@@ -276,8 +288,8 @@ def map_ordered(func: Callable, tasks: Iterable[tuple], *, n_jobs: int = 1, back
         Objects that appear (by identity) among the tasks' arguments: the Dask
         backend ships them to the workers once instead of once per task.
     in_flight : int, optional
-        Tasks submitted and not yet finished (default ``2 * n_workers``); see
-        :meth:`Workers.map`.
+        Tasks submitted and not yet finished (default ``2 * n_workers`` locally, one per worker thread on
+        Dask); see :meth:`Workers.map`.
     """
     with open_workers(n_jobs, backend, scheduler=scheduler, shared=shared, scatter=scatter) as workers:
         yield from workers.map(func, tasks, in_flight=in_flight)
@@ -375,4 +387,5 @@ def _dask_workers(n_jobs: int, scheduler: str | None, shared, scatter: tuple) ->
             return client.submit(_call_dask, func, has_shared, shared_ref, tuple(swap(a) for a in task), pure=False)
 
         n_workers = n_jobs if scheduler is None else cluster_threads(client)
-        yield Workers(n_workers, submit, lambda futures: wait(futures, return_when="FIRST_COMPLETED"), has_shared)
+        yield Workers(n_workers, submit, lambda futures: wait(futures, return_when="FIRST_COMPLETED"), has_shared,
+                      in_flight=n_workers)

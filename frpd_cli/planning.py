@@ -459,7 +459,7 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
             yield from _regrouped(results, sizes)
         return
     with open_workers(n_jobs, backend, scheduler=scheduler, shared=shared) as workers:
-        results = workers.map(_run_task, _tasks(stream, workers.n_workers, sizes), in_flight=2 * workers.n_workers)
+        results = workers.map(_run_task, _tasks(stream, workers.n_workers, sizes))
         yield from _regrouped(results, sizes)
 
 

@@ -217,6 +217,78 @@ def test_a_slow_first_task_does_not_stop_the_other_workers(tmp_path):
     assert results == [(0, True)] + [(i, True) for i in range(1, 8)]
 
 
+class _Scripted:
+    """A future of :func:`_scripted_workers`: its tasks finish oldest first, when the caller waits for them."""
+
+    def __init__(self, i, running, log):
+        self.i, self.finished, self.running, self.log = i, False, running, log
+
+    def done(self):
+        return self.finished
+
+    def result(self):
+        while not self.finished:            # waiting for it: the workers finish what they hold, oldest first
+            _finish_oldest(self.running, self.log)
+        return self.i
+
+    def cancel(self):
+        return False
+
+
+def _finish_oldest(running, log):
+    oldest = running.pop(0)
+    oldest.finished = True
+    log.append(("finished", oldest.i))
+
+
+def _scripted_workers(n_workers, log, **kwargs):
+    from frpd_cli.backends import Workers
+
+    running = []
+
+    def submit(func, task):
+        log.append(("submit", task[0]))
+        running.append(_Scripted(task[0], running, log))
+        return running[-1]
+
+    return Workers(n_workers, submit, lambda futures: _finish_oldest(running, log), False, **kwargs)
+
+
+def test_a_finished_task_is_replaced_before_its_result_is_handed_on():
+    """The caller may hold a result a long time (writing it): the worker that finished it gets its next task first."""
+    log = []
+    workers = _scripted_workers(2, log, in_flight=2)
+    for result in workers.map(None, [(i,) for i in range(5)]):
+        log.append(("got", result))
+    assert log == [("submit", 0), ("submit", 1),
+                   ("finished", 0), ("submit", 2), ("got", 0),
+                   ("finished", 1), ("submit", 3), ("got", 1),
+                   ("finished", 2), ("submit", 4), ("got", 2),
+                   ("finished", 3), ("got", 3),
+                   ("finished", 4), ("got", 4)]
+
+
+def test_in_flight_defaults_to_the_backend():
+    """Two per worker locally (a queue the workers take from); one per worker thread on Dask (see Workers.map)."""
+    log = []
+    list(_scripted_workers(3, log).map(None, [(i,) for i in range(8)]))
+    assert log[:6] == [("submit", i) for i in range(6)] and log[6] == ("finished", 0)
+    log.clear()
+    list(_scripted_workers(3, log, in_flight=3).map(None, [(i,) for i in range(8)]))
+    assert log[:4] == [("submit", 0), ("submit", 1), ("submit", 2), ("finished", 0)]
+
+
+def test_in_process_tasks_run_when_their_results_are_asked_for():
+    from frpd_cli.backends import open_workers
+
+    ran = []
+    with open_workers(1) as workers:
+        results = workers.map(lambda i: ran.append(i) or i * i, ((i,) for i in range(5)))
+        assert next(results) == 0 and ran == [0]
+        assert next(results) == 1 and ran == [0, 1]
+        assert list(results) == [4, 9, 16] and ran == list(range(5))
+
+
 def test_open_workers_counts_the_threads_of_a_cluster_it_joins():
     pytest.importorskip("dask.distributed")
     from dask.distributed import LocalCluster
