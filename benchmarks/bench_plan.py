@@ -307,6 +307,23 @@ _PAPER_FLAGS = ["--method", "quad-paper", "--no-sparsify"]
 _PAPER_LABEL = "paper's configuration"
 
 
+#: A fixed pure-Python loop (no memory traffic, no library): its CPU time is the speed of the CPU it ran on.
+_PROBE = "import time\nt = time.process_time()\ns = 0\nfor i in range(3_000_000):\n    s += i * i\nprint(time.process_time() - t)"
+
+
+def _cpu_probe() -> dict:
+    """CPU seconds of :data:`_PROBE` pinned to each CPU in turn (alone), then on every CPU at once (together)."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+
+    def start(cpu):
+        return subprocess.Popen([sys.executable, "-c", _PROBE], stdout=subprocess.PIPE, text=True,
+                                preexec_fn=lambda: os.sched_setaffinity(0, {cpu}))
+
+    alone = [float(start(cpu).communicate()[0]) for cpu in cpus]
+    procs = [start(cpu) for cpu in cpus]
+    return {"alone": alone, "together": [float(p.communicate()[0]) for p in procs]}
+
+
 def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: int, dask: bool,
                  paper: bool = False):
     applicants = tmp / "denied.csv"
@@ -325,7 +342,7 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
                 variants.append((f"{label} (loopback cluster, 2 workers)", ["--backend", "dask", "--scheduler", address]))
             except Exception as exc:  # report and go on with the other variants
                 print(f"could not start a loopback Dask cluster: {exc}", file=sys.stderr)
-    rows, references = [], {}
+    rows, references, probes = [], {}, []
     runs = {label: [] for label, _ in variants}
     singles = {label: [] for label, _ in variants}
     try:
@@ -338,6 +355,8 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
         # round 0 warms up and is not counted: a loopback cluster's workers import frpd, scikit-learn and pandas
         # on their first task (2-4 s of CPU each), which a cluster that serves batch jobs has long done
         for round_ in range(repeats + 1):
+            if round_:
+                probes.append(_cpu_probe())
             for label, flags in variants:
                 out = tmp / "out.csv"
                 cluster = clusters.get(label.split(" (")[0], ())
@@ -375,6 +394,7 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
                          "_per_round": per_round,
                          "planning s": planning, "applicants/s": (n - 1) / planning,
                          "planning CPU s": f"{cpu - single_cpu:.2f}",
+                         "CPUs busy": f"{(cpu - single_cpu) / planning:.2f}",
                          "CPU ms/applicant": f"{1000 * (cpu - single_cpu) / (n - 1):.2f}",
                          "parent CPU s": f"{split['parent'] - single_split['parent']:.2f}",
                          "worker CPU s": f"{split['workers'] - single_split['workers']:.2f}",
@@ -388,7 +408,7 @@ def _measure_cli(tmp: Path, train_path, model_path, denied, *, n: int, repeats: 
         config = _PAPER_LABEL in r["run"]
         base.setdefault(config, r["planning s"])
         r["speed-up vs --jobs 1"] = f"{base[config] / r['planning s']:.2f}x"
-    return rows
+    return rows, probes
 
 
 # ---------------------------------------------------------------------------- CPU by stage
@@ -493,11 +513,13 @@ def _ratios(rows) -> list[str]:
     """
     rate = {r["run"].split(" (")[0]: float(r["applicants/s"]) for r in rows}
     cpu = {r["run"].split(" (")[0]: float(r["planning CPU s"]) for r in rows}
+    busy = {r["run"].split(" (")[0]: r["CPUs busy"] for r in rows}
     lines = []
     if "--jobs 1" in rate and "--jobs 2" in rate:
         lines.append(f"- `--jobs 2` plans {rate['--jobs 2'] / rate['--jobs 1']:.2f}x as many applicants per second "
                      f"as `--jobs 1` (target 1.7x){_paired(rows, '--jobs 2', '--jobs 1')}, and uses "
-                     f"{cpu['--jobs 2'] / cpu['--jobs 1']:.2f}x its CPU; {rate['--jobs 2']:.0f} applicants/s "
+                     f"{cpu['--jobs 2'] / cpu['--jobs 1']:.2f}x its CPU time, with {busy['--jobs 2']} CPUs busy on "
+                     f"average; {rate['--jobs 2']:.0f} applicants/s "
                      "(target 800/s).")
     paper = [f"{rate[key]:.0f}/s with `{key.split(',')[0]}`" for key in rate if _PAPER_LABEL in key]
     if paper:
@@ -511,6 +533,23 @@ def _ratios(rows) -> list[str]:
                          f"80%){_paired(rows, loop, '--jobs 2')}, and uses {cpu[loop] / cpu['--jobs 2']:.2f}x its "
                          "CPU.")
     return lines
+
+
+def _probe_lines(probes) -> list[str]:
+    """What the CPU probe of every round says about the machine's speed during the runs."""
+    if not probes or not probes[0]["alone"]:
+        return []
+    alone = [t for p in probes for t in p["alone"]]
+    together = [t for p in probes for t in p["together"]]
+    uneven = [max(p["together"]) / min(p["together"]) for p in probes]
+    rounds = "; ".join(f"{'/'.join(f'{t:.2f}' for t in p['alone'])} alone, "
+                       f"{'/'.join(f'{t:.2f}' for t in p['together'])} together" for p in probes)
+    return ["", f"CPU probe (before each round: a fixed pure-Python loop pinned to each CPU alone, then to every CPU "
+                f"at once; CPU seconds, lower is faster): alone {min(alone):.2f}-{max(alone):.2f} s, together "
+                f"{min(together):.2f}-{max(together):.2f} s; the slower CPU took {min(uneven):.2f}x to "
+                f"{max(uneven):.2f}x the faster one's time when both ran. Per round: {rounds}. The same work takes "
+                "this machine's CPUs more or less time from one moment to the next, each CPU on its own: a run on "
+                "one CPU needs one of them to be fast, a run on two needs both."]
 
 
 def _load_line() -> str:
@@ -537,7 +576,7 @@ def main(argv=None) -> int:
 
     import tempfile
 
-    results, cli_rows, stage_rows = [], [], []
+    results, cli_rows, stage_rows, probes = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         sample_model = ROOT / "sample_data" / "model.pkl"
@@ -558,7 +597,7 @@ def main(argv=None) -> int:
                 n = min(len(denied), 100 if args.quick else args.n_applicants)
                 results += _measure("adult", train_path, model_path, spec, denied.head(n), jobs_list=[1, 2])
             n_cli = min(len(denied), 200 if args.quick else args.cli_applicants)
-            cli_rows = _measure_cli(tmp, train_path, model_path, denied, n=n_cli, repeats=args.repeats,
+            cli_rows, probes = _measure_cli(tmp, train_path, model_path, denied, n=n_cli, repeats=args.repeats,
                                     dask=not args.no_dask, paper=not args.no_paper)
             if not args.no_stages:
                 stage_rows = _measure_stages(tmp, train_path, model_path, denied, n=n_cli, repeats=args.repeats)
@@ -577,7 +616,8 @@ def main(argv=None) -> int:
                       "warm-up round)", "",
                   *markdown_table(cli_rows, ["run", "applicants", "whole command s", "one-applicant run s",
                                              "planning s", "applicants/s", "speed-up vs --jobs 1",
-                                             "planning CPU s", "CPU ms/applicant", "parent CPU s", "worker CPU s",
+                                             "planning CPU s", "CPUs busy", "CPU ms/applicant", "parent CPU s",
+                                             "worker CPU s",
                                              "worker minor faults"]),
                   "", "planning s = whole command minus the same command on one applicant (start-up, reading and "
                   "scoring the training set; a one-applicant run starts no pool, see README, so --jobs 1 and 2 share one "
@@ -587,13 +627,14 @@ def main(argv=None) -> int:
                   "uses 15-20% of a CPU with Dask's default settings, which would slow the other runs). planning CPU s: the same "
                   "difference in CPU time (user + system) of frpd "
                   "and its worker processes: what parallelism costs in extra work, independent of how loaded the "
-                  "machine is; parent / worker CPU s split it between the frpd process itself (reading applicants, "
+                  "machine is; CPUs busy: planning CPU s / planning s, the CPUs the run kept busy on average; "
+                  "parent / worker CPU s split it between the frpd process itself (reading applicants, "
                   "cutting tasks, unpickling results, writing the output) and the workers (local pool workers and "
                   "a Dask cluster frpd started, reaped by it; for the loopback cluster, its scheduler, workers and "
                   "their nanny processes, read from /proc before and after the run), each as the same difference; "
                   "worker minor faults: page faults of those processes (copy-on-write copies of the parent's "
                   "memory after the fork among them). The outputs of all runs are byte-identical (checked).",
-                  "", *_ratios(cli_rows)]
+                  "", *_ratios(cli_rows), *_probe_lines(probes)]
     if stage_rows:
         lines += ["", f"### CPU by stage (`frpd plan --jobs 1`, the same Adult applicants, least of {args.repeats})",
                   "", *markdown_table(stage_rows, list(stage_rows[0])),
