@@ -278,6 +278,14 @@ def test_in_flight_defaults_to_the_backend():
     assert log[:4] == [("submit", 0), ("submit", 1), ("submit", 2), ("finished", 0)]
 
 
+def test_the_local_pool_keeps_two_tasks_per_worker_in_flight():
+    from frpd_cli.backends import open_workers
+
+    with open_workers(2) as workers:
+        assert workers.in_flight == 4
+        assert list(workers.map(_work, _tasks(np.ones((12, 3))))) == [(1.5, i) for i in range(12)]
+
+
 def test_in_process_tasks_run_when_their_results_are_asked_for():
     from frpd_cli.backends import open_workers
 
@@ -301,5 +309,6 @@ def test_open_workers_counts_the_threads_of_a_cluster_it_joins():
         # --jobs says 1, the cluster has 3 worker threads: tasks are cut for 3
         with open_workers(1, "dask", scheduler=cluster.scheduler_address, shared=big) as workers:
             assert workers.n_workers == 3
+            assert workers.in_flight == 3           # one task per worker thread: the scheduler assigns at submission
             results = list(workers.map(_with_shared, [(i,) for i in range(12)]))
     assert [r for r, _ in results] == [float(big[i].sum()) for i in range(12)]
