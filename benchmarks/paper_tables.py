@@ -230,13 +230,14 @@ def prepare(spec: DatasetSpec, tmp: Path, n_applicants: int) -> Prepared:
     schema = infer_schema(train, SchemaSpec(target=spec.target, favorable=1, categorical=spec.categorical,
                                             immutable=spec.immutable))
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names)
-    training = build_training_set(train, schema, model)
+    training = build_training_set(train, schema, model, scale="minmax")
     numeric_spec = tuple(c for c in features if c not in spec.categorical)
     free = _relaxed(build_training_set(train, infer_schema(train, SchemaSpec(
-        target=spec.target, favorable=1, categorical=spec.categorical, continuous=numeric_spec)), model))
+        target=spec.target, favorable=1, categorical=spec.categorical, continuous=numeric_spec)), model,
+        scale="minmax"))
     scoring = _relaxed(build_training_set(train, infer_schema(train, SchemaSpec(
         target=spec.target, favorable=1, categorical=spec.categorical, continuous=numeric_spec,
-        immutable=spec.immutable)), model))
+        immutable=spec.immutable)), model, scale="minmax"))
     denied = test[features][model.favorable_probability(test[features]) < model.threshold].reset_index(drop=True)
     applicants = denied.head(n_applicants)
     ids = [str(i) for i in range(len(applicants))]
@@ -559,7 +560,7 @@ def runtime_scaling(sizes, big_sizes, n_applicants: int) -> pd.DataFrame:
         frame = pd.DataFrame({"x1": X[:, 0], "x2": X[:, 1]})
         frame["label"] = model.favorable_probability(frame).astype(int)
         schema = infer(frame, SchemaSpec(target="label", favorable=1, continuous=("x1", "x2")))
-        training = build_training_set(frame, schema, model)
+        training = build_training_set(frame, schema, model, scale="minmax")
         draws = pd.DataFrame({"x1": rng.uniform(-2, 4, 20 * n_applicants), "x2": rng.uniform(-2, 7, 20 * n_applicants)})
         denied = draws[model.favorable_probability(draws) < 0.5].head(n_applicants).reset_index(drop=True)
         ids = [str(i) for i in range(len(denied))]

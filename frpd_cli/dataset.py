@@ -11,7 +11,7 @@ import pandas as pd
 
 from .constraints import ConstraintCodes
 from .data import read_csv
-from .encoding import Encoder, check_magnitude, fit_encoder
+from .encoding import DEFAULT_SCALE, Encoder, check_magnitude, fit_encoder
 from .exceptions import InputError, ModelOutputError, SchemaError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
@@ -169,7 +169,8 @@ def _check_schema_path(path: Path) -> None:
                           "Check the path and its permissions.") from None
 
 
-def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: str = "the data file") -> TrainingSet:
+def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: str = "the data file",
+                       scale: str = DEFAULT_SCALE) -> TrainingSet:
     """Fit the encoder and score every training row with the model.
 
     Parameters
@@ -182,8 +183,10 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
         The loaded model; must expose ``favorable_probability`` and ``threshold``.
     source : str
         How the data is named in messages.
+    scale : {"effort", "minmax"}
+        How numeric moves are priced (see :mod:`frpd_cli.encoding`).
     """
-    encoder = fit_encoder(schema, frame, source=source)
+    encoder = fit_encoder(schema, frame, source=source, scale=scale)
     features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
     X = encoder.encode(features, source=source)
     codes = encoder.constraint_codes(features, source=source)

@@ -1,9 +1,23 @@
 """Encoding raw rows into the space where distances are measured, and back.
 
-Continuous and integer features are min-max scaled with the training minimum
-and maximum (a constant column maps to 0); categorical and ordinal features are
-one-hot encoded (categorical levels sorted, ordinal levels in their declared
-order). Distances are Euclidean in this space, as in the paper. A feature with
+How a numeric move is priced is the encoder's scale (``--scale``):
+
+- ``effort`` (the default): a continuous or integer value maps to the share of
+  the training population below it, counting half of the rows that hold it (the
+  mid-distribution function F(x) = (#{x_i < x} + #{x_i = x} / 2) / n, linear
+  between consecutive training values). A move from a to b then costs the share
+  of training rows strictly between them plus half of those at a and at b: a
+  step through a crowded stretch of the range costs much, one to an extreme
+  that few rows reach costs what those few rows weigh. Interpolating in this
+  space follows the data's density, and decoding is the map's inverse.
+- ``minmax`` (the paper's): min-max scaled with the training minimum and
+  maximum.
+
+A constant column maps to 0 under either scale. Values outside the training
+range extend the map linearly at the min-max rate (decoding clips them back).
+Categorical and ordinal features are one-hot encoded (categorical levels
+sorted, ordinal levels in their declared order) under either scale. Distances
+are Euclidean in this space, as in the paper. A feature with
 a cost weight W (``--weight COL=W``) has its encoded columns multiplied by
 sqrt(W), so that every Euclidean distance in this space (selection,
 interpolation, graph edges, reported costs) is the weighted one.
@@ -25,7 +39,11 @@ from .constraints import ConstraintCodes
 from .exceptions import InputError, SchemaError
 from .schema import Feature, Schema
 
-__all__ = ["Encoder", "fit_encoder", "category_key", "check_magnitude", "MAX_MAGNITUDE"]
+__all__ = ["Encoder", "fit_encoder", "category_key", "check_magnitude", "MAX_MAGNITUDE", "SCALES", "DEFAULT_SCALE"]
+
+#: How numeric moves are priced: by the population share they cross, or min-max scaled as in the paper.
+SCALES = ("effort", "minmax")
+DEFAULT_SCALE = "minmax"
 
 _MAX_DECIMALS = 10
 #: Largest magnitude of a numeric feature value: its square (distances, model scalers) stays finite.
@@ -49,6 +67,15 @@ class Encoder:
         Decimals used by each continuous training column (None: no rounding).
     offsets : ndarray of shape (n_features + 1,)
         Feature ``j`` occupies encoded columns ``offsets[j]:offsets[j + 1]``.
+    scale : {"effort", "minmax"}
+        How numeric features are scaled (see the module docstring).
+    knots : tuple
+        ``effort``: per feature, None or ``(values, shares)``: the distinct training values, increasing, and
+        the mid-distribution function at each (both float64 arrays); the map is linear between them.
+        Empty for ``minmax``.
+    fractional : tuple of bool
+        Per feature: an integer feature whose training column holds a few fractional values (imputed ones, say):
+        fractional inputs are accepted and every decoded value is whole. Empty: none.
     """
 
     schema: Schema
@@ -56,6 +83,9 @@ class Encoder:
     maximum: np.ndarray
     decimals: tuple
     offsets: np.ndarray
+    scale: str = "minmax"
+    knots: tuple = ()
+    fractional: tuple = ()
 
     @property
     def n_features_out(self) -> int:
@@ -126,17 +156,54 @@ class Encoder:
                 Z[np.arange(n), start + codes] = 1.0
             else:
                 array = _numeric(values, f.name, source)
-                if f.kind == "integer":
+                if f.kind == "integer" and not self._accepts_fractions(j):
                     _check_whole(array, values, f.name, source)
-                span = self.maximum[j] - self.minimum[j]
-                with np.errstate(over="ignore", invalid="ignore"):
-                    Z[:, start] = (array - self.minimum[j]) / span if span > 0 else array - self.minimum[j]
+                Z[:, start] = self.encode_values(j, array)
         scale = self.column_scale
         if scale is not None:
             with np.errstate(over="ignore", invalid="ignore"):
                 Z *= scale
         self._check_distances(Z, frame, source)
         return Z
+
+    def _accepts_fractions(self, j: int) -> bool:
+        return bool(self.fractional) and bool(self.fractional[j])
+
+    def encode_values(self, j: int, values) -> np.ndarray:
+        """Encoded values of numeric feature ``j`` before its cost weight (no checks).
+
+        Parameters
+        ----------
+        j : int
+            Position of a numeric feature in the schema.
+        values : array-like of float, shape (n,)
+            Raw values.
+
+        Returns
+        -------
+        z : ndarray of shape (n,)
+            Under ``minmax`` ``(x - min) / (max - min)``; under ``effort`` the training population share below
+            ``x`` (see the module docstring). Increasing in ``x`` under either scale.
+        """
+        x = np.asarray(values, dtype=np.float64)
+        lo, hi = self.minimum[j], self.maximum[j]
+        span = hi - lo
+        with np.errstate(over="ignore", invalid="ignore"):
+            if not span > 0:
+                return x - lo
+            if self.scale == "minmax" or not self.knots or self.knots[j] is None:
+                return (x - lo) / span
+            xs, qs = self.knots[j]
+            z = np.interp(x, xs, qs)
+            below, above = x < lo, x > hi
+            if below.any() or above.any():
+                z = np.where(below, qs[0] - (lo - x) / span, np.where(above, qs[-1] + (x - hi) / span, z))
+            return z
+
+    def encoded_range(self, j: int) -> tuple[float, float]:
+        """The encoded training minimum and maximum of numeric feature ``j`` (before its cost weight)."""
+        z = self.encode_values(j, [self.minimum[j], self.maximum[j]])
+        return float(z[0]), float(z[1])
 
     def _check_distances(self, Z: np.ndarray, frame: pd.DataFrame, source: str) -> None:
         """Refuse rows whose distance to a training row (encoded in [0, 1]) would not be a finite number."""
@@ -233,7 +300,13 @@ class Encoder:
     def _decode_numeric(self, j: int, f: Feature, z: np.ndarray) -> np.ndarray:
         lo, hi = self.minimum[j], self.maximum[j]
         span = hi - lo
-        raw = z * span + lo if span > 0 else np.full_like(z, lo)
+        if not span > 0:
+            raw = np.full_like(z, lo)
+        elif self.scale == "minmax" or not self.knots or self.knots[j] is None:
+            raw = z * span + lo
+        else:
+            xs, qs = self.knots[j]
+            raw = np.interp(z, qs, xs)          # clipped to [lo, hi] outside the training shares
         raw = np.clip(raw, lo, hi)
         if f.kind == "integer":
             return np.clip(np.floor(raw + 0.5), lo, hi).astype(np.int64)
@@ -267,20 +340,30 @@ class Encoder:
 
     # ------------------------------------------------------------- persistence
     def to_dict(self) -> dict:
-        return {
+        out = {
             "schema": self.schema.to_dict(),
             "minimum": [None if np.isnan(v) else float(v) for v in self.minimum],
             "maximum": [None if np.isnan(v) else float(v) for v in self.maximum],
             "decimals": list(self.decimals),
+            "scale": self.scale,
         }
+        if self.knots:
+            out["knots"] = [None if k is None else [k[0].tolist(), k[1].tolist()] for k in self.knots]
+        if any(self.fractional):
+            out["fractional"] = [bool(v) for v in self.fractional]
+        return out
 
     @classmethod
     def from_dict(cls, data: dict) -> "Encoder":
+        """The encoder :meth:`to_dict` describes (a description without ``scale`` is a min-max encoder)."""
         schema = Schema.from_dict(data["schema"])
         minimum = np.array([np.nan if v is None else v for v in data["minimum"]], dtype=np.float64)
         maximum = np.array([np.nan if v is None else v for v in data["maximum"]], dtype=np.float64)
+        knots = tuple(None if k is None else (np.asarray(k[0], dtype=np.float64), np.asarray(k[1], dtype=np.float64))
+                      for k in data.get("knots", ()))
         return cls(schema=schema, minimum=minimum, maximum=maximum, decimals=tuple(data["decimals"]),
-                   offsets=_offsets(schema))
+                   offsets=_offsets(schema), scale=data.get("scale", "minmax"), knots=knots,
+                   fractional=tuple(data.get("fractional", ())))
 
 
 def _text_level_codes(index: dict, values: pd.Series) -> np.ndarray | None:
@@ -302,13 +385,18 @@ def _text_level_codes(index: dict, values: pd.Series) -> np.ndarray | None:
         return None
 
 
-def fit_encoder(schema: Schema, frame: pd.DataFrame, *, source: str = "the training data") -> Encoder:
-    """Fit min-max ranges and one-hot layouts on the training rows.
+def fit_encoder(schema: Schema, frame: pd.DataFrame, *, source: str = "the training data",
+                scale: str = DEFAULT_SCALE) -> Encoder:
+    """Fit the numeric scaling and one-hot layouts on the training rows.
 
     Parameters
     ----------
     schema : Schema
     frame : DataFrame of shape (n_rows, n_columns)
+    source : str
+        How the rows are named in messages.
+    scale : {"effort", "minmax"}
+        How numeric features are scaled (see the module docstring); default :data:`DEFAULT_SCALE`.
 
     Returns
     -------
@@ -319,24 +407,34 @@ def fit_encoder(schema: Schema, frame: pd.DataFrame, *, source: str = "the train
     >>> import pandas as pd
     >>> from frpd_cli.schema import infer_schema
     >>> df = pd.DataFrame({"age": [20, 40, 30], "job": ["b", "a", "b"], "label": [0, 1, 1]})
-    >>> enc = fit_encoder(infer_schema(df), df)
+    >>> enc = fit_encoder(infer_schema(df), df, scale="minmax")
     >>> enc.encode(df).tolist()
     [[0.0, 0.0, 1.0], [1.0, 1.0, 0.0], [0.5, 0.0, 1.0]]
     >>> print(enc.decode([[0.26, 0.4, 0.6]]).to_string(index=False))
      age job
       25   b
+    >>> effort = fit_encoder(infer_schema(df), df, scale="effort")
+    >>> effort.encode(df)[:, 0].round(4).tolist()        # a third of the rows per value, half of its own
+    [0.1667, 0.8333, 0.5]
     """
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     n = len(schema.features)
     minimum = np.full(n, np.nan)
     maximum = np.full(n, np.nan)
     decimals = []
+    knots, fractional = [], []
     for j, f in enumerate(schema.features):
         if f.name not in frame.columns:
             raise SchemaError(f"Column '{f.name}' is missing from {source}.")
+        knots.append(None)
+        fractional.append(False)
         if f.is_numeric:
             values = _numeric(frame[f.name], f.name, source)
             if f.kind == "integer":
-                _check_whole(values, frame[f.name], f.name, source)
+                fractional[j] = bool(np.any(values != np.round(values)))
+                if not fractional[j]:
+                    _check_whole(values, frame[f.name], f.name, source)
             minimum[j], maximum[j] = float(values.min()), float(values.max())
             if not np.isfinite(maximum[j] - minimum[j]):
                 lo, hi = int(np.argmin(values)), int(np.argmax(values))
@@ -346,10 +444,38 @@ def fit_encoder(schema: Schema, frame: pd.DataFrame, *, source: str = "the train
                     "and distance would overflow. Check those values (a unit or typing error?)."
                 )
             decimals.append(_decimals(values) if f.kind == "continuous" else 0)
+            if scale == "effort" and maximum[j] > minimum[j]:
+                knots[j] = population_shares(values)
         else:
             decimals.append(None)
     return Encoder(schema=schema, minimum=minimum, maximum=maximum, decimals=tuple(decimals),
-                   offsets=_offsets(schema))
+                   offsets=_offsets(schema), scale=scale, knots=tuple(knots) if scale == "effort" else (),
+                   fractional=tuple(fractional) if any(fractional) else ())
+
+
+def population_shares(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of a column and the mid-distribution function at each.
+
+    Parameters
+    ----------
+    values : ndarray of float, shape (n,), n >= 1
+
+    Returns
+    -------
+    distinct : ndarray of shape (m,)
+        The distinct values, increasing.
+    shares : ndarray of shape (m,)
+        ``(#{values < v} + #{values == v} / 2) / n`` for each distinct ``v``: strictly increasing, in (0, 1).
+
+    Examples
+    --------
+    >>> v, q = population_shares(np.array([1.0, 2.0, 2.0, 5.0]))
+    >>> v.tolist(), q.tolist()
+    ([1.0, 2.0, 5.0], [0.125, 0.5, 0.875])
+    """
+    distinct, counts = np.unique(np.asarray(values, dtype=np.float64), return_counts=True)
+    below = np.cumsum(counts) - counts
+    return distinct, (below + counts / 2.0) / float(counts.sum())
 
 
 def _offsets(schema: Schema) -> np.ndarray:

@@ -340,6 +340,7 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         R_enc[encodable] = encoder.encode(ok_rows, source="the recourses")
         probability[encodable] = np.asarray(model.favorable_probability(ok_rows), dtype=np.float64)
     favorable = np.where(np.isnan(probability), False, probability >= model.threshold)
+    minmax = _minmax_costs(training, raw0, R_raw, encodable, owner, rows_of, len(records))
 
     pool = {"favorable": training.favorable, "labeled": training.labeled,
             "all": np.ones(training.n_rows, dtype=bool)}[manifold]
@@ -357,12 +358,41 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
                             R_raw.iloc[mine], R_enc[mine], favorable[mine], encodable[mine], training, index,
                             rules, attach)
         row.update(_margin_metrics(probability[mine], model.threshold, already=prob0[a] >= model.threshold))
+        if minmax is not None:
+            row["minmax cost"] = minmax[i] if row["status"] == "needs-recourse" else float("nan")
         out.append(row)
         if progress is not None:
             progress(i + 1, len(records))
     columns = ["method", "applicant", "status", "k", "n_recourses", "n_favorable", *METRICS, "path cost",
                *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS]
+    if minmax is not None:
+        columns.insert(columns.index("cost") + 1, "minmax cost")
     return pd.DataFrame(out, columns=columns)
+
+
+def _minmax_costs(training, raw0: pd.DataFrame, R_raw: pd.DataFrame, encodable: np.ndarray, owner: np.ndarray,
+                  rows_of: list, n_records: int) -> np.ndarray | None:
+    """Each plan's cost in the paper's min-max scale when the plans are priced in another one (else None).
+
+    The cost of a linear plan as :func:`frpd_cli.metrics.cost` measures it, with the encoder refitted on the
+    training rows with ``scale="minmax"``: the number the paper's tables report, beside the effort-priced
+    ``cost``. NaN where a recourse cannot be encoded or the plan has none.
+    """
+    if training.encoder.scale == "minmax":
+        return None
+    from .encoding import fit_encoder
+
+    paper = fit_encoder(training.schema, training.frame, source="the training rows", scale="minmax")
+    X0 = paper.encode(raw0, source="the applicants")
+    R = np.full((len(R_raw), paper.n_features_out), np.nan)
+    if encodable.any():
+        R[encodable] = paper.encode(R_raw.loc[encodable], source="the recourses")
+    out = np.full(n_records, np.nan)
+    for i in range(n_records):
+        mine = np.flatnonzero(owner == i)
+        if mine.size and encodable[mine].all():
+            out[i] = m.cost(X0[rows_of[i]], R[mine])
+    return out
 
 
 def _margin_metrics(probability: np.ndarray, threshold: float, *, already: bool) -> dict:
@@ -529,6 +559,8 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
     if not isinstance(per_applicant, pd.DataFrame) or "method" not in per_applicant.columns:
         raise InputError("'per_applicant' must be the DataFrame returned by evaluate_plans.")
     metrics = list(METRICS)
+    if "minmax cost" in per_applicant.columns:
+        metrics.insert(metrics.index("cost") + 1, "minmax cost")
     if "path diversity" in per_applicant.columns and per_applicant["path cost"].notna().any():
         metrics += list(PATH_METRICS)
     if "seconds" in per_applicant.columns and per_applicant["seconds"].notna().any():

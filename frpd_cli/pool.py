@@ -23,7 +23,7 @@ import numpy as np
 from .artifacts import read_artifact, write_artifact
 from .constraints import ConstraintCodes
 from .dataset import TrainingSet, labeled_rows
-from .encoding import Encoder, fit_encoder
+from .encoding import DEFAULT_SCALE, Encoder, fit_encoder
 from .exceptions import ArtifactError, StaleArtifactError
 
 __all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "pool_difference"]
@@ -61,14 +61,15 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
         "monotone": np.asarray(codes.monotone, dtype=np.float64),
         "direction": np.asarray(codes.direction),
     }
-    params = {"threshold": float(threshold), "encoding": encoding, "n_rows": training.n_rows,
+    params = {"threshold": float(threshold), "encoding": encoding, "scale": training.encoder.scale,
+              "n_rows": training.n_rows,
               "immutable_names": list(codes.immutable_names), "monotone_names": list(codes.monotone_names)}
     return write_artifact(out_dir, kind=POOL_KIND, params=params, inputs={"data": data, "model": model},
                           payloads={"pool.npz": arrays, "encoder.json": training.encoder.to_dict()})
 
 
 def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encoding: str = "utf-8",
-              source: str = "the data file") -> TrainingSet:
+              source: str = "the data file", scale: str = DEFAULT_SCALE) -> TrainingSet:
     """Open a pool artifact and return the training set it holds, checked against the inputs given now.
 
     Parameters
@@ -85,6 +86,8 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
         The favourable threshold given now.
     encoding : str
         The text encoding given now.
+    scale : {"effort", "minmax"}
+        The ``--scale`` given now.
 
     Returns
     -------
@@ -117,8 +120,14 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
             f"The pool '{pool_dir}' was built reading the data as {params.get('encoding')!r}, not {encoding!r} as "
             f"given now. Rebuild it: {POOL_HINT}"
         )
+    stored_scale = params.get("scale", "minmax")          # pools made before --scale existed are min-max
+    if stored_scale != scale:
+        raise StaleArtifactError(
+            f"The pool '{pool_dir}' was built with --scale {stored_scale}, not --scale {scale} as given now (its "
+            f"encoded rows are in that scale). Pass --scale {stored_scale}, or rebuild it: {POOL_HINT}"
+        )
     features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
-    encoder = fit_encoder(schema, frame, source=source)
+    encoder = fit_encoder(schema, frame, source=source, scale=scale)
     difference = pool_difference(artifact.load_json("encoder.json"), encoder)
     if difference:
         raise StaleArtifactError(f"The pool '{pool_dir}' was built with another schema: {difference}. Rebuild it "
@@ -167,7 +176,9 @@ def pool_difference(stored: dict, encoder: Encoder) -> str | None:
         if [str(v) for v in f.get("levels", [])] != [str(v) for v in g.get("levels", [])]:
             return f"feature '{name}' has levels {f.get('levels')} in the pool but {g.get('levels')} now"
     fresh = encoder.to_dict()
-    for key in ("minimum", "maximum", "decimals"):
-        if stored.get(key) != fresh[key]:
-            return f"the encoder's {key} values differ (pool {stored.get(key)}, now {fresh[key]})"
+    for key in ("minimum", "maximum", "decimals", "knots", "fractional"):
+        if stored.get(key) != fresh.get(key):
+            if key == "knots":
+                return "the training values the effort scale is fitted on differ"
+            return f"the encoder's {key} values differ (pool {stored.get(key)}, now {fresh.get(key)})"
     return None

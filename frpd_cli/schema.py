@@ -1,8 +1,8 @@
 """Feature roles: which columns are features, of which kind, and how they may move.
 
 A :class:`Schema` is inferred from the training CSV (numeric columns are
-continuous, integer-valued numeric columns are integers, everything else is
-categorical) and refined by declarations from a TOML file and from command-line
+continuous, numeric columns whose values are whole in at least 99% of the rows
+are integers (see :data:`WHOLE_SHARE`), everything else is categorical) and refined by declarations from a TOML file and from command-line
 flags, flags taking precedence over the file.
 
 The TOML file format::
@@ -48,6 +48,8 @@ except ModuleNotFoundError:  # Python 3.10: the same parser as a package
 from .exceptions import SchemaError
 
 __all__ = [
+    "WHOLE_SHARE",
+    "whole_share",
     "FEATURE_KINDS",
     "MUTABILITIES",
     "Feature",
@@ -668,9 +670,22 @@ def _infer_kind(name: str, values: pd.Series, spec: SchemaSpec, source: str):
                 f"Column '{name}' is declared integer but data row {bad + 1} of {source} holds {float(array[bad])!r}."
             )
         return "integer", ()
-    if np.all(array == np.round(array)):
+    if whole_share(array) >= WHOLE_SHARE:
         return "integer", ()
     return "continuous", ()
+
+
+#: A numeric column is inferred integer when at least this share of its values is whole: counts whose few
+#: missing cells were imputed with a mean or a model (7, 3, 0.0273) are still counts, and a recourse should not
+#: propose a fraction of one. One fraction in a hundred rows at most: a column with more fractions than that
+#: is taken for a measurement (amounts, rates), whose fractions mean something.
+WHOLE_SHARE = 0.99
+
+
+def whole_share(values) -> float:
+    """The share of ``values`` (finite numbers) that are whole; 1.0 for no values."""
+    array = np.asarray(values, dtype=np.float64)
+    return float(np.mean(array == np.round(array))) if array.size else 1.0
 
 
 def _coerce_levels(declared, values: pd.Series) -> list:
@@ -1033,6 +1048,11 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
                     round(low, decimals[name]), round(high, decimals[name]))
             else:
                 row["levels"] = list(f.levels)
+            if f.kind == "integer" and name not in spec.integer:
+                share = whole_share(complete[name].to_numpy(dtype=float))
+                if share < 1.0:
+                    row["note"] = (f"integer: {_percent(share)} of values are whole (at least {WHOLE_SHARE:.0%} "
+                                   "makes a count; recourses propose whole numbers)")
             if name in id_like:
                 row["note"] = "a different value in every row: looks like an identifier"
         elif name == schema.target:
@@ -1044,6 +1064,11 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
         rows.append(row)
     return SchemaReport(schema=schema, columns=rows, n_rows=len(frame), n_incomplete=int(incomplete.sum()),
                         id_like=id_like, decimals=decimals)
+
+
+def _percent(share: float) -> str:
+    """A share as a percentage with one decimal, never rounded up to 100% (99.96% shows as 99.9%)."""
+    return f"{np.floor(share * 1000.0) / 10.0:.1f}%"
 
 
 def _plain_text(value) -> str:

@@ -407,15 +407,15 @@ class _SmallSupports:
             if self.is_cat[j]:
                 continue
             c = int(self.col[j])
-            lo, span = enc.minimum[j], enc.maximum[j] - enc.minimum[j]
-            if not span > 0:
+            if not enc.maximum[j] > enc.minimum[j]:
                 continue
-            low, high = 0.0, 1.0                           # the training range, encoded before the scale
+            low, high = enc.encoded_range(j)               # the training range, encoded before the scale
             if f.has_range:
                 if f.low is not None:
-                    low = max(low, ((np.ceil(f.low) if f.kind == "integer" else f.low) - lo) / span)
+                    low = max(low, float(enc.encode_values(j, [np.ceil(f.low) if f.kind == "integer" else f.low])[0]))
                 if f.high is not None:
-                    high = min(high, ((np.floor(f.high) if f.kind == "integer" else f.high) - lo) / span)
+                    high = min(high, float(enc.encode_values(j, [np.floor(f.high) if f.kind == "integer"
+                                                                  else f.high])[0]))
             x0, d = self.X0[:, c] / self.scale[c], self.D[:, c] / self.scale[c]
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = np.where(d > 0, (high - x0) / d, np.where(d < 0, (low - x0) / d, 1.0))
@@ -434,10 +434,8 @@ class _SmallSupports:
         unchanged = np.abs(z - x0) <= 1e-12
         column = column.astype(np.result_type(column.dtype, original.dtype))
         column[unchanged] = original[unchanged]
-        lo, span = enc.minimum[j], enc.maximum[j] - enc.minimum[j]
         with np.errstate(over="ignore", invalid="ignore"):
-            e = (column.astype(np.float64) - lo) / span if span > 0 else column.astype(np.float64) - lo
-            e = e * self.scale[c]
+            e = enc.encode_values(j, column.astype(np.float64)) * self.scale[c]
         return column, (e - x0) ** 2
 
     def columns(self, segs: np.ndarray, sup: np.ndarray, t: np.ndarray, lfeat: np.ndarray | None = None,

@@ -25,7 +25,7 @@ __all__ = [
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
     "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
     "SchemaFlags", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
-    "ManifoldOpt", "WeightOpt", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
+    "ManifoldOpt", "WeightOpt", "ScaleOpt", "SCALES", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
     "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
@@ -47,6 +47,9 @@ IMMUTABLE_POLICIES = ("filter", "project", "auto")
 FORMATS = ("table", "csv", "json", "jsonl")
 LAYOUTS = ("auto", "wide", "long")
 PROXIMITIES = ("distance", "recourse")
+
+#: How a move is priced (``frpd_cli.encoding.SCALES``; not imported here: the encoder pulls pandas in).
+SCALES = ("effort", "minmax")
 
 #: Edge weights of build-graph.
 WEIGHTS = ("euclidean", "density")
@@ -331,6 +334,10 @@ ThetaListOpt = Annotated[str, typer.Option("--theta", callback=_check_theta_list
 ManifoldOpt = Annotated[_choices(MANIFOLDS), typer.Option("--manifold", case_sensitive=False,
                                                           help="Training rows that stand for the data manifold: "
                                                           "favorable (predicted), labeled or all.")]
+ScaleOpt = Annotated[_choices(SCALES), typer.Option("--scale", case_sensitive=False,
+                                                    help="How a move is priced: effort (the share of the training "
+                                                    "population it crosses, so moves to a feature's extremes cost "
+                                                    "much) or minmax (min-max scaled, as in the paper).")]
 WeightOpt = Annotated[_choices(WEIGHTS), typer.Option("--weight", case_sensitive=False,
                                                       help="Edge weight: euclidean (length in the encoded space) "
                                                       "or density (FACE: length / kernel density at the "
@@ -382,6 +389,7 @@ class SchemaFlags:
     vary: Optional[list] = None
     ranges: Optional[list] = None
     weights: Optional[list] = None
+    scale: str = "minmax"
 
     def spec(self) -> SchemaSpec:
         from ..dataset import resolve_spec
@@ -452,9 +460,9 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         from ..pool import load_pool
 
         training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
-                             encoding=encoding, source=f"'{data}'")
+                             encoding=encoding, source=f"'{data}'", scale=flags.scale)
     else:
-        training = build_training_set(frame, schema, model, source=f"'{data}'")
+        training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale)
     _warn_about_training(frame, training, model, source=f"'{data}'")
     return training, model, spec
 

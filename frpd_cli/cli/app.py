@@ -136,12 +136,13 @@ def _root(
 
 
 def _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column, *,
-           vary=None, ranges=None, weights=None):
+           vary=None, ranges=None, weights=None, scale="minmax"):
     from ._options import SchemaFlags
 
     return SchemaFlags(schema=schema, target=target, favorable=favorable, immutable=immutable,
                        increasing=increasing, decreasing=decreasing, categorical=categorical,
-                       continuous=continuous, id_column=id_column, vary=vary, ranges=ranges, weights=weights)
+                       continuous=continuous, id_column=id_column, vary=vary, ranges=ranges, weights=weights,
+                       scale=scale)
 
 
 def main() -> None:

@@ -113,6 +113,7 @@ def evaluate_command(
     vary: o.VaryOpt = None,
     range_: o.RangeOpt = None,
     feature_weight: o.FeatureWeightOpt = None,
+    scale: o.ScaleOpt = "minmax",
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     seed: o.SeedOpt = 0,
@@ -154,7 +155,7 @@ def evaluate_command(
             raise InputError("--plot needs matplotlib: install the plot extra with "
                              "`pip install 'frpd-cli[plot]'`.") from None
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight)
+                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, quiet=quiet)
     records = read_plans(plans)

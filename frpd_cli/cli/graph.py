@@ -84,6 +84,13 @@ def load_graph(graph_dir: Path, training, *, data: Path, model: Path):
     """
     artifact = read_artifact(graph_dir, kind=GRAPH_KIND, inputs={"data": data, "model": model},
                              command_hint=GRAPH_HINT)
+    built_scale = artifact.params.get("scale", "minmax")         # graphs made before --scale existed are min-max
+    if built_scale != training.encoder.scale:
+        raise StaleArtifactError(
+            f"The graph artifact '{graph_dir}' was built with --scale {built_scale}, not --scale "
+            f"{training.encoder.scale} as now (its edge lengths are distances in that scale). Pass --scale "
+            f"{built_scale}, or rebuild it with --scale {training.encoder.scale}: {GRAPH_HINT}"
+        )
     difference = _schema_difference(artifact.params.get("schema", []), _plain_schema(training.schema))
     if difference:
         raise StaleArtifactError(
@@ -220,6 +227,7 @@ def build_graph_command(
     vary: o.VaryOpt = None,
     range_: o.RangeOpt = None,
     feature_weight: o.GraphFeatureWeightOpt = None,
+    scale: o.ScaleOpt = "minmax",
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
@@ -249,7 +257,7 @@ def build_graph_command(
         raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
     fmt_ = resolve_format(fmt, None)
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight)
+                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool, quiet=quiet)
     if neighbors is None:
@@ -285,6 +293,7 @@ def build_graph_command(
         "connect": connect,
         "favorable_neighbors": favorable_neighbors,
         "schema": _plain_schema(training.schema),
+        "scale": training.encoder.scale,
         # build_seconds is the one field that differs between identical runs; the payloads do not.
         "statistics": {**stats, "build_seconds": round(seconds, 3)},
     }

@@ -297,6 +297,7 @@ def plan_command(
     vary: o.VaryOpt = None,
     range_: o.RangeOpt = None,
     feature_weight: o.FeatureWeightOpt = None,
+    scale: o.ScaleOpt = "minmax",
     id_column: o.IdColumnOpt = None,
     drop_missing: o.DropMissingOpt = False,
     threshold: o.ThresholdOpt = 0.5,
@@ -331,7 +332,7 @@ def plan_command(
     if scheduler is not None and backend != "dask":
         raise InputError("--scheduler needs --backend dask.")
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight)
+                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool, quiet=quiet)
     loaded_graph = None
@@ -347,7 +348,7 @@ def plan_command(
     def fingerprint() -> dict:
         # called once the inputs are validated (hashing a missing file would fail first)
         return _fingerprint(inputs, settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
-                            drop_missing=drop_missing)
+                            drop_missing=drop_missing, scale=training.encoder.scale)
 
     digest = hashlib.sha256() if provenance is not None else None
     planned = run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs,
@@ -367,7 +368,7 @@ def plan_command(
             inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},
             settings={**settings.to_dict(), "schema": training.schema.to_dict(), "threshold": threshold, "seed": seed,
                       "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
-                      "encoding": encoding},
+                      "encoding": encoding, "scale": training.encoder.scale},
             outputs=[{"path": "-" if output is None else str(output), "format": fmt_,
                       "sha256": plans_sha256(output, digest)}])
         write_provenance(provenance, record)

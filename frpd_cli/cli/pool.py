@@ -32,6 +32,7 @@ def build_pool_command(
     vary: o.VaryOpt = None,
     range_: o.RangeOpt = None,
     feature_weight: o.FeatureWeightOpt = None,
+    scale: o.ScaleOpt = "minmax",
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
@@ -53,7 +54,7 @@ def build_pool_command(
     check_artifact_folder(out)
     start = time.perf_counter()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, None,
-                   vary=vary, ranges=range_, weights=feature_weight)
+                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                      trusted_types=trust_type, quiet=quiet)
     write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding)

@@ -90,6 +90,7 @@ def select_command(
     vary: o.VaryOpt = None,
     range_: o.RangeOpt = None,
     feature_weight: o.FeatureWeightOpt = None,
+    scale: o.ScaleOpt = "minmax",
     id_column: o.IdColumnOpt = None,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
@@ -118,7 +119,7 @@ def select_command(
                             max_cost=max_cost, immutable_policy=immutable_policy,
                             proximity=proximity).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight)
+                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, pool=pool, quiet=quiet)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
@@ -162,7 +163,7 @@ def select_command(
     if save_eigen:
         payloads["eigen.npz"] = table.eigen
     params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
-              "id_column": spec.id_column}
+              "id_column": spec.id_column, "scale": training.encoder.scale}
     inputs = {"data": data, "model": model, "applicants": applicants}
     if graph is not None:
         inputs["graph"] = graph
@@ -308,7 +309,8 @@ def interpolate_command(
             data = Path(artifact.manifest["inputs"]["data"]["path"])
         artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "graph": graph,
                                                                          "data": data}, command_hint=hint)
-        training = build_training_set(read_training_frame(data), encoder.schema, loaded, source=f"'{data}'")
+        training = build_training_set(read_training_frame(data), encoder.schema, loaded, source=f"'{data}'",
+                                      scale=encoder.scale)
         loaded_graph, _ = load_graph(graph, training, data=data, model=model)
         fields = {f: params[f] for f in PlanSettings.__dataclass_fields__ if f in params}
         if endpoint is not None:
