@@ -664,10 +664,12 @@ def _infer_kind(name: str, values: pd.Series, spec: SchemaSpec, source: str):
     if not np.all(np.isfinite(array)):
         raise SchemaError(f"Column '{name}' of {source} has infinite values.")
     if name in spec.integer:
-        if not np.all(array == np.round(array)):
+        if whole_share(array) < WHOLE_SHARE:      # a few fractions (imputed values) are a count's, as inferred
             bad = np.flatnonzero(array != np.round(array))[0]
             raise SchemaError(
-                f"Column '{name}' is declared integer but data row {bad + 1} of {source} holds {float(array[bad])!r}."
+                f"Column '{name}' is declared integer but data row {bad + 1} of {source} holds {float(array[bad])!r} "
+                f"({_percent(whole_share(array))} of its values are whole; an integer column needs at least "
+                f"{WHOLE_SHARE:.0%})."
             )
         return "integer", ()
     if whole_share(array) >= WHOLE_SHARE:
