@@ -45,7 +45,8 @@ values into the ranges and stops at threshold + margin). For one applicant
    rows each constraint rules out (:func:`exclusions`) and the sentence every
    output shows for the applicant (:attr:`Candidates.reason`: the ``reason``
    of plan records and of ``status.csv``; its ``n_candidates`` column is
-   ``len(candidates)``).
+   ``len(candidates)``). With none the applicant is ``infeasible``; with 1 to
+   K - 1 the plan holds the recourses they lead to and is ``partial``.
 """
 
 from __future__ import annotations
@@ -638,7 +639,8 @@ def _shortfall(n_pool: int, n_found: int, k: int, parts: list[Exclusion]) -> str
     if n_pool == 0:
         return "the model predicts no training row favourable"
     detail = "; ".join(part.text for part in parts) or "they equal the applicant"
-    return f"only {n_found} candidate row(s), need {k}: of {n_pool} favourable training rows, {detail}"
+    need = f", need {k}" if n_found == 0 else ""      # with some, the plan holds them (a short plan)
+    return f"only {n_found} candidate row(s){need}: of {n_pool} favourable training rows, {detail}"
 
 
 def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_found: int, k: int,
@@ -696,7 +698,8 @@ def _graph_shortfall(training: TrainingSet, graph, reach: GraphReach, x0: np.nda
         n_actionable = int(candidate_mask(training, x0, codes0, pool).sum())
     reached = np.isfinite(reach.dist)
     n_reached_fav = int((reached & pool).sum())
-    text = (f"only {n_found} candidate row(s) reachable on the graph, need {k}: the applicant reaches "
+    need = f", need {k}" if n_found == 0 else ""      # with some, the plan holds them (a short plan)
+    text = (f"only {n_found} candidate row(s) reachable on the graph{need}: the applicant reaches "
             f"{reach.n_reached} of {N} training rows ({100.0 * reach.n_reached / N:.2g}%), {n_reached_fav} of them "
             f"favourable")
     limits = []

@@ -12,7 +12,7 @@ from :mod:`frpd_cli.candidates`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -37,6 +37,7 @@ __all__ = [
     "face_rows",
     "constraint_breakdown",
     "empty_plan",
+    "short_plan_reason",
     "changes",
     "method_label",
     "DEFAULT_THETA",
@@ -271,9 +272,10 @@ def select_candidates(training: TrainingSet, x0: np.ndarray, found: Candidates, 
     x0 : ndarray of shape (n_features_out,)
         The encoded applicant.
     found : Candidates
-        From :meth:`frpd_cli.candidates.CandidateStage.find`. With fewer than
-        ``settings.k`` candidates every outcome is ``infeasible`` with the
-        stage's reason.
+        From :meth:`frpd_cli.candidates.CandidateStage.find`. Without any
+        candidate every outcome is ``infeasible`` with the stage's reason; with
+        1 to ``settings.k - 1`` candidates every outcome is ``ok`` with all of
+        them as prototypes (a short plan) and the stage's reason.
     settings : PlanSettings
     thetas : list of float, optional
     eigen : Eigen, optional
@@ -290,15 +292,20 @@ def select_candidates(training: TrainingSet, x0: np.ndarray, found: Candidates, 
     takes the ``k`` cheapest paths (:func:`face_rows`).
     """
     thetas = [settings.theta] if thetas is None else list(thetas)
-    if found.reason is not None:
+    if found.reason is not None and len(found) == 0:
         return [SelectionOutcome("infeasible", found.reason, np.zeros(0, dtype=np.int64), n_candidates=len(found))
                 for _ in thetas]
+    if found.reason is not None:            # 1 <= candidates < K: a short plan of every candidate that exists
+        settings = replace(settings, k=len(found))
     if settings.method == "face":
         rows = face_rows(training, found, settings.k, settings.endpoint)
         objective = float(found.reach.dist[rows].sum())
-        return [SelectionOutcome("ok", None, rows, objective, None, len(found)) for _ in thetas]
-    return select_among(training, x0, found.rows, settings, thetas, X=found.X, projected=found.projected,
-                        eigen=eigen, keep=keep, proximity=found.proximity)
+        return [SelectionOutcome("ok", found.reason, rows, objective, None, len(found)) for _ in thetas]
+    outcomes = select_among(training, x0, found.rows, settings, thetas, X=found.X, projected=found.projected,
+                            eigen=eigen, keep=keep, proximity=found.proximity)
+    if found.reason is not None:
+        outcomes = [replace(out, reason=found.reason) for out in outcomes]
+    return outcomes
 
 
 def face_rows(training: TrainingSet, found: Candidates, k: int, endpoint: str) -> np.ndarray:
@@ -393,6 +400,18 @@ def empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method
         return Plan(applicant, "already-favorable", f"the model already predicts favourable (probability {prob:.4f})",
                     method, (), raw0)
     return Plan(applicant, out.status, out.reason, method, (), raw0)
+
+
+def short_plan_reason(n_recourses: int, k: int, reason: str | None) -> str:
+    """The reason of a plan whose applicant had fewer than K candidates: how many recourses, then why.
+
+    Examples
+    --------
+    >>> short_plan_reason(2, 3, "only 2 candidate row(s): of 9 favourable training rows, 7 differ in group (applicant: a)")
+    '2 of K=3 recourses: only 2 candidate row(s): of 9 favourable training rows, 7 differ in group (applicant: a)'
+    """
+    head = f"{n_recourses} of K={k} recourses"
+    return head if not reason else f"{head}: {reason}"
 
 
 def changes(raw0: dict, features: dict) -> dict:

@@ -39,6 +39,8 @@ __all__ = [
     "evaluate_plans",
     "summarize_by_method",
     "summary_metrics",
+    "plan_counts",
+    "PLAN_COUNTS",
     "plot_tradeoff",
     "repeated_plans",
 ]
@@ -551,7 +553,7 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
         model predicts unfavourable), ``k``, then ``<metric> mean`` and
         ``<metric> std`` for each of :data:`METRICS` (and :data:`PATH_METRICS`
         when any plan has paths, ``seconds`` when any plan has timings, then
-        :data:`MARGIN_METRICS`). The
+        :data:`MARGIN_METRICS`), then the counts :data:`PLAN_COUNTS` (:func:`plan_counts`). The
         means and (population) standard deviations come from
         :func:`frpd_cli.metrics.summarize` over the applicants that need a
         recourse; undefined values (NaN) are left out.
@@ -576,11 +578,37 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
             s = m.summarize(needing[name].to_numpy(dtype=np.float64))
             row[f"{name} mean"] = s.mean
             row[f"{name} std"] = s.std
+        row.update(plan_counts(needing))
         rows.append(row)
     columns = ["method", "applicants", "needing recourse", "k"]
     for name in metrics:
         columns += [f"{name} mean", f"{name} std"]
+    columns += list(PLAN_COUNTS)
     return pd.DataFrame(rows, columns=columns)
+
+
+#: Counts of :func:`plan_counts`, the last columns of :func:`summarize_by_method`.
+PLAN_COUNTS = ("n full plans", "n partial plans", "n without recourse")
+
+
+def plan_counts(needing: pd.DataFrame) -> dict:
+    """How many plans of applicants needing a recourse hold K recourses, 1 to K - 1, or none.
+
+    Parameters
+    ----------
+    needing : DataFrame
+        Rows of :func:`evaluate_plans` whose ``status`` is ``"needs-recourse"``.
+
+    Returns
+    -------
+    dict
+        ``{"n full plans": int, "n partial plans": int, "n without recourse": int}``, counted from
+        ``n_recourses`` and ``k`` (the records' own status and ``partial`` field are not trusted).
+    """
+    n = needing["n_recourses"].to_numpy(dtype=np.int64)
+    k = needing["k"].to_numpy(dtype=np.int64)
+    return {"n full plans": int(np.sum(n >= k)), "n partial plans": int(np.sum((n >= 1) & (n < k))),
+            "n without recourse": int(np.sum(n == 0))}
 
 
 def summary_metrics(summary: pd.DataFrame) -> list[str]:

@@ -44,6 +44,7 @@ from .choice import (
     infeasibility_reason,
     select_candidates,
     select_for_applicant,
+    short_plan_reason,
 )
 from .dataset import TrainingSet
 from .exceptions import InputError
@@ -67,6 +68,7 @@ __all__ = [
     "plan_chunk",
     "interpolate_plans",
     "raised_threshold",
+    "short_plan_reason",
     "graph_plans",
     "plan_applicants",
     "plan_stream",
@@ -263,6 +265,8 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         reason = "; ".join(notes) or None
         if len(notes) > bool(out.reason):
             reason += f"; {len(recourses)} distinct recourse(s) kept"
+        if len(out.rows) < k:                  # fewer candidates than K: the selection took every one
+            reason = short_plan_reason(len(recourses), k, reason)
         status = "ok" if recourses else "infeasible"
         plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0,
                           partial=bool(recourses) and len(recourses) < k))

@@ -22,6 +22,7 @@ from .choice import (
     SelectionOutcome,
     empty_plan,
     select_candidates,
+    short_plan_reason,
 )
 from .dataset import TrainingSet
 from .interpolation import GraphReach, interpolate_graph
@@ -128,8 +129,15 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
             recourses.append(Recourse(rank=rank, features=g.features, changes=g.changes, cost=g.cost,
                                       probability=float(training.probability[g.path[-1]]), prototype=g.prototype,
                                       path=list(g.path), steps=list(g.steps)))
-        reason = out.reason  # a selection note (e.g. exact ran quad instead)
-        if len(recourses) < k:
+        reason = out.reason  # a selection note (e.g. exact ran quad instead), or why there were few candidates
+        if len(out.rows) < k:                   # fewer candidates than K: the selection took every one
+            lost = len(out.rows) - len(recourses)
+            if lost > 0:
+                why = ("their paths reach the same first favourable node as a cheaper one"
+                       if settings.endpoint == "first-favorable" else "they end at the same row as a cheaper one")
+                reason = f"{reason}; {lost} prototype(s) dropped because {why}"
+            reason = short_plan_reason(len(recourses), k, reason)
+        elif len(recourses) < k:
             lost = len(out.rows) - len(recourses)
             why = ("their paths reach the same first favourable node as a cheaper one"
                    if settings.endpoint == "first-favorable" else "they end at the same row as a cheaper one")
@@ -139,5 +147,6 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
             else:
                 note += ": fewer distinct reachable rows than asked for"
             reason = note if reason is None else f"{reason}; {note}"
-        plans.append(Plan(ids[i], "ok", reason, method, tuple(recourses), raw0, partial=len(recourses) < k))
+        plans.append(Plan(ids[i], "ok" if recourses else "infeasible", reason, method, tuple(recourses), raw0,
+                          partial=bool(recourses) and len(recourses) < k))
     return plans

@@ -77,13 +77,18 @@ def test_hand_worked_candidates_counts_and_reason():
     assert short.rows.tolist() == [1, 6, 9]
     assert [(e.constraint, e.feature, e.count) for e in short.exclusions] == [
         ("immutable", "group", 3), ("increasing", "level", 3), ("range", "income", 3), ("increasing", "age", 1)]
-    assert short.reason == ("only 3 candidate row(s), need 4: of 9 favourable training rows, 3 differ in group "
+    assert short.reason == ("only 3 candidate row(s): of 9 favourable training rows, 3 differ in group "
                             "(applicant: a); 3 have lower level (applicant: mid); 3 are outside the range of income "
                             "(50:80); 1 have lower age (applicant: 30)")
-    # selection takes the stage's answer as it is
+    # selection takes the stage's answer as it is: with 1 <= candidates < K, every candidate (a short plan)
     settings = PlanSettings(immutable_policy="filter", k=4)
     (out,) = select_candidates(training, _encode(training, APPLICANT)[0], short, settings)
-    assert out.status == "infeasible" and out.reason == short.reason and out.n_candidates == 3
+    assert out.status == "ok" and out.reason == short.reason and out.n_candidates == 3
+    assert sorted(out.rows.tolist()) == [1, 6, 9]
+    none = _find(training, model, raw={**APPLICANT, "group": "b", "age": 99}, k=4)
+    (out,) = select_candidates(training, _encode(training, APPLICANT)[0], none, settings)
+    assert len(none) == 0 and out.status == "infeasible" and out.reason == none.reason and out.rows.size == 0
+    assert none.reason.startswith("only 0 candidate row(s), need 4: ")
 
 
 def test_hand_worked_margin_and_labeled_pools():
@@ -91,7 +96,7 @@ def test_hand_worked_margin_and_labeled_pools():
     # margin 0.12: favourable means income >= 62 -> pool 1, 2, 4, 6, 7, 8; candidates 1 and 6 (9 is below)
     found = _find(training, model, k=3, margin=0.12)
     assert found.rows.tolist() == [1, 6] and found.n_pool == 6
-    assert found.reason == ("only 2 candidate row(s), need 3: of 6 favourable training rows, 3 are outside the range "
+    assert found.reason == ("only 2 candidate row(s): of 6 favourable training rows, 3 are outside the range "
                             "of income (50:80); 2 differ in group (applicant: a); 2 have lower level (applicant: mid); "
                             "1 have lower age (applicant: 30) (favourable here means probability >= 0.62: "
                             "--threshold plus --margin)")
@@ -129,7 +134,7 @@ def test_projecting_policies_add_their_note_and_need_the_model():
     moved = {"group": "a", "age": 30, "level": "mid", "income": 85.0}
     assert np.array_equal(found.X[-1], _encode(training, moved)[0])
     assert np.array_equal(found.X[:3], training.X[[1, 6, 9]])
-    assert found.reason == ("only 9 candidate row(s), need 10: of 9 favourable training rows, 3 differ in group "
+    assert found.reason == ("only 9 candidate row(s): of 9 favourable training rows, 3 differ in group "
                             "(applicant: a); 3 have lower level (applicant: mid); 1 have lower age (applicant: 30); "
                             "even after projecting the others onto the applicant's immutable values")
     with pytest.raises(InputError, match="needs the model"):
@@ -234,7 +239,8 @@ def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin
         if len(expected) < k:
             n_short += 1
             assert [(e.constraint, e.feature, e.count) for e in found.exclusions] == counts
-            assert f"only {len(expected)} candidate row(s), need {k}: of {int(pool.sum())} favourable" in found.reason
+            need = f", need {k}" if not expected else ""    # with some candidates the plan holds them (short)
+            assert f"only {len(expected)} candidate row(s){need}: of {int(pool.sum())} favourable" in found.reason
         else:
             assert found.reason is None
         # the linear scheme's selection sees exactly these candidates
@@ -324,7 +330,8 @@ def test_graph_candidates_match_brute_force_reachability(seed, max_hops, max_cos
             n_short += 1
             reached = int(np.isfinite(dist).sum())
             assert found.reason.startswith(
-                f"only {len(found)} candidate row(s) reachable on the graph, need 3: the applicant reaches {reached} "
+                f"only {len(found)} candidate row(s) reachable on the graph{', need 3' if not len(found) else ''}: "
+                f"the applicant reaches {reached} "
                 f"of {n} training rows") or found.reason.startswith("the applicant has no actionable neighbour")
             if not found.reason.startswith("the applicant has no"):
                 assert f", {int((np.isfinite(dist) & pool).sum())} of them favourable" in found.reason

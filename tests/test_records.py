@@ -101,8 +101,9 @@ def test_a_plan_with_fewer_than_k_recourses_is_partial_and_stays_ok(sample_paths
         distinct = {json.dumps(r["features"], sort_keys=True) for r in rec["recourses"]}
         assert len(distinct) == len(rec["recourses"])
         assert rec["partial"] == (len(rec["recourses"]) < 3)
-        if rec["partial"]:
-            assert f"{len(rec['recourses'])} distinct recourse(s) kept" in rec["reason"]
+        if rec["partial"]:   # prototypes merged into one recourse, or fewer candidates than K (all of them taken)
+            assert f"{len(rec['recourses'])} distinct recourse(s) kept" in rec["reason"] or \
+                rec["reason"].startswith(f"{len(rec['recourses'])} of K=3 recourses: only ")
         for r in rec["recourses"]:
             assert set(r["changes"]) <= {"duration", "savings"} and r["n_changes"] == len(r["changes"])
     assert all(rec["partial"] is False for rec in records if rec["status"] != "ok")

@@ -461,8 +461,9 @@ def test_evaluate_reports_mean_probability_and_the_share_near_the_threshold(samp
         assert row["near threshold"] == pytest.approx(np.mean(probs < 0.51), abs=1e-12)
         assert row["sparsity"] == pytest.approx(np.mean([len(r.changes) for r in p.recourses]))
     summary = summarize_by_method(per)
-    assert list(summary.columns[-4:]) == ["probability mean", "probability std", "near threshold mean",
-                                          "near threshold std"]
+    assert list(summary.columns[-7:]) == ["probability mean", "probability std", "near threshold mean",
+                                          "near threshold std", "n full plans", "n partial plans",
+                                          "n without recourse"]
     assert list(per.columns[-2:]) == ["probability", "near threshold"]
 
 

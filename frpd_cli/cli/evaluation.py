@@ -12,7 +12,8 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ..artifacts import read_artifact
-from ..evaluation import MANIFOLDS, applicants_from_records, evaluate_plans, plot_tradeoff, summarize_by_method, summary_metrics
+from ..evaluation import (MANIFOLDS, applicants_from_records, evaluate_plans, plan_counts, plot_tradeoff,
+                          summarize_by_method, summary_metrics)
 from ..exceptions import ArtifactError, InputError
 from ..outputs import check_not_inputs, output_path, resolve_output
 from ..plans import read_plans
@@ -212,8 +213,10 @@ def evaluate_command(
     violations = int(needing["violations"].fillna(0).sum())
     invalid = int((needing["validity"] < 1).sum())
     if not quiet:
-        echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse, "
-                 f"{len(per) - len(needing)} already favourable.")
+        full, partial, none = plan_counts(needing).values()
+        echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse "
+                 f"({full} full, {partial} partial, {none} without recourse), {len(per) - len(needing)} already "
+                 "favourable.")
     if invalid:
         echo_err(f"Warning: {invalid} plan(s) are not valid (fewer than K recourses, or a recourse the model "
                  "does not predict favourable); --per-applicant lists them.")

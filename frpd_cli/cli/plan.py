@@ -44,6 +44,8 @@ def _reason_key(reason: str | None) -> str:
 def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
     """The one-line summary printed on stderr after a run."""
     parts = [f"{counts.get('ok', 0)} planned"]
+    if counts.get("partial"):       # ok plans with fewer than K recourses (counted among the planned ones)
+        parts[0] += f" ({counts['partial']} partial: fewer than K recourses)"
     if counts.get("already-favorable"):
         parts.append(f"{counts['already-favorable']} already favourable")
     if counts.get("infeasible"):
@@ -126,6 +128,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     def consume(plans, writer):
         for p in plans:
             counts[p.status] = counts.get(p.status, 0) + 1
+            if p.partial:
+                counts["partial"] = counts.get("partial", 0) + 1
             if p.status == "infeasible":
                 key = _reason_key(p.reason)
                 reasons[key] = reasons.get(key, 0) + 1
@@ -179,7 +183,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                     done += len(plans)
                     progress.update(task, completed=done)
                 writer.close()
-    n = sum(counts.values())
+    n = sum(v for key, v in counts.items() if key != "partial")
     if not quiet:
         echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
     hint = already_favorable_hint(counts.get("already-favorable", 0), n, model)

@@ -375,7 +375,11 @@ def interpolate_command(
         plan_params["endpoint"] = settings.endpoint
     write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
     if not quiet:
-        echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s. Artifact written to '{out}'.")
+        counts = {"ok": sum(p.status == "ok" for p in all_plans), "partial": sum(p.partial for p in all_plans),
+                  "infeasible": sum(p.status == "infeasible" for p in all_plans)}
+        echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s ({counts['ok']} ok, of them "
+                 f"{counts['partial']} partial: fewer than K recourses; {counts['infeasible']} infeasible). "
+                 f"Artifact written to '{out}'.")
     digest = None
     with open_output(output) as stream:
         if provenance is not None:
