@@ -71,3 +71,80 @@ def german(tmp_path_factory) -> SimpleNamespace:
     train.to_csv(train_path, index=False)
     denied = test[features][pipe.predict_proba(test[features])[:, 1] < 0.5].head(40).reset_index(drop=True)
     return SimpleNamespace(train_path=train_path, model_path=model_path, features=features, denied=denied)
+
+
+_GATED_MODEL = '''
+import os
+import time
+
+MARKER = 123456.0
+
+
+class Gated:
+    """Predicts like the wrapped model; a call on a batch holding the marker row (credit_amount MARKER) creates
+    the file ``reached`` and waits until the file ``release`` exists (at most ten minutes). With ``release``
+    present it never waits: the run is the same as with the wrapped model."""
+
+    def __init__(self, inner, reached, release):
+        self.inner = inner
+        self.reached = reached
+        self.release = release
+        self.classes_ = inner.classes_
+        self.feature_names_in_ = inner.feature_names_in_
+        self.n_features_in_ = inner.n_features_in_
+
+    def _gate(self, X):
+        if (X["credit_amount"] == MARKER).any() and not os.path.exists(self.release):
+            with open(self.reached, "a"):
+                pass
+            deadline = time.monotonic() + 600
+            while not os.path.exists(self.release) and time.monotonic() < deadline:
+                time.sleep(0.01)
+
+    def predict_proba(self, X):
+        self._gate(X)
+        return self.inner.predict_proba(X)
+
+    def predict(self, X):
+        self._gate(X)
+        return self.inner.predict(X)
+'''
+
+
+@pytest.fixture()
+def gated(sample_paths, tmp_path_factory, monkeypatch):
+    """A model that holds a run at a marker applicant until the test releases it: runs interrupted at a point the
+    test controls, on any machine, however fast or loaded.
+
+    Attributes: ``model`` (path), ``reached`` (the file the model creates when it holds), ``release`` (create it to
+    let the run go on; with it present, runs are not held), ``env`` (for subprocesses: imports the model's
+    module), ``applicants(folder, n_copies, marker_at)`` (the sample applicants repeated under new ids B0000...,
+    the row ``marker_at`` made the marker).
+    """
+    import importlib
+    import os
+
+    import joblib
+    import pandas as pd
+
+    folder = tmp_path_factory.mktemp("gated")
+    (folder / "frpd_test_gated_model.py").write_text(_GATED_MODEL)
+    monkeypatch.syspath_prepend(str(folder))
+    module = importlib.import_module("frpd_test_gated_model")
+    reached, release = folder / "reached", folder / "release"
+    model = folder / "gated.pkl"
+    joblib.dump(module.Gated(joblib.load(sample_paths["model"]), str(reached), str(release)), model)
+
+    def applicants(where: Path, n_copies: int = 55, marker_at: int = 600) -> Path:
+        frame = pd.read_csv(sample_paths["applicants"])
+        big = pd.concat([frame] * n_copies, ignore_index=True)
+        big["applicant_id"] = [f"B{i:04d}" for i in range(len(big))]
+        big.loc[marker_at, "credit_amount"] = module.MARKER
+        path = where / "many.csv"
+        big.to_csv(path, index=False)
+        return path
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)}
+    yield SimpleNamespace(model=model, reached=reached, release=release, env=env, applicants=applicants,
+                          paths={**sample_paths, "model": model})
+    sys.modules.pop("frpd_test_gated_model", None)

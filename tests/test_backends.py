@@ -145,32 +145,27 @@ def _alive(pids) -> set[int]:
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc"), reason="reads processes from /proc")
-def test_workers_exit_when_the_parent_is_killed(sample_paths, tmp_path):
-    import pandas as pd
-
-    frame = pd.concat([pd.read_csv(sample_paths["applicants"])] * 500, ignore_index=True)   # a long run
-    frame["applicant_id"] = [f"A{i:05d}" for i in range(len(frame))]                     # ids stay unique
-    applicants = tmp_path / "many.csv"
-    frame.to_csv(applicants, index=False)
-    command = [sys.executable, "-m", "frpd_cli", "plan", str(sample_paths["data"]), "--model",
-               str(sample_paths["model"]), "--schema", str(sample_paths["schema"]), "--applicants", str(applicants),
+def test_workers_exit_when_the_parent_is_killed(gated, tmp_path):
+    # the model holds the run at applicant 2,000 (a worker waits there for a release that never comes): the run
+    # cannot end before it is killed, however fast the machine
+    applicants = gated.applicants(tmp_path, n_copies=500, marker_at=2000)
+    command = [sys.executable, "-m", "frpd_cli", "plan", str(gated.paths["data"]), "--model",
+               str(gated.paths["model"]), "--schema", str(gated.paths["schema"]), "--applicants", str(applicants),
                "--format", "csv", "--jobs", "2"]
-    parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=gated.env)
     workers: set[int] = set()
     try:
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline and parent.poll() is None:
-            workers = _children(parent.pid)
-            if len(workers) >= 2:
-                break
-            time.sleep(0.1)
-        if parent.poll() is not None:
-            pytest.fail("the run ended before its workers could be observed")
+        deadline = time.monotonic() + 600
+        while not gated.reached.exists():                    # a worker holds the run: both are up
+            assert parent.poll() is None, f"the run ended (exit {parent.returncode}) before the model held it"
+            assert time.monotonic() < deadline, "the model did not hold the run within ten minutes"
+            time.sleep(0.01)
+        workers = _children(parent.pid)
         assert len(workers) >= 2, "no worker processes were started"
-        parent.stdout.read(1)                       # the workers are producing plans
+        parent.stdout.read(1)                       # the workers produced plans before the held one
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 120           # each worker checks for its parent every 0.25 s
         while _alive(workers) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert not _alive(workers), f"worker(s) {sorted(_alive(workers))} outlived their parent"

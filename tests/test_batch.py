@@ -34,49 +34,37 @@ def _args(paths, applicants, *extra):
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_sigkill_then_resume_is_byte_identical(sample_paths, tmp_path, fmt):
-    applicants, n = _big_applicants(sample_paths, tmp_path)
-    reference = tmp_path / f"reference.{fmt}"
-    done = runner.invoke(app, _args(sample_paths, applicants, "--format", fmt, "--chunk-size", "8",
-                                    "--output", str(reference)))
-    assert done.exit_code == 0, done.stderr
-
+def test_sigkill_then_resume_is_byte_identical(gated, tmp_path, fmt):
+    applicants = gated.applicants(tmp_path)
+    args = ["--format", fmt, "--chunk-size", "8"]
     out = tmp_path / f"out.{fmt}"
-    command = [sys.executable, "-m", "frpd_cli", *_args(sample_paths, applicants, "--format", fmt, "--chunk-size",
-                                                         "8", "--method", "dpp-ls", "--output", str(out))]
-    # dpp-ls is slower than quad: the run is still going when we kill it. The reference run above used quad,
-    # so compute a dpp-ls reference too.
-    reference = tmp_path / f"reference-dpp.{fmt}"
-    done = runner.invoke(app, _args(sample_paths, applicants, "--format", fmt, "--chunk-size", "8", "--method",
-                                    "dpp-ls", "--output", str(reference)))
-    assert done.exit_code == 0, done.stderr
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    sidecar = sidecar_path(out)
-    deadline = time.monotonic() + 120
-    killed_mid_batch = False
-    while time.monotonic() < deadline and process.poll() is None:
-        if sidecar.exists():
-            try:
-                state = json.loads(sidecar.read_text())
-            except ValueError:
-                state = {"done": 0}
-            if 0 < state["done"] < n:
-                os.kill(process.pid, signal.SIGKILL)
-                killed_mid_batch = True
-                break
-        time.sleep(0.005)
-    process.wait()
-    if not killed_mid_batch:
-        pytest.skip("the run finished before it could be interrupted")
+    command = [sys.executable, "-m", "frpd_cli", *_args(gated.paths, applicants, *args, "--output", str(out))]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=gated.env)
+    try:
+        deadline = time.monotonic() + 600
+        while not gated.reached.exists():                 # the model holds the run at applicant 600
+            assert process.poll() is None, f"the run ended (exit {process.returncode}) before the model held it"
+            assert time.monotonic() < deadline, "the model did not hold the run within ten minutes"
+            time.sleep(0.01)
+        done = json.loads(sidecar_path(out).read_text())["done"]
+        assert 0 < done <= 600                                  # chunks before the marker are checkpointed
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
     assert not out.exists() and partial_path(out).exists()       # the destination appears only on success
     with open(partial_path(out), "a", encoding="utf-8") as stream:      # simulate a torn last line as well
-        stream.write('B9999,ok,,1,dpp-ls,3' if fmt == "csv" else '{"applicant": "B99')
-    resumed = runner.invoke(app, _args(sample_paths, applicants, "--format", fmt, "--chunk-size", "8", "--method",
-                                       "dpp-ls", "--output", str(out), "--resume"))
+        stream.write('B9999,ok,,1,quad,3' if fmt == "csv" else '{"applicant": "B99')
+    gated.release.touch()                                       # from here on the model never holds a run
+    reference = tmp_path / f"reference.{fmt}"
+    made = runner.invoke(app, _args(gated.paths, applicants, *args, "--output", str(reference)))
+    assert made.exit_code == 0, made.stderr
+    resumed = runner.invoke(app, _args(gated.paths, applicants, *args, "--output", str(out), "--resume"))
     assert resumed.exit_code == 0, resumed.stderr
-    assert "Resuming" in resumed.stderr
+    assert f"Resuming '{out}' after {done} complete applicant(s)." in resumed.stderr
     assert out.read_bytes() == reference.read_bytes()
-    assert not sidecar.exists() and not partial_path(out).exists()
+    assert not sidecar_path(out).exists() and not partial_path(out).exists()
 
 
 def test_resume_refuses_other_parameters(sample_paths, tmp_path):

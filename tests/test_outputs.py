@@ -12,6 +12,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -509,28 +510,26 @@ def test_failing_run_keeps_previous_output(flaky, tmp_path, fmt):
     assert _others(folder, out.name) == []                 # no temporary, partial, progress or lock file
 
 
-def _big_applicants(paths, tmp_path, n_copies=15):
-    frame = pd.read_csv(paths["applicants"])
-    big = pd.concat([frame] * n_copies, ignore_index=True)
-    big["applicant_id"] = [f"B{i:04d}" for i in range(len(big))]
-    path = tmp_path / "many.csv"
-    big.to_csv(path, index=False)
-    return path
-
-
-def _start(paths, applicants, out, *extra):
-    command = [sys.executable, "-m", "frpd_cli", *_plan(paths, "--chunk-size", "8", "--method", "dpp-ls",
+def _start(paths, applicants, out, *extra, env=None):
+    command = [sys.executable, "-m", "frpd_cli", *_plan(paths, "--chunk-size", "8",
                                                          "--output", str(out), *extra, applicants=applicants)]
-    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT)
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=env)
 
 
-def _wait_for(process, condition, timeout=120) -> bool:
+def _wait_until_held(process, gated, timeout=600) -> None:
+    """Wait until the gated model holds the run (the file it creates appears); fail if the run ends first.
+
+    The run cannot end while it is held, so what the test does next happens mid-run on any machine."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and process.poll() is None:
-        if condition():
-            return True
+    while not gated.reached.exists():
+        if process.poll() is not None:
+            pytest.fail(f"the run ended (exit {process.returncode}) before the model held it: "
+                        f"{process.stderr.read().decode()}")
+        if time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            pytest.fail("the model did not hold the run within ten minutes")
         time.sleep(0.01)
-    return False
 
 
 def _progress_done(out: Path) -> int:
@@ -541,52 +540,56 @@ def _progress_done(out: Path) -> int:
 
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
-def test_sigterm_leaves_previous_output_and_no_temporary_file(sample_paths, tmp_path, fmt):
-    applicants = _big_applicants(sample_paths, tmp_path)
+def test_sigterm_leaves_previous_output_and_no_temporary_file(gated, tmp_path, fmt):
+    applicants = gated.applicants(tmp_path)
     folder = tmp_path / "out"
     folder.mkdir()
     out = folder / f"plans.{fmt}"
     out.write_bytes(b"previous results\n")
-    process = _start(sample_paths, applicants, out, "--format", fmt)
-    if fmt == "csv":
-        started = _wait_for(process, lambda: _progress_done(out) > 0)
-    else:
-        started = _wait_for(process, lambda: any(p.suffix == ".tmp" for p in folder.iterdir()))
-        time.sleep(0.5)
-    if not started:
-        process.kill()
-        process.wait()
-        pytest.skip("the run finished before it could be interrupted")
-    process.send_signal(signal.SIGTERM)
-    stderr = process.communicate(timeout=120)[1].decode()
+    process = _start(gated.paths, applicants, out, "--format", fmt, env=gated.env)
+    try:
+        _wait_until_held(process, gated)                   # planning the task of applicant 600: mid-run
+        if fmt == "csv":
+            assert 0 < _progress_done(out) <= 600          # chunks before it are checkpointed
+        else:
+            assert any(p.suffix == ".tmp" for p in folder.iterdir())
+        process.send_signal(signal.SIGTERM)
+        stderr = process.communicate(timeout=600)[1].decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert "Error: stopped by SIGTERM" in stderr and "Traceback" not in stderr
     assert out.read_bytes() == b"previous results\n"
     assert _others(folder, out.name) == []
 
 
-def test_resume_after_sigterm_refuses_an_edited_prefix_and_is_idempotent(sample_paths, tmp_path):
-    applicants = _big_applicants(sample_paths, tmp_path)
-    reference = tmp_path / "reference.csv"
-    done = runner.invoke(app, _plan(sample_paths, "--format", "csv", "--chunk-size", "8", "--method", "dpp-ls",
-                                    "--output", str(reference), applicants=applicants))
-    assert done.exit_code == 0, done.stderr
+def test_resume_after_sigterm_refuses_an_edited_prefix_and_is_idempotent(gated, tmp_path):
+    applicants = gated.applicants(tmp_path)
+    args = ["--format", "csv", "--chunk-size", "8"]
     folder = tmp_path / "out"
     folder.mkdir()
     out = folder / "plans.csv"
-    process = _start(sample_paths, applicants, out, "--format", "csv", "--resume")
-    if not _wait_for(process, lambda: _progress_done(out) > 0):
-        process.kill()
-        process.wait()
-        pytest.skip("the run finished before it could be interrupted")
-    process.send_signal(signal.SIGTERM)
-    stderr = process.communicate(timeout=120)[1].decode()
+    process = _start(gated.paths, applicants, out, "--format", "csv", "--resume", env=gated.env)
+    try:
+        _wait_until_held(process, gated)
+        assert 0 < _progress_done(out) <= 600
+        process.send_signal(signal.SIGTERM)
+        stderr = process.communicate(timeout=600)[1].decode()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
     assert process.returncode == 128 + signal.SIGTERM, stderr
     assert "Kept" in stderr and not out.exists()           # a --resume run keeps its partial file to continue
+    gated.release.touch()                                  # from here on the model never holds a run
+    reference = tmp_path / "reference.csv"
+    done = runner.invoke(app, _plan(gated.paths, *args, "--output", str(reference), applicants=applicants))
+    assert done.exit_code == 0, done.stderr
     partial = partial_path(out)
     kept = partial.read_bytes()
-    args = _plan(sample_paths, "--format", "csv", "--chunk-size", "8", "--method", "dpp-ls", "--output", str(out),
-                 "--resume", applicants=applicants)
+    args = _plan(gated.paths, *args, "--output", str(out), "--resume", applicants=applicants)
     edited = kept.replace(b"B0001", b"B000X", 1)
     assert edited != kept
     partial.write_bytes(edited)
@@ -599,7 +602,8 @@ def test_resume_after_sigterm_refuses_an_edited_prefix_and_is_idempotent(sample_
     assert out.read_bytes() == reference.read_bytes() and _others(folder, "plans.csv") == []
     mtime = out.stat().st_mtime_ns
     again = runner.invoke(app, args)
-    assert again.exit_code == 0 and "complete" in again.stderr and "planned" not in again.stderr
+    assert again.exit_code == 0 and "is complete" in again.stderr, again.stderr
+    assert not re.search(r"^\d+ applicant\(s\): ", again.stderr, re.M)    # nothing planned: no summary line
     assert out.read_bytes() == reference.read_bytes() and out.stat().st_mtime_ns == mtime
 
 
