@@ -152,15 +152,34 @@ def signals_held():
     For the few statements that create a temporary file and record its name: a signal handled between the two
     (Ctrl-C, or :class:`Terminated`) would leave a file no cleanup knows of. The caller enters its cleanup
     ``try`` before the block, so that a signal delivered as the block ends is cleaned up after.
+
+    The signals' handlers are replaced for the block by one that only notes the signal, which is raised again
+    once the original handlers are back. (Blocking the signals with ``pthread_sigmask`` would not do: it blocks
+    them in the calling thread only, and the kernel hands a process's signal to any other thread -- a BLAS
+    thread -- while Python still runs the handler in the main thread at once.)
     """
-    if not hasattr(signal, "pthread_sigmask") or threading.current_thread() is not threading.main_thread():
+    if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _HELD)
+    pending: list[int] = []
+    previous = {}
+
+    def note(signum, frame):
+        pending.append(signum)
+
+    for signum in _HELD:
+        handler = signal.getsignal(signum)
+        if handler is signal.SIG_IGN or handler is None:
+            continue                        # ignored (nohup, a background job) or not set from Python
+        previous[signum] = handler
+        signal.signal(signum, note)
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)
 
 
 # ---------------------------------------------------------------------------- resolving an output
