@@ -68,7 +68,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 _KNOWN_SCHEMA_VERSIONS = frozenset({1})
 MANIFEST_NAME = "manifest.json"
-PAYLOAD_SUFFIXES = (".npz", ".csv", ".json", ".jsonl", ".txt")
+PAYLOAD_SUFFIXES = (".npz", ".csv", ".json", ".jsonl", ".txt", ".skops", ".joblib")
+#: Payloads written as the bytes given (saved estimators: the refits artifact, see frpd_cli.refits).
+_BYTES_SUFFIXES = (".skops", ".joblib")
 _LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "highspy", "joblib", "networkx", "skops")
 _ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest date a zip entry can hold
 _CHUNK = 1 << 20
@@ -342,6 +344,10 @@ def _swap_in(new_dir: Path, out_dir: Path) -> None:
 
 def _payload_bytes(name: str, content) -> bytes:
     suffix = Path(name).suffix
+    if suffix in _BYTES_SUFFIXES:
+        if not isinstance(content, bytes):
+            raise ArtifactError(f"The payload '{name}' must be bytes; got {type(content).__name__}.")
+        return content
     if isinstance(content, str) and suffix != ".npz":
         return content.encode("utf-8")
     if suffix == ".npz":

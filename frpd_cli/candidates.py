@@ -242,6 +242,8 @@ class CandidateStage:
         return _short(found, self._with_margin(reason), parts)
 
     def _with_margin(self, reason: str) -> str:
+        if hasattr(self.model, "describe"):     # several models to satisfy (frpd_cli.judge)
+            reason = f"{reason} ({self.model.describe()})"
         if self.level is None:
             return reason
         return f"{reason} (favourable here means probability >= {self.level:g}: --threshold plus --margin)"

@@ -234,7 +234,7 @@ def applicants_from_records(records, feature_names) -> tuple[pd.DataFrame, list,
 
 def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequence[str] | None = None, *,
                    k: int | None = None, graph=None, manifold: str = "favorable",
-                   progress=None) -> pd.DataFrame:
+                   progress=None, also_models=None) -> pd.DataFrame:
     """The paper's metrics for every plan, recomputed from the recourses' raw values.
 
     Parameters
@@ -269,6 +269,12 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         favourable, rows labelled favourable, or every row.
     progress : callable, optional
         Called as ``progress(done, total)`` after each record is evaluated.
+    also_models : dict of str to model, optional
+        Other models to check the recourses with (the next release, a challenger): for each name, the
+        columns ``recourses accepted by <name>`` (the share of the plan's recourses that model predicts
+        favourable at its own threshold) and ``plans accepted by <name>`` (1.0 when it accepts at least one
+        recourse of the plan, else 0.0); both NaN for plans without recourse and already favourable
+        applicants. One call per model for all recourses.
 
     Returns
     -------
@@ -343,6 +349,13 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         probability[encodable] = np.asarray(model.favorable_probability(ok_rows), dtype=np.float64)
     favorable = np.where(np.isnan(probability), False, probability >= model.threshold)
     minmax = _minmax_costs(training, raw0, R_raw, encodable, owner, rows_of, len(records))
+    accepted = {}           # each other model's verdict on every recourse (False where not encodable)
+    for name, other in (also_models or {}).items():
+        verdict = np.zeros(len(rec_rows), dtype=bool)
+        if encodable.any():
+            verdict[encodable] = np.asarray(other.favorable_probability(R_raw.loc[encodable]),
+                                            dtype=np.float64) >= other.threshold
+        accepted[name] = verdict
 
     pool = {"favorable": training.favorable, "labeled": training.labeled,
             "all": np.ones(training.n_rows, dtype=bool)}[manifold]
@@ -362,11 +375,14 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         row.update(_margin_metrics(probability[mine], model.threshold, already=prob0[a] >= model.threshold))
         if minmax is not None:
             row["minmax cost"] = minmax[i] if row["status"] == "needs-recourse" else float("nan")
+        for name, verdict in accepted.items():
+            row.update(_acceptance(verdict[mine], name, already=prob0[a] >= model.threshold))
         out.append(row)
         if progress is not None:
             progress(i + 1, len(records))
     columns = ["method", "applicant", "status", "k", "n_recourses", "n_favorable", *METRICS, "path cost",
-               *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS]
+               *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS,
+               *(f"{kind} accepted by {name}" for name in accepted for kind in ("recourses", "plans"))]
     if minmax is not None:
         columns.insert(columns.index("cost") + 1, "minmax cost")
     return pd.DataFrame(out, columns=columns)
@@ -395,6 +411,14 @@ def _minmax_costs(training, raw0: pd.DataFrame, R_raw: pd.DataFrame, encodable: 
         if mine.size and encodable[mine].all():
             out[i] = m.cost(X0[rows_of[i]], R[mine])
     return out
+
+
+def _acceptance(verdict: np.ndarray, name: str, *, already: bool) -> dict:
+    """Share of a plan's recourses another model accepts, and whether it accepts at least one."""
+    if already or verdict.size == 0:
+        return {f"recourses accepted by {name}": float("nan"), f"plans accepted by {name}": float("nan")}
+    return {f"recourses accepted by {name}": float(verdict.mean()),
+            f"plans accepted by {name}": float(verdict.any())}
 
 
 def _margin_metrics(probability: np.ndarray, threshold: float, *, already: bool) -> dict:
@@ -568,6 +592,7 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
     if "seconds" in per_applicant.columns and per_applicant["seconds"].notna().any():
         metrics.append("seconds")
     metrics += [name for name in MARGIN_METRICS if name in per_applicant.columns]
+    metrics += [c for c in per_applicant.columns if c.startswith(("recourses accepted by ", "plans accepted by "))]
     rows = []
     for method in dict.fromkeys(per_applicant["method"].tolist()):
         group = per_applicant[per_applicant["method"] == method]

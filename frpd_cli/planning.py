@@ -49,6 +49,7 @@ from .choice import (
 from .dataset import TrainingSet
 from .exceptions import InputError
 from .interpolation import interpolate_linear
+from .judge import annotate_plans, primary_model
 from .plans import Plan, Recourse
 from .projection import candidate_mask, may_project
 from .sequential import graph_candidates, graph_infeasibility_reason, graph_plans, select_on_graph
@@ -96,7 +97,7 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     raw = applicants.loc[:, list(training.schema.feature_names)].reset_index(drop=True)
     X0 = encoder.encode(raw, source="the applicants file")
     codes0 = encoder.constraint_codes(raw, source="the applicants file")
-    prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
+    prob0 = np.asarray(primary_model(model).favorable_probability(raw), dtype=np.float64)
     # pool, constraints, margin and the graph's reachability: the candidate stage, shared by the chunk
     stage = CandidateStage(training, settings, model=model, graph=graph if settings.scheme == "graph" else None)
     raw_rows = records(raw)
@@ -357,8 +358,9 @@ class _Fallback:
 
 def _run_chunk(training, model, applicants, ids, settings, graph, invalid=None):
     """Plan one chunk and verify every recourse before it leaves (rows in ``invalid``: ``invalid-input``)."""
-    return verify_plans(training.encoder, model, _chunk_plans(training, model, applicants, ids, settings, graph,
-                                                              invalid), margin=settings.margin)
+    plans = _chunk_plans(training, model, applicants, ids, settings, graph, invalid)
+    plans = annotate_plans(model, plans, training.schema.feature_names)   # each model's probability
+    return verify_plans(training.encoder, model, plans, margin=settings.margin)
 
 
 def _chunk_plans(training, model, applicants, ids, settings, graph, invalid):
@@ -690,7 +692,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     raw = normalise_types(encoder, raw.loc[:, names].reset_index(drop=True))
     X0 = encoder.encode(raw, source="the applicants")
     codes0 = encoder.constraint_codes(raw, source="the applicants")
-    prob0 = np.asarray(model.favorable_probability(raw), dtype=np.float64)
+    prob0 = np.asarray(primary_model(model).favorable_probability(raw), dtype=np.float64)
     stage = CandidateStage(training, settings, model=model, graph=graph)
     raw_rows = records(raw)
     projected_column = may_project(training.schema, settings.immutable_policy) and graph is None

@@ -94,6 +94,9 @@ class Recourse:
     projected : bool
         The prototype was a favourable row moved onto the applicant's immutable
         values (``--immutable-policy project``); written only when true.
+    probabilities : dict or None
+        With other models to satisfy (``--also-valid-for``, ``--robust``): each
+        model's favourable probability, ``{"model": .., "also-1": .., "refit-1": ..}``.
     """
 
     rank: int
@@ -105,6 +108,7 @@ class Recourse:
     path: list | None = None
     steps: list | None = None
     projected: bool = False
+    probabilities: dict | None = None
 
     @property
     def n_changes(self) -> int:
@@ -164,6 +168,8 @@ def plan_record(plan: Plan) -> dict:
         if r.projected:
             item["projected"] = True
         item["n_changes"] = r.n_changes
+        if r.probabilities is not None:
+            item["probabilities"] = {k: _rounded(v) for k, v in r.probabilities.items()}
         recourses.append(item)
     return {
         "applicant": plan.applicant,
@@ -179,11 +185,12 @@ def plan_record(plan: Plan) -> dict:
 TRAILING_COLUMNS = ("n_changes", "partial")
 
 
-def csv_columns(feature_names, *, projected: bool = False) -> list[str]:
-    """Column order of the ``csv`` format (``projected`` adds the column of that name before the trailing ones)."""
+def csv_columns(feature_names, *, projected: bool = False, models=()) -> list[str]:
+    """Column order of the ``csv`` format (``projected`` adds the column of that name before the trailing ones;
+    ``models``, the names of the other models to satisfy, add ``probability_<name>`` columns at the end)."""
     extra = ["projected"] if projected else []
     return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability", *extra,
-            *TRAILING_COLUMNS]
+            *TRAILING_COLUMNS, *(f"probability_{m}" for m in models)]
 
 
 def plan_rows(plan: Plan, feature_names) -> list[dict]:
@@ -209,8 +216,9 @@ def _csv_cell(value):
     return escape_csv_text(python_value(value))
 
 
-def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False) -> list[list]:
-    """The ``csv`` rows of a plan as lists of cells, in the order of ``csv_columns(feature_names, projected=...)``.
+def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False, models=()) -> list[list]:
+    """The ``csv`` rows of a plan as lists of cells, in the order of
+    ``csv_columns(feature_names, projected=..., models=...)``.
 
     What the ``csv`` writer writes (:func:`plan_rows` gives the same rows as dicts). Built as lists, not dicts
     for a ``csv.DictWriter``: writing 2,000 Adult plans (5,800 rows) takes 100 ms of CPU instead of 150 ms.
@@ -220,7 +228,7 @@ def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False) -> list
     partial = "true" if plan.partial else "false"
     if not plan.recourses:
         return [[*head, "", plan.method, *[""] * len(feature_names), "", "", *([""] if projected else []), "",
-                 partial]]
+                 partial, *[""] * len(models)]]
     rows = []
     for r in plan.recourses:
         features = r.features
@@ -229,6 +237,8 @@ def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False) -> list
         if projected:
             row.append("true" if r.projected else "false")
         row += [r.n_changes, partial]
+        if models:
+            row += [_rounded(r.probabilities[m]) for m in models]
         rows.append(row)
     return rows
 
@@ -258,7 +268,9 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
     missing = sorted(required - set(frame.columns))
     if missing:
         raise InputError(f"The plans file '{path}' lacks the column(s) {', '.join(missing)}; expected output of frpd plan.")
-    features = ([c for c in frame.columns if c not in required and c not in ("projected", *TRAILING_COLUMNS)]
+    others = [c for c in frame.columns[list(frame.columns).index("probability") + 1:] if c.startswith("probability_")]
+    features = ([c for c in frame.columns
+                 if c not in required and c not in ("projected", *TRAILING_COLUMNS) and c not in others]
                 if feature_names is None else list(feature_names))
     for column in ["applicant", *features]:        # text cells were escaped for spreadsheets when written
         if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
@@ -279,6 +291,8 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
                 "cost": float(row["cost"]),
                 "probability": float(row["probability"]),
             })
+            if others:
+                rec["recourses"][-1]["probabilities"] = {c[len("probability_"):]: float(row[c]) for c in others}
     return records
 
 

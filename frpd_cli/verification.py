@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -196,7 +196,7 @@ def recourse_violations(encoder, model, plans, *, margin: float = 0.0) -> list[t
     """
     level = float(model.threshold) + float(margin)
     encoder = getattr(encoder, "encoder", encoder)
-    where, rows, origins, reported = [], [], [], []
+    where, rows, origins, reported, claims = [], [], [], [], []
     found = []
     for p, plan in enumerate(plans):
         if plan.recourses and plan.status not in _OK_STATUSES:
@@ -207,6 +207,7 @@ def recourse_violations(encoder, model, plans, *, margin: float = 0.0) -> list[t
             rows.append(r.features)
             origins.append(plan.applicant_features)
             reported.append(r.probability)
+            claims.append(getattr(r, "probabilities", None))
             if r.rank != j + 1:
                 found.append((p, r.rank, Violation(-1, "ranks 1..K in order", f"rank {r.rank} at position {j + 1}")))
             cost = _number(r.cost)
@@ -220,6 +221,14 @@ def recourse_violations(encoder, model, plans, *, margin: float = 0.0) -> list[t
         broken.add(v.position)
     names = list(encoder.schema.feature_names)
     scored = [i for i in range(len(rows)) if i not in broken]  # rows the model can be given
+    if scored and hasattr(model, "probabilities"):     # several models: each one checked (frpd_cli.judge)
+        from .judge import judge_violations
+
+        frame = pd.DataFrame([{n: rows[i][n] for n in names} for i in scored], columns=names)
+        judged = replace(model, threshold=float(model.threshold) + float(margin))
+        for at, rule, detail in judge_violations(judged, frame, [claims[i] for i in scored], PROBABILITY_TOLERANCE):
+            found.append((*where[scored[at]], Violation(scored[at], rule, detail)))
+        model, margin, level = model.model, 0.0, float(model.model.threshold)   # the records' probability
     if scored:
         frame = pd.DataFrame([{n: rows[i][n] for n in names} for i in scored], columns=names)
         probability = np.asarray(model.favorable_probability(frame), dtype=np.float64)

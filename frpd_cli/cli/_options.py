@@ -432,11 +432,12 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bo
 
 
 def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
-                  encoding: str = "utf-8", trusted_types=None, pool: Path | None = None):
+                  encoding: str = "utf-8", trusted_types=None, pool: Path | None = None, robust=None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
 
     With ``pool`` (a folder from ``frpd build-pool``) the encoded rows and their scores are read from it,
-    after checking it was built from these inputs, instead of being computed.
+    after checking it was built from these inputs, instead of being computed. With ``robust``
+    (:class:`frpd_cli.cli._robust.RobustModels`) the model returned is the judge over every model to satisfy.
 
     Returns
     -------
@@ -456,6 +457,16 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         raise (flags.usage_error(exc) or exc) from None
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                        threshold=threshold, trusted_types=trusted_types or None)
+    if robust is not None and robust.active:    # several models to satisfy: the judge scores the rows
+        from ._robust import judge_for
+
+        if pool is not None:
+            from ..exceptions import OptionError
+
+            raise OptionError("--pool", "--pool with --also-valid-for or --robust: a pool holds the rows the model "
+                              "alone favours. Leave out --pool.")
+        model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
+                          data=data, model_path=model_path)
     if pool is not None:
         from ..pool import load_pool
 

@@ -78,7 +78,7 @@ class PlanWriter:
 
     def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None,
                  projected: bool = False, header_written: bool = False, layout: str = "auto",
-                 decimals: dict | None = None):
+                 decimals: dict | None = None, models=()):
         if layout not in LAYOUTS:
             raise InputError(f"The 'layout' option must be one of {', '.join(LAYOUTS)}. Got {layout!r} instead.")
         self.layout = layout
@@ -90,6 +90,7 @@ class PlanWriter:
         self._started = header_written
         self._table_console = None
         self.projected = projected
+        self.models = tuple(models)     # other models to satisfy: probability_<name> columns
         if fmt == "csv":
             self._csv = csv.writer(stream, lineterminator="\n")
 
@@ -97,9 +98,10 @@ class PlanWriter:
         plans = list(plans)
         if self.fmt == "csv":
             if not self._started:
-                self._csv.writerow(csv_columns(self.feature_names, projected=self.projected))
+                self._csv.writerow(csv_columns(self.feature_names, projected=self.projected, models=self.models))
             for plan in plans:
-                self._csv.writerows(plan_csv_rows(plan, self.feature_names, projected=self.projected))
+                self._csv.writerows(plan_csv_rows(plan, self.feature_names, projected=self.projected,
+                                                 models=self.models))
         elif self.fmt == "jsonl":
             for plan in plans:
                 self.stream.write(json.dumps(plan_record(plan), ensure_ascii=False) + "\n")
@@ -119,7 +121,7 @@ class PlanWriter:
 
     def close(self) -> None:
         if self.fmt == "csv" and not self._started:
-            self._csv.writerow(csv_columns(self.feature_names, projected=self.projected))
+            self._csv.writerow(csv_columns(self.feature_names, projected=self.projected, models=self.models))
         if self.fmt == "json":
             self.stream.write("\n]\n" if self._started else "[]\n")
         self.stream.flush()

@@ -124,6 +124,10 @@ def evaluate_command(
                                                        "the plans (plan/interpolate --provenance): the plans must be "
                                                        "the file it describes, made with this --model, data and "
                                                        "--applicants (same sha256); refused otherwise.")] = None,
+    also_model: Annotated[Optional[list[Path]], typer.Option("--also-model", metavar="MODEL", help="Another model "
+                                                             "to check the recourses with (repeatable), e.g. this "
+                                                             "quarter's release: adds the share of recourses and "
+                                                             "of plans it accepts, per method.")] = None,
 ) -> None:
     """Recompute the paper's metrics for plan files, per method (mean and std).
 
@@ -138,7 +142,8 @@ def evaluate_command(
             resolve_output(path)               # a folder or a missing folder is refused before the work
     check_not_inputs({"--output": output, "--plot": plot},
                      {"data": data, "model": model, "plans": plans, "applicants": applicants, "graph": graph,
-                      "schema": schema, "provenance": provenance})
+                      "schema": schema, "provenance": provenance,
+                      **{f"also_model_{i}": p for i, p in enumerate(also_model or (), start=1)}})
     if provenance is not None:
         from ..provenance import check_provenance, read_provenance
 
@@ -159,6 +164,7 @@ def evaluate_command(
                    vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                             trusted_types=trust_type, quiet=quiet)
+    others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)
     records = read_plans(plans)
     from ..evaluation import repeated_plans
 
@@ -189,7 +195,7 @@ def evaluate_command(
     with bar:
         task = bar.add_task("evaluate", total=len(records))
         per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold,
-                             progress=lambda done, total: bar.update(task, completed=done))
+                             progress=lambda done, total: bar.update(task, completed=done), also_models=others)
     summary = summarize_by_method(per)
 
     if plot is not None:
@@ -225,3 +231,16 @@ def evaluate_command(
                  "--per-applicant lists them.")
     if plot is not None:
         echo_err(f"Wrote {plot}.")
+
+
+def _load_also_models(paths, schema, *, threshold: float, trusted_types) -> dict:
+    """The --also-model models by name: the file name, or ``also-<i>`` where two files share a name."""
+    from ..model import load_model
+
+    names = [Path(p).name for p in paths]
+    out = {}
+    for i, (p, name) in enumerate(zip(paths, names), start=1):
+        key = name if names.count(name) == 1 else f"also-{i}"
+        out[key] = load_model(p, favorable=schema.favorable, feature_names=schema.feature_names, threshold=threshold,
+                              trusted_types=trusted_types or None)
+    return out

@@ -22,6 +22,8 @@ from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
 from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
+from ._robust import (AlsoValidForOpt, RefitsOpt, ResampleOpt, RobustLevelOpt, RobustModels, RobustOpt,
+                      extra_inputs, robust_params as _robust_params)
 from .app import _flags, app
 
 __all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
@@ -124,6 +126,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                         console=console, transient=True,
                         disable=quiet or not (scan.n_rows > 1 and console.is_terminal))
     decimals = encoder_decimals(training.encoder) if fmt == "table" else None
+    models = getattr(model, "names", ("model",))[1:]       # other models to satisfy: their csv columns
 
     def consume(plans, writer):
         for p in plans:
@@ -153,7 +156,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                     if out.done:
                         echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
                     writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
-                                        header_written=out.resumed_offset > 0, layout=layout, decimals=decimals)
+                                        header_written=out.resumed_offset > 0, layout=layout, decimals=decimals,
+                                        models=models)
                     done = out.done
                     for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
                                              graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler):
@@ -175,7 +179,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
 
                     stream = HashingWriter(stream, digest)
                 writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected, layout=layout,
-                                    decimals=decimals)
+                                    decimals=decimals, models=models)
                 done = 0
                 for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
                                          n_jobs=jobs, backend=backend, scheduler=scheduler):
@@ -310,6 +314,11 @@ def plan_command(
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
     provenance: o.ProvenanceOpt = None,
+    also_valid_for: AlsoValidForOpt = None,
+    robust: RobustOpt = None,
+    robust_level: RobustLevelOpt = 1.0,
+    refits: RefitsOpt = None,
+    resample: ResampleOpt = "bootstrap",
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
@@ -323,10 +332,13 @@ def plan_command(
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
     """
+    others = RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
+                          refits=refits, resample=resample, seed=seed, jobs=jobs).check()
     _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": schema,
-                            "graph": graph, "pool": pool})
+                            "graph": graph, "pool": pool, **extra_inputs(others)})
     check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
-                                                              "schema": schema, "graph": graph, "pool": pool})
+                                                              "schema": schema, "graph": graph, "pool": pool,
+                                                              **extra_inputs(others)})
     o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
     o.check_proximity(proximity, graph=graph is not None)
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
@@ -338,7 +350,7 @@ def plan_command(
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
                    vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool, quiet=quiet)
+                                            trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
     loaded_graph = None
     if graph is not None:
         from .graph import load_graph
@@ -347,12 +359,12 @@ def plan_command(
     source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
                            drop_missing=drop_missing)
     inputs = {"data": data, "model": model, "applicants": source.read_path, "schema": schema,
-              "graph": None if graph is None else Path(graph) / "manifest.json"}
+              "graph": None if graph is None else Path(graph) / "manifest.json", **extra_inputs(others)}
 
     def fingerprint() -> dict:
         # called once the inputs are validated (hashing a missing file would fail first)
         return _fingerprint(inputs, settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
-                            drop_missing=drop_missing, scale=training.encoder.scale)
+                            drop_missing=drop_missing, scale=training.encoder.scale, **_robust_params(others))
 
     digest = hashlib.sha256() if provenance is not None else None
     planned = run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs,
@@ -365,14 +377,15 @@ def plan_command(
     elif provenance is not None:
         from ..provenance import describe_file, plans_sha256, provenance_record
 
-        shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph}
+        shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph,
+                 **extra_inputs(others)}
         fmt_ = resolve_format(fmt, output)
         record = provenance_record(
             "plan",
             inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},
             settings={**settings.to_dict(), "schema": training.schema.to_dict(), "threshold": threshold, "seed": seed,
                       "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
-                      "encoding": encoding, "scale": training.encoder.scale},
+                      "encoding": encoding, "scale": training.encoder.scale, **_robust_params(others)},
             outputs=[{"path": "-" if output is None else str(output), "format": fmt_,
                       "sha256": plans_sha256(output, digest)}])
         write_provenance(provenance, record)

@@ -1,0 +1,119 @@
+"""Options and loading for recourses that must satisfy several models (``--also-valid-for``, ``--robust``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustLevelOpt", "RefitsOpt", "ResampleOpt", "RobustModels",
+           "judge_for", "extra_inputs", "robust_params"]
+
+_SEL = "Selection"
+_ROBUST = "Robustness to model updates"
+
+
+def _check_level(value):
+    if value is not None and not 0.0 < value <= 1.0:
+        raise typer.BadParameter(f"must be a share in (0, 1] of the refits that accept every recourse. Got {value}.")
+    return value
+
+
+AlsoValidForOpt = Annotated[Optional[list[Path]], typer.Option(
+    "--also-valid-for", metavar="MODEL", help="Another model every recourse must be favourable under too "
+    "(repeatable; .pkl/.joblib/.skops/.onnx like --model): a challenger, the previous release. Candidates, "
+    "interpolation, sparsification and --margin use the worst of the models; the records add each model's "
+    "probability.", rich_help_panel=_ROBUST)]
+RobustOpt = Annotated[Optional[int], typer.Option(
+    "--robust", metavar="N", min=1, help="Refit N copies of the model's estimator on bootstrap resamples of the "
+    "training file (its target column) and require every recourse to be favourable under them too (see "
+    "--robust-level): plausible next releases. Deterministic for --seed; --jobs fits them in parallel; "
+    "frpd build-refits saves them for reuse (--refits).", rich_help_panel=_ROBUST)]
+RobustLevelOpt = Annotated[float, typer.Option(
+    "--robust-level", metavar="Q", callback=_check_level, help="Share of the --robust refits that must accept "
+    "every recourse (1: all).", rich_help_panel=_ROBUST)]
+RefitsOpt = Annotated[Optional[Path], typer.Option(
+    "--refits", metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
+    "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
+ResampleOpt = Annotated[str, typer.Option(
+    "--resample", help="How refits draw their rows: bootstrap, or shifted (a bootstrap tilted along a random "
+    "direction of the numeric features: a drifted population).", rich_help_panel=_ROBUST)]
+
+
+@dataclass(frozen=True)
+class RobustModels:
+    """The other models of a run, as given on the command line."""
+
+    also_valid_for: tuple = field(default_factory=tuple)
+    robust: Optional[int] = None
+    level: float = 1.0
+    refits: Optional[Path] = None
+    resample: str = "bootstrap"
+    seed: int = 0
+    jobs: int = 1
+
+    @property
+    def active(self) -> bool:
+        return bool(self.also_valid_for) or self.robust is not None or self.refits is not None
+
+    def check(self) -> "RobustModels":
+        """Usage errors (exit 2)."""
+        from ..exceptions import OptionError
+        from ..refits import RESAMPLES
+
+        if self.resample not in RESAMPLES:
+            raise OptionError("--resample", f"--resample must be one of {', '.join(RESAMPLES)}. "
+                              f"Got {self.resample!r} instead.")
+        return self
+
+
+def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, trusted_types=None, frame=None,
+              data=None, model_path=None, echo=None):
+    """``model`` itself, or a :class:`frpd_cli.judge.Judge` over it and the other models of ``robust``."""
+    if robust is None or not robust.active:
+        return model
+    from ..judge import make_judge
+    from ..model import load_model
+
+    others = [load_model(p, favorable=schema.favorable, feature_names=schema.feature_names, threshold=threshold,
+                         trusted_types=trusted_types or None) for p in robust.also_valid_for]
+    refits = []
+    if robust.refits is not None:
+        from ..refits import load_refits
+
+        refits = load_refits(robust.refits, data=data, model=model_path, seed=robust.seed, n=robust.robust,
+                             resample=robust.resample, schema=schema, threshold=threshold,
+                             trusted_types=trusted_types or None)
+    elif robust.robust is not None:
+        from ..model import Model
+        from ..refits import fit_refits
+
+        fitted = fit_refits(model, frame, schema, n=robust.robust, seed=robust.seed, resample=robust.resample,
+                            n_jobs=robust.jobs)
+        refits = [Model(estimator=e, path=f"{model.path} (refit {i})", favorable=model.favorable,
+                        threshold=model.threshold, feature_names=model.feature_names, uses_proba=model.uses_proba)
+                  for i, e in enumerate(fitted, start=1)]
+    return make_judge(model, others, refits, level=robust.level)
+
+
+def extra_inputs(robust: RobustModels | None) -> dict:
+    """The other models as named inputs (manifests, provenance, --resume fingerprints): ``also_valid_for_1``...,
+    ``refits`` (the folder's manifest)."""
+    if robust is None:
+        return {}
+    out = {f"also_valid_for_{i}": Path(p) for i, p in enumerate(robust.also_valid_for, start=1)}
+    if robust.refits is not None:
+        out["refits"] = Path(robust.refits) / "manifest.json"
+    return out
+
+
+def robust_params(robust: RobustModels | None) -> dict:
+    """The settings of ``robust`` that change plans (for fingerprints and provenance); empty when inactive."""
+    if robust is None or not robust.active:
+        return {}
+    out = {}
+    if robust.robust is not None or robust.refits is not None:
+        out = {"robust": robust.robust, "robust_level": robust.level, "resample": robust.resample}
+    return out

@@ -1,0 +1,218 @@
+"""What counts as favourable when a recourse must satisfy more than one model.
+
+A :class:`Judge` stands where the model stands in every stage that decides validity (candidates,
+interpolation, sparsification, the margin, the final verification): it has the model's interface
+(``favorable_probability``, ``threshold``, ``is_favorable``) and answers for all its models at once.
+Its "probability" of a row is a score on the model's scale,
+
+    score = threshold + worst margin,
+
+where a model's margin is its favourable probability minus its threshold (plus any ``--margin``),
+and the worst margin is the smallest margin over the model and every ``--also-valid-for`` model, and,
+with refits (``--robust N``), the margin that at least a share ``q`` of the refits reach
+(the ``ceil(q * N)``-th largest). So ``score >= threshold`` exactly when every required model
+accepts the row, and bisection on the score is bisection on the worst margin. Raising the judge's
+threshold by a margin (:func:`frpd_cli.planning.raised_threshold`) raises every model's threshold
+by it.
+
+The score is not a probability of any model: records report each model's own probability
+(:meth:`Judge.probabilities`, :func:`annotate_plans`), and the verification before writing checks
+each model separately (:func:`judge_violations`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["Judge", "make_judge", "primary_model", "annotate_plans", "judge_violations", "extra_model_names"]
+
+
+@dataclass(frozen=True, eq=False)
+class Judge:
+    """The model and the other models a recourse must satisfy, judged as one.
+
+    Attributes
+    ----------
+    model : frpd_cli.model.Model
+        The model the plans are made for (its probability is the records' ``probability``).
+    others : tuple of Model
+        Models every recourse must satisfy too (``--also-valid-for``), named ``also-1``, ``also-2``...
+    refits : tuple of Model
+        Refitted copies of the model (``--robust N``), named ``refit-1``...; a share ``level`` of them
+        must accept every recourse.
+    level : float
+        Share of the refits that must accept (``--robust-level``, in (0, 1]).
+    threshold : float
+        The level the score is compared with: the model's threshold, plus any margin
+        (:func:`dataclasses.replace` raises it, as :func:`frpd_cli.planning.raised_threshold` does).
+    """
+
+    model: object
+    others: tuple = ()
+    refits: tuple = ()
+    level: float = 1.0
+    threshold: float = 0.5
+
+    #: :meth:`favorable_probability` accepts what the models accept (a dict of column arrays included).
+    takes_columns = True
+
+    def __getattr__(self, name):
+        # path, estimator, favorable, feature_names...: the model's (guarded during unpickling)
+        if name.startswith("__") or name in ("model", "others", "refits", "level", "threshold"):
+            raise AttributeError(name)
+        return getattr(self.model, name)
+
+    @property
+    def margin(self) -> float:
+        """Probability points above each model's own threshold a row must reach."""
+        return float(self.threshold) - float(self.model.threshold)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """``model``, then ``also-1``..., then ``refit-1``... (the keys of :meth:`probabilities`)."""
+        return ("model", *extra_model_names(len(self.others), len(self.refits)))
+
+    @property
+    def n_required_refits(self) -> int:
+        """How many refits must accept a row: ``ceil(level * n_refits)``."""
+        return math.ceil(self.level * len(self.refits) - 1e-9) if self.refits else 0
+
+    def probabilities(self, rows) -> dict:
+        """Each model's favourable probability of ``rows``, keyed by :attr:`names` (same call per model)."""
+        out = {}
+        for name, m in zip(self.names, (self.model, *self.others, *self.refits)):
+            out[name] = np.asarray(m.favorable_probability(rows), dtype=np.float64)
+        return out
+
+    def worst_margin(self, probabilities: dict) -> np.ndarray:
+        """The worst margin of each row (>= 0: every required model accepts it at this threshold)."""
+        raise_by = self.margin
+        worst = None
+        for name, m in zip(self.names[:1 + len(self.others)], (self.model, *self.others)):
+            d = probabilities[name] - (float(m.threshold) + raise_by)
+            worst = d if worst is None else np.minimum(worst, d)
+        if self.refits:
+            names = self.names[1 + len(self.others):]
+            D = np.column_stack([probabilities[n] - (float(m.threshold) + raise_by)
+                                 for n, m in zip(names, self.refits)])
+            need = self.n_required_refits
+            # the need-th largest margin: that many refits reach it
+            kth = -np.partition(-D, need - 1, axis=1)[:, need - 1]
+            worst = np.minimum(worst, kth)
+        return worst
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        """The score ``threshold + worst margin`` of each row (``>= threshold`` exactly when all accept)."""
+        d = self.worst_margin(self.probabilities(rows))
+        level = float(self.threshold)
+        score = level + d
+        # a tiny negative margin must not round up to the threshold itself
+        below = np.nextafter(level, -np.inf)
+        return np.where(d < 0, np.minimum(score, below), np.maximum(score, level))
+
+    def is_favorable(self, rows) -> np.ndarray:
+        """Whether every required model accepts each row."""
+        return self.favorable_probability(rows) >= self.threshold
+
+    def describe(self) -> str:
+        """The rule in words, for reasons and messages."""
+        parts = []
+        if self.others:
+            parts.append(f"the {len(self.others)} --also-valid-for model(s)")
+        if self.refits:
+            share = "all" if self.n_required_refits == len(self.refits) else \
+                f"at least {self.n_required_refits}"
+            parts.append(f"{share} of the {len(self.refits)} refitted models (--robust)")
+        return "favourable here means accepted by the model and " + " and ".join(parts)
+
+
+def make_judge(model, others=(), refits=(), *, level: float = 1.0):
+    """``model`` itself when there is nothing else to satisfy, else a :class:`Judge` at the model's threshold."""
+    others, refits = tuple(others), tuple(refits)
+    if not others and not refits:
+        return model
+    return Judge(model=model, others=others, refits=refits, level=float(level), threshold=float(model.threshold))
+
+
+def primary_model(model):
+    """The model the plans are made for (``model`` itself unless it is a :class:`Judge`)."""
+    return model.model if isinstance(model, Judge) else model
+
+
+def extra_model_names(n_others: int, n_refits: int) -> tuple[str, ...]:
+    """Names of the models besides the main one: ``also-1``..., then ``refit-1``..."""
+    return (*(f"also-{i}" for i in range(1, n_others + 1)), *(f"refit-{i}" for i in range(1, n_refits + 1)))
+
+
+def annotate_plans(judge, plans: list, feature_names) -> list:
+    """Plans whose recourses report the model's own probability and every model's (``probabilities``).
+
+    One call per model for all recourses of ``plans``; ``plans`` is returned unchanged when ``judge`` is a
+    plain model.
+    """
+    if not isinstance(judge, Judge):
+        return plans
+    names = list(feature_names)
+    rows = [r.features for p in plans for r in p.recourses]
+    if not rows:
+        return plans
+    frame = pd.DataFrame([{n: f[n] for n in names} for f in rows], columns=names)
+    probs = judge.probabilities(frame)
+    at = 0
+    out = []
+    for p in plans:
+        if not p.recourses:
+            out.append(p)
+            continue
+        recourses = []
+        for r in p.recourses:
+            own = {n: float(v[at]) for n, v in probs.items()}
+            recourses.append(replace(r, probability=own["model"], probabilities=own))
+            at += 1
+        out.append(replace(p, recourses=tuple(recourses)))
+    return out
+
+
+def judge_violations(judge, frame: pd.DataFrame, reported: list, tolerance: float) -> list:
+    """Rows of ``frame`` (recourses) that a required model rejects, or whose reported probabilities differ.
+
+    Parameters
+    ----------
+    reported : list of dict or None
+        Each recourse's ``probabilities`` as it will be written.
+
+    Returns
+    -------
+    found : list of (position, rule, detail)
+    """
+    probs = judge.probabilities(frame)
+    raise_by = judge.margin
+    found = []
+    n_required = 1 + len(judge.others)
+    for i in range(len(frame)):
+        for name, m in zip(judge.names[:n_required], (judge.model, *judge.others)):
+            p = float(probs[name][i])
+            if not p >= float(m.threshold) + raise_by - tolerance:
+                found.append((i, f"accepted by {name} (probability >= {float(m.threshold) + raise_by:g})",
+                              f"{name} gives {p:.6g}"))
+        if judge.refits:
+            at = float(judge.threshold)
+            got = sum(float(probs[n][i]) >= float(m.threshold) + raise_by - tolerance
+                      for n, m in zip(judge.names[n_required:], judge.refits))
+            if got < judge.n_required_refits:
+                found.append((i, f"accepted by at least {judge.n_required_refits} of {len(judge.refits)} refits "
+                                 f"(probability >= {at:g})", f"{got} accept"))
+        claimed = reported[i]
+        if claimed is None:
+            found.append((i, "every model's probability reported", "the recourse reports none"))
+        else:
+            for name in judge.names:
+                c = claimed.get(name)
+                if c is None or not abs(float(c) - float(probs[name][i])) <= tolerance:
+                    found.append((i, f"reported probability of {name} equal to its own",
+                                  f"reported {c!r}, {name} gives {float(probs[name][i])!r}"))
+    return found

@@ -1,0 +1,207 @@
+"""Plausible next models: copies of the user's estimator refitted on resamples of the training data.
+
+A lender retrains its model on newer labelled data; a recourse the next model rejects is worse than none.
+``--robust N`` asks every recourse to be favourable under (a share of) N refits as well
+(:class:`frpd_cli.judge.Judge`). Each refit is ``sklearn.base.clone(estimator)`` fitted on a bootstrap
+resample of the training file's rows and its *target column* (the next release learns from labels, not
+from this model's predictions), with every ``random_state`` parameter set from ``--seed`` and the refit's
+number, so the refits are the same for the same data, model, seed and N, whatever ``--jobs``.
+
+The refits artifact (``frpd build-refits``)::
+
+    DIR/
+      manifest.json   kind "refits"; params: n, seed, resample, estimator class; inputs: data and model (sha256)
+      refit-001.skops ... (skops when installed, else refit-001.joblib)
+
+Security: the refit files hold estimators of the user's own classes. frpd writes them from the model
+the user already trusts; with skops they are read back with the same trusted-type list as ``--model``;
+the joblib fallback unpickles, which is acceptable only because frpd made the file from that trusted
+model and the manifest's sha256 of every refit file is checked before it is read.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .exceptions import InputError, ModelError
+
+__all__ = ["REFITS_KIND", "REFITS_HINT", "RESAMPLES", "fit_refits", "write_refits", "load_refits", "refit_seed",
+           "check_refittable"]
+
+REFITS_KIND = "refits"
+REFITS_HINT = "frpd build-refits DATA --model MODEL --robust N --out DIR (with the same --seed)"
+#: How each refit's rows are drawn: ``bootstrap`` (n rows with replacement, the default) or ``shifted``
+#: (a bootstrap weighted towards one end of a random direction of the numeric features: a drifted population).
+RESAMPLES = ("bootstrap", "shifted")
+
+
+def refit_seed(seed: int, i: int) -> int:
+    """The random state of refit ``i`` (0-based) for ``--seed seed``: independent streams per refit."""
+    return int(np.random.SeedSequence([int(seed) & 0xFFFFFFFF, 0x5EED, int(i)]).generate_state(1)[0])
+
+
+def check_refittable(model) -> None:
+    """Refuse models frpd cannot refit (ONNX graphs, objects without ``get_params``/``fit``).
+
+    Raises
+    ------
+    ModelError
+        With a pointer to ``--also-valid-for``.
+    """
+    estimator = getattr(model, "estimator", model)
+    kind = f"{type(estimator).__module__}.{type(estimator).__qualname__}"
+    problem = None
+    if str(getattr(model, "path", "")).lower().endswith(".onnx"):
+        problem = "an ONNX graph has no training procedure frpd can run"
+    elif not callable(getattr(estimator, "fit", None)) or not callable(getattr(estimator, "get_params", None)):
+        problem = f"a {kind} has no fit/get_params (sklearn.base.clone cannot copy it)"
+    else:
+        from sklearn.base import clone
+
+        try:
+            clone(estimator)
+        except Exception as exc:        # a foreign class: clone's own complaint, with context
+            problem = f"sklearn.base.clone fails on a {kind}: {type(exc).__name__}: {exc}"
+    if problem:
+        raise ModelError(f"--robust refits the model on resamples of the data, but the model '{getattr(model, 'path', '?')}' "
+                         f"cannot be refitted: {problem}. Train the next models yourself and pass each with "
+                         "--also-valid-for MODEL instead.")
+
+
+def _resample(rng: np.random.Generator, frame: pd.DataFrame, numeric: list, how: str) -> np.ndarray:
+    n = len(frame)
+    if how == "bootstrap":
+        return rng.integers(0, n, size=n)
+    # shifted: weights grow along a random direction of the standardised numeric features
+    Z = frame.loc[:, numeric].to_numpy(dtype=np.float64) if numeric else np.zeros((n, 1))
+    Z = (Z - Z.mean(axis=0)) / np.where(Z.std(axis=0) > 0, Z.std(axis=0), 1.0)
+    direction = rng.normal(size=Z.shape[1])
+    direction /= np.linalg.norm(direction) or 1.0
+    weights = np.exp(0.5 * (Z @ direction))
+    return rng.choice(n, size=n, replace=True, p=weights / weights.sum())
+
+
+def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int, i: int, how: str):
+    from sklearn.base import clone
+    from threadpoolctl import threadpool_limits
+
+    state = refit_seed(seed, i)
+    rng = np.random.default_rng(state)
+    rows = _resample(rng, X, numeric, how)
+    for _ in range(100):                 # a resample holding one class only cannot be fitted: draw again
+        if np.unique(y[rows]).size >= 2:
+            break
+        rows = _resample(rng, X, numeric, how)
+    refit = clone(estimator)
+    params = refit.get_params(deep=True)
+    refit.set_params(**{k: state % (2**31 - 1) for k in params if k == "random_state" or k.endswith("__random_state")})
+    with threadpool_limits(1):
+        refit.fit(X.iloc[rows].reset_index(drop=True), y[rows])
+    return refit
+
+
+def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, resample: str = "bootstrap",
+               n_jobs: int = 1) -> list:
+    """Fit ``n`` refits of ``model``'s estimator on resamples of the training frame and its target column.
+
+    Parameters
+    ----------
+    model : frpd_cli.model.Model
+    frame : DataFrame
+        The training CSV as read (features and the target column).
+    schema : Schema
+        Feature names and target.
+    n : int
+        Number of refits (>= 1).
+    seed : int
+        ``--seed``; refit ``i`` uses :func:`refit_seed` (seed, i).
+    resample : {"bootstrap", "shifted"}
+    n_jobs : int
+        Processes fitting refits; the refits do not depend on it.
+
+    Returns
+    -------
+    refits : list of estimators, in order
+    """
+    if resample not in RESAMPLES:
+        raise InputError(f"The 'resample' option must be one of {', '.join(RESAMPLES)}. Got {resample!r} instead.")
+    if int(n) < 1:
+        raise InputError(f"The 'robust' option must be an int >= 1. Got {n!r} instead.")
+    check_refittable(model)
+    names = list(schema.feature_names)
+    X = frame.loc[:, names].reset_index(drop=True)
+    y = frame[schema.target].to_numpy()
+    numeric = [f.name for f in schema.features if not f.is_categorical]
+    estimator = model.estimator
+    try:
+        if n_jobs > 1 and n > 1:
+            from joblib import Parallel, delayed
+
+            return Parallel(n_jobs=min(n_jobs, n))(delayed(_fit_one)(estimator, X, y, numeric, seed, i, resample)
+                                                   for i in range(n))
+        return [_fit_one(estimator, X, y, numeric, seed, i, resample) for i in range(n)]
+    except ModelError:
+        raise
+    except Exception as exc:
+        raise ModelError(f"Refitting the model '{model.path}' on a resample of the data failed: "
+                         f"{type(exc).__name__}: {exc}. Pass models trained elsewhere with --also-valid-for instead.") \
+            from exc
+
+
+def _dumps(estimator) -> tuple[str, bytes]:
+    try:
+        import skops.io as sio
+
+        return ".skops", sio.dumps(estimator)
+    except Exception:          # skops not installed, or a type it cannot save: joblib (see the module notes)
+        import joblib
+
+        buffer = io.BytesIO()
+        joblib.dump(estimator, buffer)
+        return ".joblib", buffer.getvalue()
+
+
+def write_refits(out_dir, refits: list, *, data, model, seed: int, resample: str = "bootstrap",
+                 target: str | None = None) -> Path:
+    """Save refits as a refits artifact (``manifest.json`` + one file per refit)."""
+    from .artifacts import write_artifact
+
+    payloads = {}
+    for i, refit in enumerate(refits, start=1):
+        suffix, blob = _dumps(refit)
+        payloads[f"refit-{i:03d}{suffix}"] = blob
+    estimator = refits[0] if refits else None
+    return write_artifact(out_dir, kind=REFITS_KIND,
+                          params={"n": len(refits), "seed": int(seed), "resample": resample, "target": target,
+                                  "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__}"},
+                          inputs={"data": data, "model": model}, payloads=payloads)
+
+
+def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str = "bootstrap", schema,
+                threshold: float, trusted_types=None) -> list:
+    """The refits of an artifact as :class:`frpd_cli.model.Model` objects, after checking they fit this run.
+
+    Raises
+    ------
+    StaleArtifactError
+        The artifact was built from another data file or model, or with another seed, N or resample.
+    """
+    from .artifacts import read_artifact
+    from .exceptions import StaleArtifactError
+    from .model import load_model
+
+    artifact = read_artifact(folder, kind=REFITS_KIND, inputs={"data": data, "model": model}, command_hint=REFITS_HINT)
+    params = artifact.params
+    wanted = {"seed": int(seed), "resample": resample, "target": schema.target, **({} if n is None else {"n": int(n)})}
+    for key, value in wanted.items():
+        if params.get(key) != value:
+            raise StaleArtifactError(
+                f"The refits artifact '{folder}' was built with {key} {params.get(key)!r}; this run asks for "
+                f"{value!r}. Rebuild it: {REFITS_HINT}, or run without --refits to refit in this run.")
+    names = sorted(p for p in artifact.payload_names if p.startswith("refit-"))
+    return [load_model(Path(folder) / p, favorable=schema.favorable, feature_names=schema.feature_names,
+                       threshold=threshold, trusted_types=trusted_types) for p in names]
