@@ -149,3 +149,31 @@ def test_judge_refits_need_a_share():
     assert everyone.is_favorable(rows).tolist() == [True, False, False]
     assert most.is_favorable(rows).tolist() == [True, True, False]        # 3 of 4 accept row 1
     assert most.n_required_refits == 3 and Judge(model=main, refits=tuple(refits), level=0.9).n_required_refits == 4
+
+
+def test_evaluate_also_model_against_an_independent_count(pair, tmp_path):
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text(_plan(pair))                    # plain plans: model B accepts only some recourses
+    args = ["evaluate", str(pair["data"]), "--model", str(pair["model"]), "--plans", str(plans), "--target", "y",
+            "--favorable", "1", "--applicants", str(pair["applicants"]), "--id-column", "id",
+            "--also-model", str(pair["other"])]
+    per = runner.invoke(app, [*args, "--per-applicant", "--format", "json"])
+    assert per.exit_code == 0, per.output
+    rows = {r["applicant"]: r for r in json.loads(per.stdout)}
+    shares, accepted = [], []
+    for line in plans.read_text().splitlines():
+        rec = json.loads(line)
+        if not rec["recourses"]:
+            continue
+        ok = _proba(pair["b"], [r["features"] for r in rec["recourses"]]) >= 0.5
+        shares.append(ok.sum() / len(ok))
+        accepted.append(float(ok.any()))
+        assert rows[rec["applicant"]]["recourses accepted by b.pkl"] == pytest.approx(ok.sum() / len(ok))
+        assert rows[rec["applicant"]]["plans accepted by b.pkl"] == float(ok.any())
+    assert 0 < np.mean(shares) < 1
+    summary = runner.invoke(app, [*args, "--format", "json"])
+    assert summary.exit_code == 0, summary.output
+    (row,) = json.loads(summary.stdout)
+    assert row["recourses accepted by b.pkl mean"] == pytest.approx(np.mean(shares))
+    assert row["plans accepted by b.pkl mean"] == pytest.approx(np.mean(accepted))
+    assert "cost mean" in row and "anti-diversity mean" in row

@@ -341,6 +341,10 @@ def plan_command(
                                                               **extra_inputs(others)})
     o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
     o.check_proximity(proximity, graph=graph is not None)
+    if others.active and graph is not None:
+        from .selection import _no_graph
+
+        _no_graph(others, graph)
     settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                             tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                             max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,

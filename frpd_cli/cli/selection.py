@@ -15,6 +15,7 @@ from ..choice import method_label
 from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
 from ..exceptions import InputError
+from ..judge import annotate_plans, primary_model
 from ..model import load_model
 from ..outputs import check_artifact_folder, check_not_inputs, resolve_output, spool_input
 from ..planning import (
@@ -30,6 +31,8 @@ from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
 from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console, write_records
+from ._robust import (AlsoValidForOpt, RefitsOpt, ResampleOpt, RobustLevelOpt, RobustModels, RobustOpt,
+                      extra_inputs, judge_for, robust_params)
 from .app import _flags, app
 from .graph import load_graph
 
@@ -97,6 +100,12 @@ def select_command(
     pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
+    also_valid_for: AlsoValidForOpt = None,
+    robust: RobustOpt = None,
+    robust_level: RobustLevelOpt = 1.0,
+    refits: RefitsOpt = None,
+    resample: ResampleOpt = "bootstrap",
+    jobs: o.JobsOpt = 1,
 ) -> None:
     """Select K diverse prototypes per applicant and save them as a selection artifact.
 
@@ -106,8 +115,12 @@ def select_command(
     With --graph DIR the prototypes are chosen among the favourable rows each applicant reaches on the graph
     (interpolate the artifact with --scheme graph --graph DIR); --method face needs it.
     """
+    others = RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
+                          refits=refits, resample=resample, seed=seed, jobs=jobs).check()
+    _no_graph(others, graph)
     check_not_inputs({"--out": out}, {"data": data, "model": model, "applicants": applicants, "schema": schema,
-                                      "graph": graph, "--reuse-eigen": reuse_eigen, "pool": pool})
+                                      "graph": graph, "--reuse-eigen": reuse_eigen, "pool": pool,
+                                      **extra_inputs(others)})
     check_artifact_folder(out)
     spooled = spool_input(applicants)              # '-' or a pipe: read once, hashed and read from the copy
     if spooled is not None:
@@ -121,7 +134,7 @@ def select_command(
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
                    vary=vary, ranges=range_, weights=feature_weight, scale=scale)
     training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool, quiet=quiet)
+                                            trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
     loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
     names = list(training.schema.feature_names)
     raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
@@ -163,8 +176,8 @@ def select_command(
     if save_eigen:
         payloads["eigen.npz"] = table.eigen
     params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
-              "id_column": spec.id_column, "scale": training.encoder.scale}
-    inputs = {"data": data, "model": model, "applicants": applicants}
+              "id_column": spec.id_column, "scale": training.encoder.scale, **robust_params(others)}
+    inputs = {"data": data, "model": model, "applicants": applicants, **extra_inputs(others)}
     if graph is not None:
         inputs["graph"] = graph
     write_artifact(out, kind=SELECTION_KIND, params=params, inputs=inputs, payloads=payloads,
@@ -250,6 +263,12 @@ def interpolate_command(
     decreasing: o.DecreasingOpt = None,
     seed: o.SeedOpt = 0,
     provenance: o.ProvenanceOpt = None,
+    also_valid_for: AlsoValidForOpt = None,
+    robust: RobustOpt = None,
+    robust_level: RobustLevelOpt = 1.0,
+    refits: RefitsOpt = None,
+    resample: ResampleOpt = "bootstrap",
+    jobs: o.JobsOpt = 1,
 ) -> None:
     """Turn a selection artifact into recourse plans (a plan artifact, and the records on stdout).
 
@@ -260,8 +279,16 @@ def interpolate_command(
     """
     if output is not None:
         resolve_output(output)
+    others = RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
+                          refits=refits, resample=resample, seed=seed, jobs=jobs).check()
+    _no_graph(others, graph)
+    if (robust is not None or refits is not None) and data is None:
+        from ..exceptions import OptionError
+
+        raise OptionError("--robust", "--robust and --refits need --data: the refits are fitted on (and checked "
+                          "against) the training file.")
     check_not_inputs({"--out": out, "--output": output}, {"selection": selection, "model": model, "graph": graph,
-                                                          "data": data, "schema": schema})
+                                                          "data": data, "schema": schema, **extra_inputs(others)})
     if provenance is not None:
         from .plan import check_provenance_output
 
@@ -299,6 +326,9 @@ def interpolate_command(
     loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
                         threshold=params["threshold"] if threshold is None else threshold,
                         trusted_types=trust_type or None)
+    if others.active:     # several models to satisfy: the judge stands for the model
+        loaded = judge_for(loaded, others, encoder.schema, threshold=loaded.threshold, trusted_types=trust_type,
+                           frame=None if data is None else read_training_frame(data), data=data, model_path=model)
     training = loaded_graph = settings = train_frame = None
     if scheme == "linear" and data is not None:
         artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "data": data},
@@ -325,7 +355,7 @@ def interpolate_command(
     ids = applicants["applicant"].tolist()
     raw = _restore_types(applicants.loc[:, names], encoder)
     X0 = encoder.encode(raw, source="the selection's applicants")
-    prob0 = loaded.favorable_probability(raw)
+    prob0 = primary_model(loaded).favorable_probability(raw)
     thetas = params["thetas"]
     method = params["method"]
     fmt_ = resolve_format(fmt, output)
@@ -364,12 +394,14 @@ def interpolate_command(
         all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
                                            k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
                                            max_changes=max_changes))
+    all_plans = annotate_plans(loaded, all_plans, names)     # each model's probability (with other models)
     verify_plans(encoder, loaded, all_plans, margin=margin)
     seconds = time.perf_counter() - start
     jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
     plan_inputs = {"selection": Path(selection) / "manifest.json", "model": model}
+    plan_inputs.update(extra_inputs(others))
     plan_params = {"scheme": scheme, "tol": tol, "selection": params, "margin": margin, "sparsify": sparsify,
-                   "max_changes": max_changes}
+                   "max_changes": max_changes, **robust_params(others)}
     if scheme == "graph":
         plan_inputs.update({"graph": graph, "data": data})
         plan_params["endpoint"] = settings.endpoint
@@ -390,13 +422,14 @@ def interpolate_command(
             digest = hashlib.sha256()
             stream = HashingWriter(stream, digest)
         writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder),
-                            projected=scheme == "linear" and "projected" in prototypes.columns)
+                            projected=scheme == "linear" and "projected" in prototypes.columns,
+                            models=getattr(loaded, "names", ("model",))[1:])
         writer.write(all_plans)
         writer.close()
     if provenance is not None:
         _write_interpolate_provenance(provenance, artifact, selection=selection, model=model, graph=graph, out=out,
                                       output=output, fmt=fmt_, digest=digest,
-                                      settings={**plan_params, "threshold": loaded.threshold})
+                                      settings={**plan_params, "threshold": primary_model(loaded).threshold})
 
 
 def _write_interpolate_provenance(provenance, artifact, *, selection, model, graph, out, output, fmt, digest,
@@ -476,3 +509,12 @@ def _restore_types(frame: pd.DataFrame, encoder: Encoder) -> pd.DataFrame:
         else:
             frame[f.name] = pd.to_numeric(frame[f.name])
     return frame
+
+
+def _no_graph(others, graph) -> None:
+    """Several models with a graph: refused (the graph's favourable nodes were judged by the model alone)."""
+    if others.active and graph is not None:
+        from ..exceptions import OptionError
+
+        raise OptionError("--also-valid-for", "--also-valid-for and --robust apply to linear recourses for now; the "
+                          "graph's favourable end nodes were judged by the model alone. Leave out --graph.")

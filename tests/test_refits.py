@@ -1,0 +1,139 @@
+"""--robust N: refits of the model (frpd_cli.refits), their artifact (build-refits, --refits) and the plans.
+
+Oracle: the refits are read back from the artifact with skops/joblib and asked directly with scikit-learn.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.linear_model import LogisticRegression
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+from frpd_cli.exceptions import ModelError
+from frpd_cli.refits import check_refittable, refit_seed
+
+runner = CliRunner()
+FEATURES = ["x1", "x2", "x3"]
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("robust")
+    rng = np.random.default_rng(11)
+    X = pd.DataFrame({c: rng.uniform(0, 10, 500).round(2) for c in FEATURES})
+    # labels: the next release learns x1 + x2 >= 10 with noise; today's model only looks at x1
+    y = ((X["x1"] + X["x2"] + rng.normal(0, 1.5, 500)) >= 10).astype(int)
+    model = LogisticRegression(C=10.0, max_iter=2000).fit(X, (X["x1"] >= 5).astype(int))
+    X.assign(y=y).to_csv(folder / "train.csv", index=False)
+    joblib.dump(model, folder / "model.pkl")
+    pd.DataFrame({"x1": [1.0, 2.0, 3.0, 0.5, 4.0], "x2": [1.0, 6.0, 2.0, 3.0, 0.5],
+                  "x3": [5.0, 1.0, 9.0, 5.0, 2.0]}).to_csv(folder / "applicants.csv", index=False)
+    return SimpleNamespace(folder=folder, data=folder / "train.csv", model=folder / "model.pkl",
+                           applicants=folder / "applicants.csv", estimator=model)
+
+
+def _run(args, code=0):
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == code, (result.stdout, result.stderr)
+    return result
+
+
+def _plan(s, *extra):
+    return _run(["plan", s.data, "--model", s.model, "--applicants", s.applicants, "--target", "y",
+                 "--favorable", "1", "--format", "jsonl", "-k", "3", *extra]).stdout
+
+
+def _refits(s, out, *extra):
+    _run(["build-refits", s.data, "--model", s.model, "--target", "y", "--robust", "4", "--out", out, *extra])
+    manifest = json.loads((out / "manifest.json").read_text())
+    refits = []
+    for name in sorted(manifest["payloads"]):
+        if name.endswith(".skops"):
+            import skops.io as sio
+
+            refits.append(sio.load(out / name, trusted=sio.get_untrusted_types(file=out / name)))
+        else:
+            refits.append(joblib.load(out / name))
+    return manifest, refits
+
+
+def test_refits_artifact_is_reused_and_plans_need_the_refits(setup, tmp_path):
+    manifest, refits = _refits(setup, tmp_path / "refits")
+    assert manifest["params"]["n"] == 4 and manifest["params"]["seed"] == 0 and len(refits) == 4
+    assert {"data", "model"} <= set(manifest["inputs"])
+    fitted_now = _plan(setup, "--robust", "4")
+    reused = _plan(setup, "--refits", tmp_path / "refits")
+    assert fitted_now == reused                        # the artifact is the refits a run would fit
+    rows = [r for line in reused.splitlines() for r in json.loads(line)["recourses"]]
+    assert rows
+    frame = pd.DataFrame([r["features"] for r in rows], columns=FEATURES)
+    assert (setup.estimator.predict_proba(frame)[:, 1] >= 0.5).all()
+    for refit in refits:
+        assert (refit.predict_proba(frame)[:, 1] >= 0.5).all()
+    for r, p in zip(rows, refits[0].predict_proba(frame)[:, 1]):
+        assert r["probabilities"]["refit-1"] == pytest.approx(p, abs=1e-6)
+    # the plain plans are not all accepted by the refits: --robust is what moves them
+    plain = [r["features"] for line in _plan(setup).splitlines() for r in json.loads(line)["recourses"]]
+    plain = pd.DataFrame(plain, columns=FEATURES)
+    assert min((refit.predict_proba(plain)[:, 1] >= 0.5).mean() for refit in refits) < 1.0
+
+
+def test_robust_level_needs_a_share_of_the_refits(setup, tmp_path):
+    _, refits = _refits(setup, tmp_path / "refits")
+    out = _plan(setup, "--refits", tmp_path / "refits", "--robust-level", "0.7")
+    rows = [r["features"] for line in out.splitlines() for r in json.loads(line)["recourses"]]
+    frame = pd.DataFrame(rows, columns=FEATURES)
+    votes = np.sum([refit.predict_proba(frame)[:, 1] >= 0.5 for refit in refits], axis=0)
+    assert len(rows) and (votes >= math.ceil(0.7 * 4)).all()
+
+
+def test_refits_refused_when_seed_data_or_model_differ(setup, tmp_path):
+    _refits(setup, tmp_path / "refits")
+    stale = _run(["plan", setup.data, "--model", setup.model, "--applicants", setup.applicants, "--target", "y",
+                  "--refits", tmp_path / "refits", "--seed", "1"], code=1)
+    assert "seed" in stale.stderr and "build-refits" in stale.stderr
+    other_data = tmp_path / "other.csv"
+    frame = pd.read_csv(setup.data)
+    frame.loc[0, "x3"] = 9.99
+    frame.to_csv(other_data, index=False)
+    stale = _run(["plan", other_data, "--model", setup.model, "--applicants", setup.applicants, "--target", "y",
+                  "--refits", tmp_path / "refits"], code=1)
+    assert "stale" in stale.stderr and "'data'" in stale.stderr
+    other_model = tmp_path / "other.pkl"
+    joblib.dump(LogisticRegression(C=1.0).fit(frame[FEATURES], (frame["x1"] >= 5).astype(int)), other_model)
+    stale = _run(["plan", setup.data, "--model", other_model, "--applicants", setup.applicants, "--target", "y",
+                  "--refits", tmp_path / "refits"], code=1)
+    assert "stale" in stale.stderr and "'model'" in stale.stderr
+    wrong_n = _run(["plan", setup.data, "--model", setup.model, "--applicants", setup.applicants, "--target", "y",
+                    "--refits", tmp_path / "refits", "--robust", "8"], code=1)
+    assert "n 4" in wrong_n.stderr
+
+
+def test_refits_do_not_depend_on_jobs(setup, tmp_path):
+    _, one = _refits(setup, tmp_path / "one")
+    _, two = _refits(setup, tmp_path / "two", "--jobs", "2")
+    grid = pd.DataFrame(np.random.default_rng(0).uniform(0, 10, (200, 3)), columns=FEATURES)
+    for a, b in zip(one, two):
+        assert np.array_equal(a.predict_proba(grid), b.predict_proba(grid))
+    assert not np.array_equal(one[0].predict_proba(grid), one[1].predict_proba(grid))   # resamples differ
+
+
+def test_models_that_cannot_be_refitted_point_to_also_valid_for():
+    with pytest.raises(ModelError, match="--also-valid-for"):
+        check_refittable(SimpleNamespace(estimator=object(), path="m.pkl"))
+    with pytest.raises(ModelError, match="ONNX.*--also-valid-for"):
+        check_refittable(SimpleNamespace(estimator=LogisticRegression(), path="m.onnx"))
+
+
+def test_refit_seeds_are_distinct_and_stable():
+    seeds = [refit_seed(0, i) for i in range(16)]
+    assert len(set(seeds)) == 16 and seeds == [refit_seed(0, i) for i in range(16)]
+    assert refit_seed(1, 0) != refit_seed(0, 0)
