@@ -22,6 +22,7 @@ model and the manifest's sha256 of every refit file is checked before it is read
 from __future__ import annotations
 
 import io
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -87,6 +88,7 @@ def _resample(rng: np.random.Generator, frame: pd.DataFrame, numeric: list, how:
 
 def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int, i: int, how: str):
     from sklearn.base import clone
+    from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
     state = refit_seed(seed, i)
@@ -99,7 +101,9 @@ def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int
     refit = clone(estimator)
     params = refit.get_params(deep=True)
     refit.set_params(**{k: state % (2**31 - 1) for k in params if k == "random_state" or k.endswith("__random_state")})
-    with threadpool_limits(1):
+    with threadpool_limits(1), warnings.catch_warnings():
+        # the user's own recipe: its convergence was the user's call when the model was trained
+        warnings.simplefilter("ignore", ConvergenceWarning)
         refit.fit(X.iloc[rows].reset_index(drop=True), y[rows])
     return refit
 
@@ -188,7 +192,8 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
     Raises
     ------
     StaleArtifactError
-        The artifact was built from another data file or model, or with another seed, N or resample.
+        The artifact was built from another data file or model, or with another seed, target or resample, or
+        holds fewer than ``n`` refits (with more, the first ``n`` are used: they are the refits of ``n``).
     """
     from .artifacts import read_artifact
     from .exceptions import StaleArtifactError
@@ -196,12 +201,19 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
 
     artifact = read_artifact(folder, kind=REFITS_KIND, inputs={"data": data, "model": model}, command_hint=REFITS_HINT)
     params = artifact.params
-    wanted = {"seed": int(seed), "resample": resample, "target": schema.target, **({} if n is None else {"n": int(n)})}
+    wanted = {"seed": int(seed), "resample": resample, "target": schema.target}
     for key, value in wanted.items():
         if params.get(key) != value:
             raise StaleArtifactError(
                 f"The refits artifact '{folder}' was built with {key} {params.get(key)!r}; this run asks for "
                 f"{value!r}. Rebuild it: {REFITS_HINT}, or run without --refits to refit in this run.")
     names = sorted(p for p in artifact.payload_names if p.startswith("refit-"))
+    if n is not None and int(n) > len(names):
+        raise StaleArtifactError(
+            f"The refits artifact '{folder}' holds n {len(names)} refits; this run asks for --robust {n}. Rebuild it "
+            f"with --robust {n}: {REFITS_HINT}.")
+    # refit i depends on the seed and i only (refit_seed): the first n refits of a larger artifact are the
+    # refits of --robust n
+    names = names if n is None else names[:int(n)]
     return [load_model(Path(folder) / p, favorable=schema.favorable, feature_names=schema.feature_names,
                        threshold=threshold, trusted_types=trusted_types) for p in names]

@@ -114,7 +114,7 @@ def test_refits_refused_when_seed_data_or_model_differ(setup, tmp_path):
     assert "stale" in stale.stderr and "'model'" in stale.stderr
     wrong_n = _run(["plan", setup.data, "--model", setup.model, "--applicants", setup.applicants, "--target", "y",
                     "--refits", tmp_path / "refits", "--robust", "8"], code=1)
-    assert "n 4" in wrong_n.stderr
+    assert "n 4" in wrong_n.stderr and "--robust 8" in wrong_n.stderr
 
 
 def test_refits_do_not_depend_on_jobs(setup, tmp_path):
@@ -137,3 +137,8 @@ def test_refit_seeds_are_distinct_and_stable():
     seeds = [refit_seed(0, i) for i in range(16)]
     assert len(set(seeds)) == 16 and seeds == [refit_seed(0, i) for i in range(16)]
     assert refit_seed(1, 0) != refit_seed(0, 0)
+
+
+def test_first_refits_of_a_larger_artifact_are_the_smaller_run(setup, tmp_path):
+    _refits(setup, tmp_path / "refits")
+    assert _plan(setup, "--refits", tmp_path / "refits", "--robust", "2") == _plan(setup, "--robust", "2")

@@ -32,8 +32,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                                  "on stdout)."),
     "build-pool": ("pool", "Encode the training rows and score them with the model once, and save them as a pool "
                            "artifact."),
-    "build-refits": ("refits", "Refit copies of the model on resamples of the training data (plausible next "
-                               "releases, for --robust) and save them as a refits artifact."),
+    "build-refits": ("refits", "Refit copies of the model on resamples of the training data and save them as a "
+                               "refits artifact."),
     "schema": ("schema", "Show the schema frpd infers from a data file (roles, kinds, ranges, levels), and write "
                          "it as TOML."),
 }

@@ -1,0 +1,228 @@
+"""The price of robustness to a model update: validity under an updated model against cost and changes.
+
+Run: python benchmarks/bench_robust.py [--datasets german,bank,adult] [--n-applicants 100] [--jobs 2]
+     [--plot docs/robust_frontier.png] [--markdown FILE]
+
+Protocol (per dataset, from ../shared/datasets): the paper's 80/20 split stratified on the label (seed 42). The
+training split is cut in two disjoint halves A and B (stratified, seed 7). Today's model is the paper's recipe
+(one-hot + min-max, MLP (20, 50, 20), random_state 0) fitted on half A, and half A (with its labels) is the
+training file frpd is given. Simulated updates, each the same recipe retrained:
+
+- ``half``:  on the disjoint half B (new labelled data of the same population);
+- ``shift``: on a shifted subsample of the whole training split (rows drawn with weights exp(0.75 z), z the
+  standardised sum of the numeric features: an older / larger-valued population);
+- ``seed``:  on half A again with random_state 1 (the same data, another initialisation).
+
+Applicants are the first N test rows today's model denies. Configurations: plain frpd (N = 0), --margin 0.1 and
+0.2, --robust N for N in {4, 8, 16} and --robust-level q in {1, 0.9}, and --robust 8 with --resample shifted.
+Each recourse is scored by each updated model (validity = share of recourses it accepts; plans = share of plans
+with a recourse in which it accepts at least one). Cost and changed features are means over recourses; CPU is
+the planning CPU time (refits loaded from an artifact built once; their fitting CPU is reported apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+DATASETS = Path(os.environ.get("FRPD_DATASETS", ROOT.parent / "shared" / "datasets"))
+
+#: name -> (file, numeric features, immutable, increasing)
+SPECS = {
+    "german": ("german.csv", ["Duration", "Credit amount", "Age"], ["Personal status"], ["Age"]),
+    "bank": ("bank.csv", ["age", "balance", "campaign", "previous"], ["previous", "campaign", "poutcome"], ["age"]),
+    "adult": ("adult.csv", ["age", "hours_per_week"], ["marital_status", "gender"], ["age"]),
+}
+UPDATES = ("half", "shift", "seed")
+
+
+def _recipe(features, numeric, seed):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    categorical = [c for c in features if c not in numeric]
+    return Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), categorical),
+                                    ("num", MinMaxScaler(), numeric)])),
+        ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=seed, max_iter=200)),
+    ])
+
+
+def _setup(name, tmp: Path, n_applicants: int):
+    import joblib
+    from sklearn.model_selection import train_test_split
+    from threadpoolctl import threadpool_limits
+
+    file, numeric, immutable, increasing = SPECS[name]
+    frame = pd.read_csv(DATASETS / file)
+    features = [c for c in frame.columns if c != "label"]
+    train, test = train_test_split(frame, test_size=0.2, random_state=42, stratify=frame["label"])
+    half_a, half_b = train_test_split(train, test_size=0.5, random_state=7, stratify=train["label"])
+    z = train[numeric].to_numpy(dtype=float)
+    z = ((z - z.mean(0)) / np.where(z.std(0) > 0, z.std(0), 1)).sum(1)
+    z = (z - z.mean()) / (z.std() or 1)
+    w = np.exp(0.75 * z)
+    shifted = train.iloc[np.random.default_rng(3).choice(len(train), size=len(half_a), p=w / w.sum())]
+    with threadpool_limits(1):
+        today = _recipe(features, numeric, 0).fit(half_a[features], half_a["label"])
+        updates = {"half": _recipe(features, numeric, 0).fit(half_b[features], half_b["label"]),
+                   "shift": _recipe(features, numeric, 0).fit(shifted[features], shifted["label"]),
+                   "seed": _recipe(features, numeric, 1).fit(half_a[features], half_a["label"])}
+    data = tmp / f"{name}_train.csv"
+    half_a.to_csv(data, index=False)
+    model = tmp / f"{name}.pkl"
+    joblib.dump(today, model)
+    denied = test[features][today.predict_proba(test[features])[:, 1] < 0.5].head(n_applicants)
+    return {"data": data, "model": model, "updates": updates, "applicants": denied.reset_index(drop=True),
+            "features": features, "immutable": immutable, "increasing": increasing}
+
+
+def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bootstrap"):
+    from frpd_cli.cli._options import SchemaFlags, read_training
+    from frpd_cli.cli._robust import RobustModels
+    from frpd_cli.planning import PlanSettings, plan_applicants
+
+    flags = SchemaFlags(target="label", favorable="1", immutable=case["immutable"], increasing=case["increasing"])
+    others = RobustModels(robust=robust, level=level, refits=refits, resample=resample) if robust else None
+    t0 = time.process_time()
+    training, model, _ = read_training(case["data"], case["model"], flags, robust=others)
+    t1 = time.process_time()
+    settings = PlanSettings(method="quad", k=3, margin=margin).validate()
+    ids = [str(i) for i in range(len(case["applicants"]))]
+    plans = [p for chunk in plan_applicants(training, model, case["applicants"], ids, settings) for p in chunk]
+    t2 = time.process_time()
+    return plans, t1 - t0, t2 - t1
+
+
+def _score(case, plans) -> dict:
+    rows = [r.features for p in plans for r in p.recourses]
+    owner = np.array([i for i, p in enumerate(plans) for _ in p.recourses])
+    needing = [p for p in plans if p.status != "already-favorable"]
+    out = {"planned": sum(bool(p.recourses) for p in needing) / max(len(needing), 1),
+           "recourses": len(rows),
+           "cost": float(np.mean([r.cost for p in plans for r in p.recourses])) if rows else float("nan"),
+           "changed": float(np.mean([r.n_changes for p in plans for r in p.recourses])) if rows else float("nan")}
+    frame = pd.DataFrame(rows, columns=case["features"])
+    for name, m in case["updates"].items():
+        ok = m.predict_proba(frame)[:, 1] >= 0.5 if rows else np.zeros(0, dtype=bool)
+        out[f"valid {name}"] = float(ok.mean()) if rows else float("nan")
+        with_plan = np.unique(owner)
+        out[f"plans {name}"] = float(np.mean([ok[owner == i].any() for i in with_plan])) if rows else float("nan")
+    out["valid mean"] = float(np.mean([out[f"valid {u}"] for u in UPDATES]))
+    return out
+
+
+def run(names, n_applicants: int, jobs: int) -> pd.DataFrame:
+    from frpd_cli.model import load_model
+    from frpd_cli.refits import fit_refits, write_refits
+    from frpd_cli.schema import SchemaSpec, infer_schema
+
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for name in names:
+            if not (DATASETS / SPECS[name][0]).exists():
+                print(f"{SPECS[name][0]} not found; skipping {name}", file=sys.stderr)
+                continue
+            case = _setup(name, tmp, n_applicants)
+            frame = pd.read_csv(case["data"])
+            schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))
+            model = load_model(case["model"], favorable=schema.favorable, feature_names=schema.feature_names)
+            refit_dirs, fit_cpu = {}, {}
+            for how in ("bootstrap", "shifted"):
+                t0 = time.process_time()
+                start = time.perf_counter()
+                fitted = fit_refits(model, frame, schema, n=16 if how == "bootstrap" else 8, seed=0, resample=how,
+                                    n_jobs=jobs)
+                fit_cpu[how] = (time.process_time() - t0, time.perf_counter() - start)
+                refit_dirs[how] = write_refits(tmp / f"{name}_{how}", fitted, data=case["data"], model=case["model"],
+                                               seed=0, resample=how, target="label")
+            configs = [("plain", {}), ("margin 0.1", {"margin": 0.1}), ("margin 0.2", {"margin": 0.2})]
+            for n in (4, 8, 16):
+                for q in (1.0, 0.9):
+                    configs.append((f"robust {n} q {q:g}", {"robust": n, "level": q, "refits": refit_dirs["bootstrap"]}))
+            configs.append(("robust 8 shifted", {"robust": 8, "refits": refit_dirs["shifted"], "resample": "shifted"}))
+            for label, kwargs in configs:
+                plans, load_cpu, plan_cpu = _plan(case, **kwargs)
+                row = {"dataset": name, "config": label, "applicants": len(plans), **_score(case, plans),
+                       "load cpu s": load_cpu, "plan cpu s": plan_cpu}
+                results.append(row)
+                print(f"{name:7s} {label:18s} " + " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
+                                                            for k, v in row.items() if k not in ("dataset", "config")),
+                      file=sys.stderr, flush=True)
+            print(f"{name}: fitting 16 bootstrap refits took {fit_cpu['bootstrap'][0]:.1f} s CPU in this process "
+                  f"({fit_cpu['bootstrap'][1]:.1f} s wall, --jobs {jobs}); 8 shifted {fit_cpu['shifted'][0]:.1f} s",
+                  file=sys.stderr, flush=True)
+    return pd.DataFrame(results)
+
+
+def frontier(table: pd.DataFrame, path: Path) -> None:
+    """Validity under the updates (mean of the three) against cost relative to plain, one panel per dataset."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(dict.fromkeys(table["dataset"]))
+    fig, axes = plt.subplots(1, len(names), figsize=(4.2 * len(names), 3.8), squeeze=False)
+    for ax, name in zip(axes[0], names):
+        t = table[table["dataset"] == name]
+        base = float(t.loc[t["config"] == "plain", "cost"].iloc[0])
+        for _, r in t.iterrows():
+            kind = "o" if r["config"].startswith("robust") else ("s" if r["config"].startswith("margin") else "*")
+            ax.plot(r["cost"] / base, r["valid mean"], kind, color="C0" if kind == "o" else "C1" if kind == "s"
+                    else "C3", markersize=8 if kind == "*" else 6)
+            ax.annotate(r["config"].replace("robust ", "R").replace(" q ", "/"), (r["cost"] / base, r["valid mean"]),
+                        fontsize=7, xytext=(3, 3), textcoords="offset points")
+        ax.axhline(0.95, color="grey", lw=0.8, ls="--")
+        ax.axvline(2.0, color="grey", lw=0.8, ls=":")
+        ax.set_title(name)
+        ax.set_xlabel("mean cost / plain frpd's")
+        ax.set_ylabel("validity under the updated models")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="german,bank,adult")
+    parser.add_argument("--n-applicants", type=int, default=100)
+    parser.add_argument("--jobs", type=int, default=2, help="processes fitting refits")
+    parser.add_argument("--plot", type=Path, default=None)
+    parser.add_argument("--csv", type=Path, default=None)
+    parser.add_argument("--from-csv", type=Path, default=None, help="re-draw the table and plot from a saved run")
+    args = parser.parse_args(argv)
+    table = pd.read_csv(args.from_csv) if args.from_csv else run(args.datasets.split(","), args.n_applicants,
+                                                                 args.jobs)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    if args.plot is not None and len(table):
+        frontier(table, args.plot)
+    cols = ["dataset", "config", "planned", "cost", "changed", *(f"valid {u}" for u in UPDATES), "valid mean",
+            "plans half", "plan cpu s"]
+    print(markdown(table[cols]) if len(table) else "no dataset found")
+    return 0
+
+
+def markdown(table: pd.DataFrame) -> str:
+    """A Markdown table, floats with three decimals."""
+    cells = [[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row] for row in table.itertuples(index=False)]
+    lines = ["| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in cells])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
