@@ -41,6 +41,8 @@ __all__ = [
     "changes",
     "method_label",
     "DEFAULT_THETA",
+    "DEFAULT_MARGIN",
+    "default_margin",
 ]
 
 #: Selection methods of a plan: those of :data:`frpd_cli.selection.METHODS`, and
@@ -49,8 +51,29 @@ PLAN_METHODS = (*METHODS, "face")
 SCHEMES = ("linear", "graph")
 #: The default diversity weight; a plan's method label names theta only when it is another one.
 DEFAULT_THETA = 0.9
+#: The command line's default ``--margin``: probability points above the threshold every recourse must reach, so
+#: that no recourse sits on the model's boundary (a probability of 0.50 reads as a coin flip). ``PlanSettings``
+#: keeps the paper's 0 (the first accepted point).
+DEFAULT_MARGIN = 0.05
 #: Methods whose result depends on theta.
 _THETA_METHODS = ("quad", "quad-dp", "quad-greedy", "dpp-greedy", "dpp-ls", "exact")
+
+
+def default_margin(threshold: float) -> float:
+    """The margin used when ``--margin`` is not given: :data:`DEFAULT_MARGIN`, or half the room left above a
+    threshold too high for it (``threshold + DEFAULT_MARGIN >= 1``), so a default never makes a run impossible.
+
+    Examples
+    --------
+    >>> default_margin(0.5)
+    0.05
+    >>> default_margin(0.98)
+    0.01
+    """
+    threshold = float(threshold)
+    if threshold + DEFAULT_MARGIN < 1.0:
+        return DEFAULT_MARGIN
+    return round((1.0 - threshold) / 2.0, 12)
 
 
 @dataclass(frozen=True)

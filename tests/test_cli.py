@@ -338,3 +338,27 @@ def test_summary_groups_infeasible_reasons_without_repeating_their_counts():
     line = summarize_plans({"ok": 5, "infeasible": 3}, reasons, 8, 2.0)
     assert line == "8 applicant(s): 5 planned; 3 infeasible (2 recourse(s) dropped, 1 differ in gender); 2.00 s " \
                    "(4.0 applicants/s)."
+
+
+def test_default_margin_keeps_every_recourse_off_the_boundary_and_margin_0_is_the_paper(sample_paths):
+    import joblib
+
+    estimator = joblib.load(sample_paths["model"])
+    names = [c for c in pd.read_csv(sample_paths["applicants"]).columns if c != "applicant_id"]
+    probabilities = {}
+    for extra in ((), ("--margin", "0")):
+        result = runner.invoke(app, _plan_args(sample_paths, "--format", "csv", *extra))
+        assert result.exit_code == 0, result.stderr
+        rows = pd.read_csv(io.StringIO(result.stdout))
+        rows = rows[rows["status"] == "ok"]
+        # the model's own probability of every recourse, not the reported one
+        probabilities[extra] = estimator.predict_proba(rows[names])[:, 1]
+    assert probabilities[()].min() >= 0.55 and len(probabilities[()]) >= 50
+    assert probabilities[("--margin", "0")].min() < 0.51          # the paper's first accepted points sit on it
+
+
+def test_default_margin_shrinks_under_a_high_threshold():
+    from frpd_cli.choice import DEFAULT_MARGIN, default_margin
+
+    assert DEFAULT_MARGIN == 0.05 and default_margin(0.5) == 0.05 and default_margin(0.94) == 0.05
+    assert default_margin(0.96) == pytest.approx(0.02) and 0.96 + default_margin(0.96) < 1

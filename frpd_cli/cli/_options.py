@@ -29,7 +29,7 @@ __all__ = [
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
     "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
-    "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options",
+    "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options", "resolve_margin",
     "ProximityOpt", "PROXIMITIES", "check_proximity",
 ]
 
@@ -289,11 +289,14 @@ MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", callback=_pos
                                                      "whose shortest path costs at most this (Dijkstra stops "
                                                      "there).", rich_help_panel=_GRAPH)]
 
-MarginOpt = Annotated[float, typer.Option("--margin", callback=_check_margin,
-                                          help="Probability points above --threshold every recourse must reach "
-                                          "(e.g. 0.05): prototypes, interpolation and sparsification stop only "
-                                          "where the model's probability is >= threshold + margin; 0 is the "
-                                          "paper's first accepted point.", rich_help_panel=_SEL)]
+MarginOpt = Annotated[Optional[float], typer.Option("--margin", callback=_check_margin,
+                                                    help="Probability points above --threshold every recourse "
+                                                    "must reach: prototypes, interpolation and sparsification "
+                                                    "stop only where the model's probability is >= threshold + "
+                                                    "margin; 0 is the paper's first accepted point (on the "
+                                                    "model's boundary). [default: 0.05, or half the room above "
+                                                    "a --threshold of 0.95 or more]", show_default=False,
+                                                    rich_help_panel=_SEL)]
 SparsifyOpt = Annotated[bool, typer.Option("--sparsify/--no-sparsify",
                                            help="Linear recourses: change the fewest features the model needs, "
                                            "the others keep the applicant's value (never more cost nor more "
@@ -350,6 +353,13 @@ MaxStepOpt = Annotated[Optional[float], typer.Option("--max-step", callback=_pos
 KdeBandwidthOpt = Annotated[Optional[float], typer.Option("--kde-bandwidth", callback=_positive("kde-bandwidth"),
                                                           help="Kernel bandwidth of --weight density [default: "
                                                           "median edge length].", rich_help_panel="Graph")]
+
+
+def resolve_margin(margin: float | None, threshold: float) -> float:
+    """``--margin`` as given, or its default for ``threshold`` (:func:`frpd_cli.choice.default_margin`)."""
+    from ..choice import default_margin
+
+    return default_margin(threshold) if margin is None else float(margin)
 
 
 def check_margin_options(threshold: float, margin: float, max_changes: int | None, *, graph: bool) -> None:

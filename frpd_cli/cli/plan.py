@@ -267,7 +267,7 @@ def plan_command(
     bandwidth: o.BandwidthOpt = 1.0,
     candidates: o.CandidatesOpt = "predicted",
     immutable_policy: o.PolicyOpt = "auto",
-    margin: o.MarginOpt = 0.0,
+    margin: o.MarginOpt = None,
     sparsify: o.SparsifyOpt = True,
     max_changes: o.MaxChangesOpt = None,
     proximity: o.ProximityOpt = "distance",
@@ -326,8 +326,8 @@ def plan_command(
     continued with --resume. With --graph DIR (from build-graph), every recourse is the shortest path on the
     actionability graph to its prototype, and the output adds each path and its steps; --method face takes the K
     cheapest paths. Linear recourses are sparsified (only the changes the model needs; --no-sparsify for the
-    paper's plain interpolation); graph recourses keep their paths. --margin M asks every recourse for a
-    probability of at least --threshold + M.
+    paper's plain interpolation); graph recourses keep their paths. Every recourse reaches a probability of at
+    least --threshold + --margin (default 0.05; --margin 0 gives the paper's boundary recourses).
 
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
@@ -339,6 +339,7 @@ def plan_command(
     check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
                                                               "schema": schema, "graph": graph, "pool": pool,
                                                               **extra_inputs(others)})
+    margin = o.resolve_margin(margin, threshold)
     o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
     o.check_proximity(proximity, graph=graph is not None)
     if others.active and graph is not None:

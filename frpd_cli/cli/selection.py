@@ -75,6 +75,7 @@ def select_command(
                                                         "candidates are unchanged skip the decomposition.",
                                                         rich_help_panel="Selection")] = None,
     immutable_policy: o.PolicyOpt = "auto",
+    margin: o.MarginOpt = None,
     proximity: o.ProximityOpt = "distance",
     graph: o.GraphOpt = None,
     endpoint: o.EndpointOpt = "prototype",
@@ -127,9 +128,11 @@ def select_command(
         applicants = spooled.path
     thetas = _parse_thetas(theta)
     o.check_proximity(proximity, graph=graph is not None)
+    margin = o.resolve_margin(margin, threshold)
+    o.check_margin_options(threshold, margin, None, graph=graph is not None)
     settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
                             scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
-                            max_cost=max_cost, immutable_policy=immutable_policy,
+                            max_cost=max_cost, immutable_policy=immutable_policy, margin=margin,
                             proximity=proximity).validate()
     flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
                    vary=vary, ranges=range_, weights=feature_weight, scale=scale)
@@ -247,7 +250,7 @@ def interpolate_command(
                                                  "selection]; linear scheme: optional.")] = None,
     tol: o.TolOpt = 1e-3,
     threshold: o.OptionalThresholdOpt = None,
-    margin: o.MarginOpt = 0.0,
+    margin: o.MarginOpt = None,
     sparsify: o.SparsifyOpt = True,
     max_changes: o.MaxChangesOpt = None,
     trust_type: o.TrustTypeOpt = None,
@@ -301,14 +304,16 @@ def interpolate_command(
         raise InputError("The graph scheme needs --graph DIR: the graph the selection was made on (select --graph).")
     if scheme == "linear" and (graph is not None or endpoint is not None):
         raise InputError("The --graph and --endpoint options need --scheme graph.")
-    if scheme == "graph" and margin:
-        from ..exceptions import OptionError
-
-        raise OptionError("--margin", "--margin with --scheme graph: the selection's graph prototypes were chosen "
-                          "at the threshold. Use frpd plan --graph DIR --margin M instead.")
     hint = "frpd select DATA --model MODEL --applicants CSV --out DIR"
     artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model}, command_hint=hint)
     params = artifact.params
+    selected_at = float(params.get("margin") or 0.0)       # the margin the selection's pool was taken at
+    if scheme == "graph" and margin is not None and margin != selected_at:
+        from ..exceptions import OptionError
+
+        raise OptionError("--margin", f"--margin {margin:g} with --scheme graph: the selection's graph prototypes "
+                          f"were chosen at margin {selected_at:g}. Select again with frpd select --graph DIR "
+                          f"--margin {margin:g}, or use frpd plan --graph DIR --margin {margin:g}.")
     selected_on = params.get("scheme", "linear")
     if selected_on != scheme:
         if selected_on == "graph":
@@ -321,6 +326,7 @@ def interpolate_command(
     _check_same_schema(encoder.schema, _flags(schema, target, favorable, immutable, increasing, decreasing, None,
                                               None, None).spec(), selection)
     names = list(encoder.schema.feature_names)
+    margin = selected_at if margin is None else float(margin)   # default: the margin the selection was made at
     o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,
                            graph=scheme == "graph")
     loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
@@ -389,7 +395,7 @@ def interpolate_command(
         if scheme == "graph":
             codes0 = encoder.constraint_codes(raw, source="the selection's applicants")
             all_plans.extend(graph_plans(training, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
-                                         method=label, settings=settings))
+                                         method=label, settings=settings, model=loaded))
             continue
         all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
                                            k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
