@@ -48,6 +48,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__
+from ._csv import frame_csv
 from .exceptions import ArtifactError, InputError, StaleArtifactError
 from .outputs import fsync_folder as fsync_dir
 from .outputs import signals_held
@@ -359,7 +360,7 @@ def _payload_bytes(name: str, content) -> bytes:
     if suffix == ".csv":
         if not isinstance(content, pd.DataFrame):
             raise ArtifactError(f"The payload '{name}' must be a DataFrame or str; got {type(content).__name__}.")
-        return content.to_csv(index=False, lineterminator="\n").encode("utf-8")
+        return frame_csv(content).encode("utf-8")
     if suffix == ".json":
         return _dump_json(_to_json_value(content, where=name), where=name).encode("utf-8")
     raise ArtifactError(f"The payload '{name}' must be a str; got {type(content).__name__}.")

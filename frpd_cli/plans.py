@@ -301,7 +301,9 @@ def _read_json_plans(path: Path, text: str) -> list[dict]:
         if text[0] == "[":
             records = json.loads(text)
         else:
-            records = [json.loads(line) for line in text.splitlines() if line.strip()]
+            # JSON lines end at "\n" only: a text value may hold U+2028 or U+0085 unescaped (str.splitlines
+            # would cut the record there)
+            records = [json.loads(line) for line in text.split("\n") if line.strip()]
     except json.JSONDecodeError as exc:
         raise InputError(f"The plans file '{path}' is not valid JSON/JSON lines: {exc}.") from None
     for i, rec in enumerate(records):

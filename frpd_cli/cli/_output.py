@@ -7,7 +7,6 @@ and progress go to stderr.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import sys
@@ -21,6 +20,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .. import outputs
+from .._csv import CsvWriter
 from ..exceptions import InputError
 from ..plans import Plan, csv_columns, escape_csv_text, plan_csv_rows, plan_record, python_value
 
@@ -92,16 +92,17 @@ class PlanWriter:
         self.projected = projected
         self.models = tuple(models)     # other models to satisfy: probability_<name> columns
         if fmt == "csv":
-            self._csv = csv.writer(stream, lineterminator="\n")
+            self._csv = CsvWriter(stream)
 
     def write(self, plans: Iterable[Plan]) -> None:
         plans = list(plans)
         if self.fmt == "csv":
             if not self._started:
                 self._csv.writerow(csv_columns(self.feature_names, projected=self.projected, models=self.models))
+            rows = []
             for plan in plans:
-                self._csv.writerows(plan_csv_rows(plan, self.feature_names, projected=self.projected,
-                                                 models=self.models))
+                rows.extend(plan_csv_rows(plan, self.feature_names, projected=self.projected, models=self.models))
+            self._csv.writerows(rows)
         elif self.fmt == "jsonl":
             for plan in plans:
                 self.stream.write(json.dumps(plan_record(plan), ensure_ascii=False) + "\n")
@@ -443,9 +444,9 @@ def print_rows(console: Console, rows: list[dict], columns: list[str], *, title:
 def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, title: str | None = None) -> None:
     """Write flat records (summary tables, prototype lists) in any format."""
     if fmt == "csv":
-        writer = csv.DictWriter(stream, fieldnames=columns, lineterminator="\n", extrasaction="ignore")
-        writer.writeheader()
-        writer.writerows([{c: escape_csv_text(python_value(r.get(c, ""))) for c in columns} for r in rows])
+        writer = CsvWriter(stream)
+        writer.writerow(columns)
+        writer.writerows([[escape_csv_text(python_value(r.get(c, ""))) for c in columns] for r in rows])
     elif fmt == "jsonl":
         for r in rows:
             stream.write(json.dumps({c: python_value(r.get(c)) for c in columns}, ensure_ascii=False) + "\n")
