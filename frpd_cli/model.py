@@ -16,6 +16,7 @@ read with :mod:`skops.io`, which refuses every type outside an explicit trusted 
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import os
@@ -31,7 +32,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .exceptions import InputError, ModelError, ModelOutputError
+from .exceptions import FrpdError, InputError, ModelError, ModelOutputError
 
 __all__ = [
     "DEFAULT_TRUSTED_TYPES",
@@ -257,12 +258,11 @@ class Model:
                     out = _score_in_blocks(self.estimator, "predict", X, self.path)
         except ModelError:
             raise
-        except Exception as exc:  # a foreign estimator may raise anything: re-raise with context
+        except (Exception, SystemExit) as exc:  # a foreign estimator may raise anything, even call sys.exit
             method = "predict_proba" if self.uses_proba else "predict"
             raise ModelError(
-                f"The model '{self.path}' failed in {method} on {n_rows} row(s): "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+                f"The model '{self.path}' failed in {method} on {n_rows} row(s): {_foreign_failure(exc)}"
+            ) from (None if isinstance(exc, SystemExit) else exc)
         if self.uses_proba:
             out = self._check_proba(out, n_rows)
             return np.ascontiguousarray(out[:, self._favorable_index()], dtype=np.float64)
@@ -507,6 +507,33 @@ def _flush_c_stdio() -> None:
         _libc = False
 
 
+def _foreign_failure(exc: BaseException) -> str:
+    """What model code did when it failed: ``"RuntimeError: ..."``, or that it called ``sys.exit``."""
+    if isinstance(exc, SystemExit):
+        return (f"it called sys.exit({exc.code!r}) (SystemExit), which would have ended frpd with nothing "
+                "written; a model must return predictions or raise an error")
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _model_code_errors(load):
+    """Wrap ``load_model``: anything the model file's code raises while loading (even ``SystemExit``) is a
+    :class:`ModelError` naming the file; frpd's own errors and interrupts (Ctrl-C, signals) pass through."""
+
+    @functools.wraps(load)
+    def wrapper(path, *args, **kwargs):
+        try:
+            return load(path, *args, **kwargs)
+        except FrpdError:
+            raise
+        except (Exception, SystemExit) as exc:
+            raise ModelError(f"The model file '{path}' failed while loading: {_foreign_failure(exc)}. Check that "
+                             "it is the fitted classifier you meant, saved in this environment.") \
+                from (None if isinstance(exc, SystemExit) else exc)
+
+    return wrapper
+
+
+@_model_code_errors
 def load_model(path, *, favorable, feature_names, threshold: float = 0.5, trusted_types=None) -> Model:
     """Load a trusted classifier from a file and check that it fits the data.
 
