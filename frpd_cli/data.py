@@ -65,9 +65,28 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
     except (pd.errors.ParserError, ValueError) as exc:
         message = str(exc).strip().splitlines()[0]
         raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
+    _check_row_labels(frame, path, what)
     if frame.shape[0] == 0:
         raise InputError(f"The {what} '{path}' has a header but no data rows.")
     return frame
+
+
+def _check_row_labels(frame: pd.DataFrame, path: Path, what: str) -> None:
+    """Refuse a file whose first data row has more fields than its header names.
+
+    pandas then silently takes the first column(s) for row labels and shifts every column by one: the file
+    would be read with a wrong value in every column of every row (and "missing" values at the end).
+    """
+    if isinstance(frame.index, pd.RangeIndex):
+        return
+    n_names = frame.shape[1]
+    n_fields = n_names + frame.index.nlevels
+    raise InputError(
+        f"The {what} '{path}' has {n_fields} fields in its first data row (line 2) but {n_names} column names in "
+        f"its header: the row has {frame.index.nlevels} field(s) too many (a trailing comma, or an unquoted comma "
+        "inside a value?). Remove the extra field(s), quote values holding commas, or name every column in the "
+        "header."
+    )
 
 
 _BLOCK = 1 << 20
@@ -229,8 +248,12 @@ def iter_csv(path, *, chunk_size: int, encoding: str = "utf-8", what: str = "app
         n = 0
         with reader:
             for frame in reader:
+                if n == 0:
+                    _check_row_labels(frame, path, what)
                 n += len(frame)
                 yield frame
+    except InputError:
+        raise
     except (pd.errors.ParserError, ValueError) as exc:
         message = str(exc).strip().splitlines()[0]
         raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
