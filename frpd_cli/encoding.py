@@ -50,7 +50,7 @@ _MAX_DECIMALS = 10
 MAX_MAGNITUDE = 1e150
 #: Encoded values up to this size cannot make a squared distance overflow (checked exactly above it).
 _SAFE_ENCODED = 1e100
-#: Integer features are decoded to int64: their magnitude must stay below 2**63.
+#: Integer features are decoded to int64: their values must lie in [-2**63, 2**63).
 _MAX_INTEGER = float(2**63)
 
 
@@ -309,7 +309,7 @@ class Encoder:
             raw = np.interp(z, qs, xs)          # clipped to [lo, hi] outside the training shares
         raw = np.clip(raw, lo, hi)
         if f.kind == "integer":
-            return np.clip(np.floor(raw + 0.5), lo, hi).astype(np.int64)
+            return _to_int64(np.clip(np.floor(raw + 0.5), lo, hi))
         if self.decimals[j] is not None:
             raw = np.clip(np.round(raw, self.decimals[j]), lo, hi)
         return raw
@@ -543,13 +543,34 @@ def _shown(value) -> str:
     return repr(value)
 
 
+def _to_int64(whole: np.ndarray) -> np.ndarray:
+    """Whole float64 values as int64; 2**63 (the float64 form of 2**63 - 1, the largest training value it can
+    stand for) becomes 2**63 - 1 instead of overflowing."""
+    top = whole >= _MAX_INTEGER
+    if not top.any():
+        return whole.astype(np.int64)
+    out = np.where(top, 0.0, whole).astype(np.int64)
+    out[top] = np.iinfo(np.int64).max
+    return out
+
+
+def _beyond_int64(array: np.ndarray, values: pd.Series) -> np.ndarray:
+    """Which values do not fit in int64, judged on the values as read when they are integers (2**63 - 1 fits,
+    although its float64 form is 2**63)."""
+    if pd.api.types.is_signed_integer_dtype(values.dtype) and len(values) == len(array):
+        return np.zeros(len(array), dtype=bool)
+    if pd.api.types.is_unsigned_integer_dtype(values.dtype) and len(values) == len(array):
+        return values.to_numpy() > np.iinfo(np.int64).max
+    return (array >= _MAX_INTEGER) | (array < -_MAX_INTEGER)
+
+
 def _check_whole(array: np.ndarray, values: pd.Series, name: str, source: str) -> None:
-    """An integer feature holds whole numbers that fit in int64."""
-    bad = np.flatnonzero((array != np.round(array)) | (np.abs(array) >= _MAX_INTEGER))
+    """An integer feature holds whole numbers that fit in int64 (-2**63 to 2**63 - 1)."""
+    bad = np.flatnonzero((array != np.round(array)) | _beyond_int64(array, values))
     if bad.size:
         r = int(bad[0])
         what = "a whole number" if array[r] == np.round(array[r]) else None
-        problem = ("a whole number below 2**63 in magnitude (it becomes a 64-bit integer)" if what
+        problem = ("a whole number from -2**63 to 2**63 - 1 (it becomes a 64-bit integer)" if what
                    else "a whole number (the column is an integer feature)")
         raise InputError(
             f"Column '{name}' of {source} holds {_shown(values.iloc[r])} in {_where(values.index, r)}; expected {problem}. "

@@ -150,7 +150,7 @@ def test_integer_beyond_exact_float_range_refused():
     enc, frame = _encoder()
     bad = frame.astype({"age": float})
     bad.loc[0, "age"] = 2.0**63
-    with pytest.raises(InputError, match=r"'age'.*data row 1 .*whole number below 2\*\*63"):
+    with pytest.raises(InputError, match=r"'age'.*data row 1 .*whole number from -2\*\*63 to 2\*\*63 - 1"):
         enc.encode(bad)
 
 

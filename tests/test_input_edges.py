@@ -66,3 +66,37 @@ def test_ragged_later_row_is_named_by_line(sample_paths, tmp_path):
     ragged = _with_extra_field(sample_paths["data"], tmp_path / "ragged.csv", 6)
     error = _one_error(_plan(sample_paths, data=ragged))
     assert "line 6" in error and "saw 9" in error
+
+
+def _with_value(path, out, row, column, value):
+    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame.loc[row, column] = str(value)
+    frame.to_csv(out, index=False)
+    return out
+
+
+@pytest.mark.parametrize("value", [INT64_MAX, -(2**63)])
+def test_int64_extremes_are_accepted_in_training(sample_paths, tmp_path, value):
+    data = _with_value(sample_paths["data"], tmp_path / "big.csv", 3, "age", value)
+    result = _plan(sample_paths, data, None, "--format", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    ages = [r["features"]["age"] for rec in records for r in rec["recourses"]]
+    # decoded without overflow, inside the training range
+    assert ages and all(isinstance(a, int) and min(value, 18) <= a <= max(value, 100) for a in ages)
+
+
+def test_largest_int64_is_accepted_in_applicants(sample_paths, tmp_path):
+    applicants = _with_value(sample_paths["applicants"], tmp_path / "big-app.csv", 0, "duration", INT64_MAX)
+    result = _plan(sample_paths, None, applicants, "--format", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    first = json.loads(result.stdout.splitlines()[0])
+    assert first["status"] == "ok" and first["recourses"]
+    for r in first["recourses"]:
+        assert r["changes"].get("duration", [INT64_MAX])[0] == INT64_MAX     # the applicant's value, exactly
+
+
+def test_beyond_int64_is_refused_with_the_true_range(sample_paths, tmp_path):
+    data = _with_value(sample_paths["data"], tmp_path / "big.csv", 3, "age", 2**63)
+    error = _one_error(_plan(sample_paths, data))
+    assert "'age'" in error and "from -2**63 to 2**63 - 1" in error and "line 5" in error
