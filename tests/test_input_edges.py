@@ -100,3 +100,39 @@ def test_beyond_int64_is_refused_with_the_true_range(sample_paths, tmp_path):
     data = _with_value(sample_paths["data"], tmp_path / "big.csv", 3, "age", 2**63)
     error = _one_error(_plan(sample_paths, data))
     assert "'age'" in error and "from -2**63 to 2**63 - 1" in error and "line 5" in error
+
+
+def _unreadable_runner():
+    """A command prefix under which a mode-000 file cannot be read, or None (then the test is skipped)."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return None
+    probe = subprocess.run([setpriv, "--bounding-set", "-dac_override,-dac_read_search", "true"],
+                           capture_output=True)
+    return [setpriv, "--bounding-set", "-dac_override,-dac_read_search"] if probe.returncode == 0 else None
+
+
+@pytest.mark.parametrize("which", ["data", "applicants", "schema", "plans"])
+def test_unreadable_input_is_an_input_error(sample_paths, tmp_path, which):
+    prefix = _unreadable_runner()
+    if prefix is None:
+        pytest.skip("running as root without setpriv: a mode-000 file stays readable")
+    locked = tmp_path / ("locked.toml" if which == "schema" else "locked.csv")
+    shutil.copy(sample_paths["schema" if which == "schema" else "data"], locked)
+    locked.chmod(0)
+    paths = {k: str(v) for k, v in sample_paths.items()}
+    paths[which] = str(locked)
+    if which == "plans":
+        args = ["evaluate", paths["data"], "--model", paths["model"], "--schema", paths["schema"], "--plans",
+                str(locked), "--applicants", paths["applicants"]]
+    else:
+        args = ["plan", paths["data"], "--model", paths["model"], "--schema", paths["schema"], "--applicants",
+                paths["applicants"]]
+    proc = subprocess.run([*prefix, sys.executable, "-m", "frpd_cli", *args], capture_output=True, text=True,
+                          cwd=tmp_path, timeout=600)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("Error:")]
+    assert proc.returncode == 1, proc.stderr
+    assert len(errors) == 1 and "locked." in errors[0] and "Permission denied" in errors[0], proc.stderr
+    assert "Usage:" not in proc.stderr and proc.stdout == ""

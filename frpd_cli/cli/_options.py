@@ -171,13 +171,13 @@ _SEL = "Selection"
 _OUT = "Output"
 _GRAPH = "Graph (sequential recourse)"
 
-DataArg = Annotated[Path, typer.Argument(help="Training CSV (header row; features and the target column).",
+DataArg = Annotated[Path, typer.Argument(help="Training CSV (header row; features and the target column).", readable=False,
                                          show_default=False)]
-ModelOpt = Annotated[Path, typer.Option("--model", help="Trusted model file (.pkl/.joblib run code when loaded; "
+ModelOpt = Annotated[Path, typer.Option("--model", readable=False, help="Trusted model file (.pkl/.joblib run code when loaded; "
                                         ".skops with a trusted-type list; .onnx, extra 'onnx', runs no code).",
                                         show_default=False,
                                         rich_help_panel=_DATA)]
-SchemaOpt = Annotated[Optional[Path], typer.Option("--schema", help="Schema TOML file (feature roles, target, "
+SchemaOpt = Annotated[Optional[Path], typer.Option("--schema", readable=False, help="Schema TOML file (feature roles, target, "
                                                    "favourable class). Flags override it.", rich_help_panel=_DATA)]
 TargetOpt = Annotated[Optional[str], typer.Option("--target", help="Target column [default: label].",
                                                   rich_help_panel=_DATA)]
@@ -230,9 +230,9 @@ LayoutOpt = Annotated[_choices(LAYOUTS), typer.Option("--layout", case_sensitive
                                                       "respected).", rich_help_panel=_OUT)]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary line and no progress bar on stderr "
                                         "(warnings, hints and errors still show).", rich_help_panel=_OUT)]
-OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", help="Write the data to this file "
+OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", readable=False, help="Write the data to this file "
                                                    "(atomically) instead of stdout.", rich_help_panel=_OUT)]
-ProvenanceOpt = Annotated[Optional[Path], typer.Option("--provenance", help="Also write a JSON document tying the "
+ProvenanceOpt = Annotated[Optional[Path], typer.Option("--provenance", readable=False, help="Also write a JSON document tying the "
                                                        "plans to what made them: sha256 of the model, data and "
                                                        "applicants files, the settings, the frpd version and the "
                                                        "plans' own sha256 (written atomically when the run succeeds; "
@@ -270,10 +270,10 @@ GraphFeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--feature-w
 DropMissingOpt = Annotated[bool, typer.Option("--drop-missing", help="Report applicants with missing feature values "
                                               "as invalid-input instead of refusing the file.",
                                               rich_help_panel=_DATA)]
-PoolOpt = Annotated[Optional[Path], typer.Option("--pool", help="Training pool folder from build-pool (same data, "
+PoolOpt = Annotated[Optional[Path], typer.Option("--pool", readable=False, help="Training pool folder from build-pool (same data, "
                                                 "model, schema flags and threshold): skips encoding and scoring the "
                                                 "training rows; results are identical.", rich_help_panel=_DATA)]
-GraphOpt = Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder from build-graph: "
+GraphOpt = Annotated[Optional[Path], typer.Option("--graph", readable=False, help="Actionability graph folder from build-graph: "
                                                  "recourses become shortest paths on it (sequential recourse), "
                                                  "prototypes are chosen among the favourable rows it reaches.",
                                                  rich_help_panel=_GRAPH)]

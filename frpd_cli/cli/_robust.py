@@ -22,7 +22,7 @@ def _check_level(value):
 
 
 AlsoValidForOpt = Annotated[Optional[list[Path]], typer.Option(
-    "--also-valid-for", metavar="MODEL", help="Another model every recourse must be favourable under too "
+    "--also-valid-for", readable=False, metavar="MODEL", help="Another model every recourse must be favourable under too "
     "(repeatable; .pkl/.joblib/.skops/.onnx like --model): a challenger, the previous release. Candidates, "
     "interpolation, sparsification and --margin use the worst of the models; the records add each model's "
     "probability.", rich_help_panel=_ROBUST)]
@@ -35,7 +35,7 @@ RobustLevelOpt = Annotated[float, typer.Option(
     "--robust-level", metavar="Q", callback=_check_level, help="Share of the --robust refits that must accept "
     "every recourse (1: all).", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
-    "--refits", metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
+    "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
 ResampleOpt = Annotated[str, typer.Option(
     "--resample", help="How refits draw their rows: bootstrap, or shifted (a bootstrap tilted along a random "

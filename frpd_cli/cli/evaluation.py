@@ -81,14 +81,14 @@ def _print_table(stream, summary) -> None:
 def evaluate_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    plans: Annotated[Path, typer.Option("--plans", help="Plans from plan/interpolate (csv or jsonl; several "
+    plans: Annotated[Path, typer.Option("--plans", readable=False, help="Plans from plan/interpolate (csv or jsonl; several "
                                         "methods may be concatenated).", show_default=False)],
-    applicants: Annotated[Optional[Path], typer.Option("--applicants", help="The applicants file the plans were "
+    applicants: Annotated[Optional[Path], typer.Option("--applicants", readable=False, help="The applicants file the plans were "
                                                        "made for (each plan's applicant is looked up by id). "
                                                        "Optional for jsonl/json plans, whose recourses carry the "
                                                        "applicant's values; needed for csv plans and to include "
                                                        "plans without recourses.")] = None,
-    graph: Annotated[Optional[Path], typer.Option("--graph", help="Actionability graph folder (build-graph): path "
+    graph: Annotated[Optional[Path], typer.Option("--graph", readable=False, help="Actionability graph folder (build-graph): path "
                                                   "costs along its edge weights. Without it, graph plans' path "
                                                   "costs are sums of Euclidean step lengths.")] = None,
     k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan [default: per "
@@ -97,7 +97,7 @@ def evaluate_command(
     manifold: o.ManifoldOpt = "favorable",
     per_applicant: Annotated[bool, typer.Option("--per-applicant", help="Write one row per plan instead of the "
                                                 "per-method summary.", rich_help_panel="Output")] = False,
-    plot: Annotated[Optional[Path], typer.Option("--plot", help="Also draw cost vs anti-diversity and cost vs DPP, "
+    plot: Annotated[Optional[Path], typer.Option("--plot", readable=False, help="Also draw cost vs anti-diversity and cost vs DPP, "
                                                  "one point per method, to this PNG (needs frpd-cli[plot]).",
                                                  rich_help_panel="Output")] = None,
     fmt: o.FormatOpt = None,
@@ -120,11 +120,11 @@ def evaluate_command(
     seed: o.SeedOpt = 0,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
-    provenance: Annotated[Optional[Path], typer.Option("--provenance", help="The provenance document written with "
+    provenance: Annotated[Optional[Path], typer.Option("--provenance", readable=False, help="The provenance document written with "
                                                        "the plans (plan/interpolate --provenance): the plans must be "
                                                        "the file it describes, made with this --model, data and "
                                                        "--applicants (same sha256); refused otherwise.")] = None,
-    also_model: Annotated[Optional[list[Path]], typer.Option("--also-model", metavar="MODEL", help="Another model "
+    also_model: Annotated[Optional[list[Path]], typer.Option("--also-model", readable=False, metavar="MODEL", help="Another model "
                                                              "to check the recourses with (repeatable), e.g. this "
                                                              "quarter's release: adds the share of recourses and "
                                                              "of plans it accepts, per method.")] = None,

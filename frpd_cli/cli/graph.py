@@ -183,7 +183,7 @@ def _write_graphml(graph, training, path: Path) -> None:
 def build_graph_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the graph artifact to.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", readable=False, help="Folder to write the graph artifact to.", show_default=False)],
     neighbors: Annotated[Optional[int], typer.Option("--neighbors", min=1, help="Edges to the k nearest "
                                                      "actionable rows of each row (duplicates extra), per number "
                                                      "of changed categories unless --no-per-change. Larger k "

@@ -258,7 +258,7 @@ def _check_outputs(output: Path | None, inputs: dict) -> None:
 def plan_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    applicants: Annotated[Path, typer.Option("--applicants", help="CSV of applicants to plan for (feature "
+    applicants: Annotated[Path, typer.Option("--applicants", readable=False, help="CSV of applicants to plan for (feature "
                                              "columns; an id column with --id-column); - reads stdin.",
                                              show_default=False)],
     method: o.MethodOpt = "quad",

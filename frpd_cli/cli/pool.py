@@ -20,7 +20,7 @@ __all__ = ["build_pool_command"]
 def build_pool_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the pool artifact to.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", readable=False, help="Folder to write the pool artifact to.", show_default=False)],
     schema: o.SchemaOpt = None,
     target: o.TargetOpt = None,
     favorable: o.FavorableOpt = None,

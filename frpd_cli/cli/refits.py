@@ -21,7 +21,7 @@ __all__ = ["build_refits_command"]
 def build_refits_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the refits artifact to.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", readable=False, help="Folder to write the refits artifact to.", show_default=False)],
     robust: Annotated[int, typer.Option("--robust", metavar="N", min=1, help="How many refits.",
                                         show_default=False)],
     resample: ResampleOpt = "bootstrap",

@@ -59,8 +59,8 @@ def _parse_thetas(text: str) -> list[float]:
 def select_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    applicants: Annotated[Path, typer.Option("--applicants", help="CSV of applicants.", show_default=False)],
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the selection artifact to.",
+    applicants: Annotated[Path, typer.Option("--applicants", readable=False, help="CSV of applicants.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", readable=False, help="Folder to write the selection artifact to.",
                                       show_default=False)],
     method: o.MethodOpt = "quad",
     k: o.KOpt = 3,
@@ -70,7 +70,7 @@ def select_command(
     save_eigen: Annotated[bool, typer.Option("--save-eigen", help="Also store each applicant's "
                                              "eigendecomposition (float32) in eigen.npz.",
                                              rich_help_panel="Selection")] = False,
-    reuse_eigen: Annotated[Optional[Path], typer.Option("--reuse-eigen", help="A selection folder made with "
+    reuse_eigen: Annotated[Optional[Path], typer.Option("--reuse-eigen", readable=False, help="A selection folder made with "
                                                         "--save-eigen on the same inputs: applicants whose "
                                                         "candidates are unchanged skip the decomposition.",
                                                         rich_help_panel="Selection")] = None,
@@ -237,14 +237,14 @@ def _number_or_text(value):
 @app.command("interpolate")
 @handle_errors
 def interpolate_command(
-    selection: Annotated[Path, typer.Option("--selection", help="Selection artifact folder from 'frpd select'.",
+    selection: Annotated[Path, typer.Option("--selection", readable=False, help="Selection artifact folder from 'frpd select'.",
                                             show_default=False)],
     model: o.ModelOpt,
-    out: Annotated[Path, typer.Option("--out", help="Folder to write the plan artifact to.", show_default=False)],
+    out: Annotated[Path, typer.Option("--out", readable=False, help="Folder to write the plan artifact to.", show_default=False)],
     scheme: o.SchemeOpt = "linear",
     graph: o.GraphOpt = None,
     endpoint: o.OptionalEndpointOpt = None,
-    data: Annotated[Optional[Path], typer.Option("--data", help="The training CSV the selection was made from "
+    data: Annotated[Optional[Path], typer.Option("--data", readable=False, help="The training CSV the selection was made from "
                                                  "(its contents are checked): every prototype must be the training "
                                                  "row it names. Graph scheme [default: the path recorded in the "
                                                  "selection]; linear scheme: optional.")] = None,
