@@ -57,10 +57,10 @@ from frpd_cli.evaluation import NEAR_THRESHOLD, evaluate_plans, summarize_by_met
 
 WANTED = ("German", "SBA", "Bank", "Adult", "COMPAS")
 RUNS = (  # label, scale, settings
-    ("quad plain minmax", "minmax", {"sparsify": False}),
-    ("quad sparse minmax", "minmax", {"sparsify": True}),
+    ("quad plain minmax", "minmax", {"sparsify": False, "margin": 0.0}),
+    ("quad sparse minmax", "minmax", {"sparsify": True, "margin": 0.0}),
     ("quad sparse minmax M=0.05", "minmax", {"sparsify": True, "margin": 0.05}),
-    ("quad sparse effort", "effort", {"sparsify": True}),
+    ("quad sparse effort", "effort", {"sparsify": True, "margin": 0.0}),
     ("quad sparse effort M=0.05", "effort", {"sparsify": True, "margin": 0.05}),
 )
 MARGINS = {label: extra.get("margin", 0.0) for label, _, extra in RUNS}
