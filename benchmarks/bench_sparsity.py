@@ -255,6 +255,8 @@ def main(argv=None) -> int:
     parser.add_argument("--n-applicants", type=int, default=200, help="applicants per dataset (default 200)")
     parser.add_argument("--datasets", default=",".join(w.lower() for w in WANTED))
     parser.add_argument("--no-dice", action="store_true", help="skip DiCE random")
+    parser.add_argument("--section", default="sparsity", help="section of docs/benchmarks.md to write (default "
+                        "sparsity; another name keeps a partial run apart)")
     args = parser.parse_args(argv)
     wanted = {d.strip().lower() for d in args.datasets.split(",") if d.strip()}
     use_dice = not args.no_dice and dice_available()
@@ -295,7 +297,7 @@ def main(argv=None) -> int:
                       "features)", "", *_table(rows), ""]
             summary_lines += _targets(spec.name, rows)
     lines += ["### Targets", "", *summary_lines]
-    publish("sparsity", lines)
+    publish(args.section, lines)
     return 0
 
 

@@ -85,15 +85,16 @@ def _coerce(frame: pd.DataFrame, schema) -> pd.DataFrame:
     return pd.DataFrame(out, index=frame.index)
 
 
-def _encodable(R: pd.DataFrame, schema) -> np.ndarray:
-    """Rows whose every value can be encoded (finite numbers, whole numbers for integer features, known categories)."""
+def _encodable(R: pd.DataFrame, encoder) -> np.ndarray:
+    """Rows whose every value can be encoded (finite numbers, whole numbers for integer features whose training
+    values are all whole, known categories)."""
     ok = np.ones(len(R), dtype=bool)
-    for f in schema.features:
+    for j, f in enumerate(encoder.schema.features):
         values = R[f.name]
         if f.is_numeric:
             numbers = values.to_numpy(dtype=np.float64)
             ok &= np.isfinite(numbers)
-            if f.kind == "integer":
+            if f.kind == "integer" and not (encoder.fractional and encoder.fractional[j]):
                 with np.errstate(invalid="ignore"):
                     ok &= numbers == np.round(numbers)
         else:
@@ -340,7 +341,7 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
             rec_rows.append({n: r["features"].get(n) for n in names})
     owner = np.asarray(owner, dtype=np.int64)
     R_raw = _coerce(pd.DataFrame(rec_rows, columns=names), schema) if rec_rows else pd.DataFrame(columns=names)
-    encodable = _encodable(R_raw, schema) if rec_rows else np.zeros(0, dtype=bool)
+    encodable = _encodable(R_raw, encoder) if rec_rows else np.zeros(0, dtype=bool)
     R_enc = np.full((len(rec_rows), encoder.n_features_out), np.nan)
     probability = np.full(len(rec_rows), np.nan)
     if encodable.any():

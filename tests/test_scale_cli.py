@@ -170,3 +170,13 @@ def test_no_recourse_proposes_a_fractional_count(tmp_path, scale):
                 assert float(value).is_integer(), (rec["applicant"], value)
                 moved += 1
     assert moved > 0
+    # evaluate takes the applicant's own fraction, kept by a recourse, as the count it is
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text(result.stdout)
+    evaluated = runner.invoke(app, ["evaluate", str(data), "--model", str(model), "--plans", str(plans),
+                                    "--applicants", str(applicants), "--format", "csv", "--per-applicant",
+                                    "--scale", scale])
+    assert evaluated.exit_code == 0, evaluated.stderr
+    table = pd.read_csv(io.StringIO(evaluated.stdout), keep_default_na=False)
+    assert not table["problems"].str.contains("fractions").any(), table["problems"].tolist()
+    assert (table.loc[table["status"] == "needs-recourse", "validity"] == 1.0).all()
