@@ -156,23 +156,29 @@ def test_no_recourse_proposes_a_fractional_count(tmp_path, scale):
     joblib.dump(make_pipeline(StandardScaler(), LogisticRegression()).fit(frame[["count", "amount"]],
                                                                          frame["label"]), model)
     applicants = tmp_path / "applicants.csv"
-    pd.DataFrame({"count": [0.0273438, 1.0, 2.5, 0.0], "amount": [150.0, 300.0, 200.0, 900.0]}).to_csv(
+    pd.DataFrame({"count": [0.0273438, 1.0, 6.5, 0.0], "amount": [150.0, 300.0, 200.0, 900.0]}).to_csv(
         applicants, index=False)
     result = runner.invoke(app, ["plan", str(data), "--model", str(model), "--applicants", str(applicants),
                                  "--format", "jsonl", "--scale", scale, "--no-sparsify"])
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     moved = 0
-    for rec, x0 in zip(records, [0.0273438, 1.0, 2.5, 0.0]):
+    for rec, x0 in zip(records, [0.0273438, 1.0, 6.5, 0.0]):
         for r in rec["recourses"]:
             value = r["features"]["count"]
             if value != x0:
                 assert float(value).is_integer(), (rec["applicant"], value)
                 moved += 1
     assert moved > 0
-    # evaluate takes the applicant's own fraction, kept by a recourse, as the count it is
+    # evaluate takes the applicant's own fraction, kept by a (sparse) recourse, as the count it is
+    sparse = runner.invoke(app, ["plan", str(data), "--model", str(model), "--applicants", str(applicants),
+                                 "--format", "jsonl", "--scale", scale])
+    assert sparse.exit_code == 0, sparse.stderr
+    kept = [r["features"]["count"] for line in sparse.stdout.splitlines() for r in json.loads(line)["recourses"]
+            if not float(r["features"]["count"]).is_integer()]
+    assert kept and set(kept) <= {0.0273438, 6.5}
     plans = tmp_path / "plans.jsonl"
-    plans.write_text(result.stdout)
+    plans.write_text(sparse.stdout)
     evaluated = runner.invoke(app, ["evaluate", str(data), "--model", str(model), "--plans", str(plans),
                                     "--applicants", str(applicants), "--format", "csv", "--per-applicant",
                                     "--scale", scale])
