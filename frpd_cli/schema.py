@@ -2,8 +2,9 @@
 
 A :class:`Schema` is inferred from the training CSV (numeric columns are
 continuous, numeric columns whose values are whole in at least 99% of the rows
-are integers (see :data:`WHOLE_SHARE`), everything else is categorical) and refined by declarations from a TOML file and from command-line
-flags, flags taking precedence over the file.
+are integers (see :data:`WHOLE_SHARE`), everything else is categorical) and
+refined by declarations from a TOML file and from command-line flags, flags
+taking precedence over the file.
 
 The TOML file format::
 
