@@ -1,10 +1,13 @@
-# frpd: every target works from a fresh clone; the virtualenv lives in .venv/.
+# frpd: every target works from a fresh clone; the virtualenv lives in .venv/ (the newest versions of the
+# dependencies), .venv-oldest/ for `make test-oldest` (the oldest supported ones, constraints/oldest.txt).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+OLDEST := .venv-oldest
+OLDEST_STAMP := $(OLDEST)/.installed
 
-.PHONY: install sample-model demo test bench paper-tables lint clean
+.PHONY: install sample-model demo test test-oldest bench paper-tables lint clean
 
 install: $(STAMP)
 
@@ -25,6 +28,18 @@ demo: sample_data/model.pkl
 
 test: sample_data/model.pkl
 	$(BIN)/python -m pytest -q
+
+# The same suite under the oldest supported versions (the tests train their own sample model with the
+# virtualenv's scikit-learn; sample_data/model.pkl belongs to .venv/ and is not used here).
+$(OLDEST_STAMP): pyproject.toml Makefile constraints/oldest.txt
+	$(PYTHON) -m venv $(OLDEST)
+	$(OLDEST)/bin/python -m pip install --quiet --upgrade pip
+	$(OLDEST)/bin/python -m pip install --quiet -c constraints/oldest.txt -e '.[dev,safe,dask,plot]'
+	touch $(OLDEST_STAMP)
+
+test-oldest: $(OLDEST_STAMP)
+	$(OLDEST)/bin/python -m pip check
+	$(OLDEST)/bin/python -m pytest -q
 
 bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_select.py
@@ -54,4 +69,4 @@ lint: $(STAMP)
 	$(BIN)/ruff check frpd_cli tests benchmarks
 
 clean:
-	rm -rf $(VENV) sample_data/model.pkl .pytest_cache
+	rm -rf $(VENV) $(OLDEST) sample_data/model.pkl .pytest_cache

@@ -9,7 +9,8 @@ __all__ = ["records"]
 
 
 def records(frame: pd.DataFrame) -> list[dict]:
-    """``frame.to_dict("records")``: the same dicts, the same values of the same Python types.
+    """``frame.to_dict("records")``: the same dicts, the same values of the same Python types; one dict per row,
+    also for a frame without columns (where pandas 3 returns no dict at all).
 
     pandas builds the rows from ``itertuples`` and converts every value of an object or extension column with
     ``maybe_box_native``, one call per value; most of the time of a chunk's rows. Here a numeric numpy column is

@@ -840,18 +840,96 @@ def _load_pickle(path: Path):
         _defer_package_inits()
         return joblib.load(path)
     except ModuleNotFoundError as exc:
-        raise ModelError(
-            f"The model file '{path}' needs the Python module '{exc.name}', which is not installed. "
-            f"Install the package that provides '{exc.name}' (the one used to train the model), "
-            "or re-save the model without it."
-        ) from exc
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError,
-            IndexError, KeyError, OSError, MemoryError) as exc:
+        raise _missing_module_error(path, exc) from exc
+    except Exception as exc:  # whatever unpickling raised (the file's objects run code): report it with its cause
         raise ModelError(
             f"The model file '{path}' cannot be unpickled ({type(exc).__name__}: {exc}). "
             "It may be truncated, not a pickle, or saved with incompatible library versions; "
-            "re-save it with joblib.dump in this environment."
+            f"re-save it with joblib.dump in this environment (scikit-learn {_installed_version('sklearn')})."
         ) from exc
+
+
+def _missing_module_error(path: Path, exc: ModuleNotFoundError) -> ModelError:
+    """The error for a pickle that names a module the environment lacks.
+
+    A module missing from a package that is installed (``numpy._core`` under numpy 1.x, a private
+    scikit-learn module renamed between versions) means the file was saved with another version of that
+    package, not that a package is missing.
+    """
+    name = exc.name or "?"
+    top = name.split(".")[0]
+    installed = _installed_version(top) if "." in name else None
+    if installed is not None:
+        return ModelError(
+            f"The model file '{path}' needs the module '{name}', which {top} {installed} (installed here) does "
+            f"not have: the model was saved with another version of {top}."
+        )
+    return ModelError(
+        f"The model file '{path}' needs the Python module '{name}', which is not installed. "
+        f"Install the package that provides '{name}' (the one used to train the model), "
+        "or re-save the model without it."
+    )
+
+
+def _installed_version(package: str) -> str | None:
+    """The version of an importable top-level package, or None when it is not installed."""
+    import importlib.util
+
+    try:
+        if importlib.util.find_spec(package) is None:
+            return None
+    except (ImportError, ValueError):
+        return None
+    from importlib import metadata
+
+    distribution = {"sklearn": "scikit-learn"}.get(package, package)
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return "(version unknown)"
+
+
+def _pickled_sklearn_version(path: Path) -> str | None:
+    """The scikit-learn version recorded in a pickle (scikit-learn estimators store ``_sklearn_version`` in their
+    state), read from the file's bytes without unpickling; None when the file records none or cannot be read.
+
+    Reads plain pickles and joblib's gzip, bz2, lzma/xz and zlib compressed files.
+    """
+    import re
+
+    try:
+        data = path.read_bytes()
+        if data[:2] == b"\x1f\x8b":
+            import gzip
+
+            data = gzip.decompress(data)
+        elif data[:3] == b"BZh":
+            import bz2
+
+            data = bz2.decompress(data)
+        elif data[:6] == b"\xfd7zXZ\x00" or data[:3] == b"]\x00\x00":
+            import lzma
+
+            data = lzma.decompress(data)
+        elif data[:1] == b"\x78":
+            import zlib
+
+            data = zlib.decompressobj().decompress(data)
+    except Exception:  # unreadable or damaged: no version known
+        return None
+    # the key, its memo entry if any (MEMOIZE, BINPUT, LONG_BINPUT), then the value as SHORT_BINUNICODE (1-byte
+    # length) or BINUNICODE (4 bytes)
+    found = re.search(rb"_sklearn_version(?:\x94|q.|r.{4})?(?:\x8c(.)|X(.{4}))", data, re.DOTALL)
+    if found is None:
+        return None
+    start = found.end()
+    size = found.group(1)[0] if found.group(1) is not None else int.from_bytes(found.group(2), "little")
+    value = data[start:start + size]
+    try:
+        text = value.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return text if re.fullmatch(r"[0-9][0-9A-Za-z.+-]{0,40}", text) else None
 
 
 def _load_skops(path: Path, trusted_types):
@@ -888,22 +966,35 @@ def _load_skops(path: Path, trusted_types):
 
 
 def _with_version_warnings(path: Path, loader):
-    """Run ``loader(path)``, turning scikit-learn's InconsistentVersionWarning into one ModelVersionWarning."""
+    """Run ``loader(path)``, turning scikit-learn's InconsistentVersionWarning into one ModelVersionWarning.
+
+    scikit-learn warns once per estimator of the file (a Pipeline: once per step); frpd issues one warning
+    naming the version(s) the file was saved with and the installed one. When the file cannot be loaded at all,
+    the error says which scikit-learn saved it (from those warnings or the file's bytes), which is installed,
+    and what to do.
+    """
     try:
         from sklearn.exceptions import InconsistentVersionWarning
-    except ImportError:  # scikit-learn absent or too old: nothing to translate
+    except ImportError:  # scikit-learn absent: nothing to translate
         InconsistentVersionWarning = None
 
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        estimator = loader(path)
-    saved, current = set(), None
-    for w in caught:
-        if InconsistentVersionWarning is not None and issubclass(w.category, InconsistentVersionWarning):
-            saved.add(str(w.message.original_sklearn_version))
-            current = str(w.message.current_sklearn_version)
-        else:
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
+    saved, current, others = set(), None, []
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                estimator = loader(path)
+            finally:
+                for w in caught:
+                    if InconsistentVersionWarning is not None and issubclass(w.category, InconsistentVersionWarning):
+                        saved.add(str(w.message.original_sklearn_version))
+                        current = str(w.message.current_sklearn_version)
+                    else:
+                        others.append(w)
+    except ModelError as exc:
+        raise _version_error(path, exc, saved) from exc.__cause__
+    for w in others:
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno, source=w.source)
     if saved:
         versions = ", ".join(sorted(saved))
         pin = sorted(saved)[-1]
@@ -914,6 +1005,26 @@ def _with_version_warnings(path: Path, loader):
             stacklevel=3,
         )
     return estimator
+
+
+def _version_error(path: Path, exc: ModelError, saved: set) -> ModelError:
+    """``exc`` (the file could not be loaded), saying which scikit-learn saved the file when that is another one
+    than the installed scikit-learn, and what to do."""
+    installed = _installed_version("sklearn")
+    if not saved and path.suffix.lower() in PICKLE_SUFFIXES:
+        recorded = _pickled_sklearn_version(path)
+        saved = {recorded} if recorded else set()
+    if installed is None or not saved or saved == {installed}:
+        return exc
+    versions = ", ".join(sorted(saved))
+    cause = exc.__cause__
+    detail = " ".join((f"{type(cause).__name__}: {cause}" if cause is not None else str(exc)).split())
+    return ModelError(
+        f"The model file '{path}' cannot be loaded: it was saved with scikit-learn {versions} and this environment "
+        f"has scikit-learn {installed} ({detail}). Re-save the model with scikit-learn {installed} (re-train it, or "
+        "load it where it was saved and export it with skops.io.dump or to ONNX, which frpd also reads), or run frpd "
+        f"in an environment with scikit-learn=={sorted(saved)[-1]}."
+    )
 
 
 # ---------------------------------------------------------------------------- checks

@@ -41,10 +41,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-try:
-    import tomllib
-except ModuleNotFoundError:  # Python 3.10: the same parser as a package
-    import tomli as tomllib
+import tomllib
 
 from .exceptions import SchemaError
 

@@ -4,6 +4,7 @@ import os
 import pickle
 import sys
 import warnings
+from pathlib import Path
 
 import joblib
 import numpy as np
@@ -492,3 +493,125 @@ def test_stdout_restored_after_a_failing_model_call(capfd):
     os.write(1, b"after\n")
     out, err = capfd.readouterr()
     assert out == "after\n" and err == "inner\n"
+
+
+# ------------------------------------------------------------------ models saved under another scikit-learn
+
+#: A scikit-learn version outside frpd's supported range, so never the installed one.
+OTHER_VERSION = "1.3.2"
+
+
+def _dump_as_saved_by(estimator, path, version, monkeypatch, **dump_kwargs):
+    """Pickle ``estimator`` as scikit-learn ``version`` would: every estimator's state records that version.
+
+    scikit-learn writes its version into each estimator's pickled state (``BaseEstimator.__getstate__``) and
+    compares it when loading; this records another one, the file's only difference from a file of that version.
+    """
+    from sklearn.base import BaseEstimator
+
+    original = BaseEstimator.__getstate__
+    with monkeypatch.context() as patch:
+        patch.setattr(BaseEstimator, "__getstate__", lambda self: {**original(self), "_sklearn_version": version})
+        joblib.dump(estimator, path, **dump_kwargs)
+    return path
+
+
+def _rename_in_pickle(path, old: str, new: str):
+    """Rename a module in a pickle's bytes (same length), as if the class had moved in the saving version."""
+    data = path.read_bytes()
+    assert len(old) == len(new) and data.count(old.encode()) >= 1
+    path.write_bytes(data.replace(old.encode(), new.encode()))
+
+
+def _frpd(*args):
+    import subprocess
+
+    return subprocess.run([sys.executable, "-m", "frpd_cli", *map(str, args)], capture_output=True, text=True)
+
+
+def _cli_args(tmp_path, data, model_path):
+    frame, y = data
+    train = frame.assign(label=y)
+    train.to_csv(tmp_path / "train.csv", index=False)
+    (tmp_path / "schema.toml").write_text(
+        'target = "label"\nfavorable = 1\ncategorical = ["housing"]\ninteger = ["age"]\n')
+    return ["schema", tmp_path / "train.csv", "--schema", tmp_path / "schema.toml", "--model", model_path]
+
+
+def test_a_pipeline_saved_under_another_version_gives_one_warning_line(tmp_path, data, monkeypatch, fitted):
+    import sklearn
+
+    path = _dump_as_saved_by(fitted, tmp_path / "old.pkl", OTHER_VERSION, monkeypatch)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        joblib.load(path)
+    raised = [w for w in caught if issubclass(w.category, InconsistentVersionWarning)]
+    assert len(raised) >= 4          # scikit-learn warns per estimator: pipeline, column transformer, steps
+    done = _frpd(*_cli_args(tmp_path, data, path))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    versions = [line for line in lines if OTHER_VERSION in line]
+    assert versions == [f"Warning: old.pkl was saved with scikit-learn {OTHER_VERSION}; this environment has "
+                        f"{sklearn.__version__}; predictions may differ — re-train the model or pin "
+                        f"scikit-learn=={OTHER_VERSION}."]
+    assert not [line for line in lines if "Inconsistent" in line or "Trying to unpickle" in line]
+
+
+def test_a_model_that_cannot_be_loaded_names_both_versions_and_what_to_do(tmp_path, data, monkeypatch, fitted):
+    import sklearn
+
+    path = _dump_as_saved_by(fitted, tmp_path / "old.pkl", OTHER_VERSION, monkeypatch)
+    # the saving version kept LogisticRegression in a module the installed one does not have
+    _rename_in_pickle(path, "sklearn.linear_model._logistic", "sklearn.linear_model._logistiq")
+    with pytest.raises(ModelError) as info:
+        load_model(path, favorable=1, feature_names=FEATURES)
+    message = str(info.value)
+    assert f"saved with scikit-learn {OTHER_VERSION}" in message
+    assert f"this environment has scikit-learn {sklearn.__version__}" in message
+    assert "sklearn.linear_model._logistiq" in message
+    assert "skops" in message and "ONNX" in message and f"scikit-learn=={OTHER_VERSION}" in message
+    done = _frpd(*_cli_args(tmp_path, data, path))
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [f"Error: {message}"]
+
+
+@pytest.mark.parametrize("compress", [0, 3, "gzip", "bz2", "xz", "lzma"])
+@pytest.mark.parametrize("protocol", [2, pickle.HIGHEST_PROTOCOL])
+def test_the_saving_version_is_read_from_the_file_when_loading_stops_before_any_warning(
+        tmp_path, data, monkeypatch, compress, protocol):
+    import sklearn
+
+    from frpd_cli.model import _pickled_sklearn_version
+
+    frame, y = data
+    clf = LogisticRegression().fit(frame[["income", "age"]], y)
+    path = _dump_as_saved_by(clf, tmp_path / "old.pkl", OTHER_VERSION, monkeypatch, compress=compress,
+                             protocol=protocol)
+    assert _pickled_sklearn_version(path) == OTHER_VERSION
+    current = joblib.dump(clf, tmp_path / "current.pkl", compress=compress, protocol=protocol)[0]
+    assert _pickled_sklearn_version(Path(current)) == sklearn.__version__
+    joblib.dump({"not": "an estimator"}, tmp_path / "plain.pkl", compress=compress, protocol=protocol)
+    assert _pickled_sklearn_version(tmp_path / "plain.pkl") is None
+    if compress == 0:
+        # the estimator's class is the first thing the file needs: nothing warns before the failure
+        _rename_in_pickle(path, "sklearn.linear_model._logistic", "sklearn.linear_model._logistiq")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with pytest.raises(ModelError, match=f"saved with scikit-learn {OTHER_VERSION} and this environment has "
+                                                 f"scikit-learn {sklearn.__version__}"):
+                load_model(path, favorable=1, feature_names=["income", "age"])
+        assert not caught
+
+
+def test_a_module_missing_from_an_installed_package_is_a_version_difference(tmp_path):
+    # numpy 1.x pickles arrays with numpy.core.multiarray._reconstruct, numpy 2.x with numpy._core....: a file
+    # from the other major version names a numpy module this one lacks
+    path = tmp_path / "arrays.pkl"
+    path.write_bytes(pickle.dumps(np.arange(3.0), protocol=2))
+    _rename_in_pickle(path, "multiarray", "multiarrax")
+    with pytest.raises(ModelError) as info:
+        load_model(path, favorable=1, feature_names=FEATURES)
+    message = str(info.value)
+    assert f"which numpy {np.__version__} (installed here) does not have" in message
+    assert "saved with another version of numpy" in message and "not installed" not in message

@@ -302,3 +302,36 @@ def test_compiled_final_steps_aside_when_it_differs_or_does_not_apply(monkeypatc
     fresh = LogisticRegression(max_iter=300).fit(X, y[:512])
     assert _rowwise.CompiledFinal(fresh)(X.astype(np.float32)) is None
     assert _rowwise.CompiledFinal(fresh)(X[:, :-1]) is None
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("prefix", ["onehot + minmax (sparse)", "dense output"])
+def test_a_failed_self_check_gives_scikit_learns_bits(prefix, monkeypatch):
+    # both compiled forms made one bit off, as a scikit-learn version computing otherwise would make them: the
+    # checks refuse them and the model's probabilities are scikit-learn's own, on the same padded blocks
+    from frpd_cli.model import SCORE_BLOCK_ROWS
+
+    train = _frame(400, 0)
+    pipe = Pipeline([("prep", PREFIXES[prefix]()), ("clf", FINALS["mlp relu"]())]).fit(train, _labels(train))
+    scaler_values, final_call = _rowwise._Scaler.values, _rowwise.CompiledFinal.__call__
+
+    def scaler_one_bit_off(self, frame):
+        out = scaler_values(self, frame)
+        return None if out is None else np.nextafter(out, np.inf)
+
+    def final_one_bit_off(self, X):
+        out = final_call(self, X)
+        if out is not None:
+            out[0, 1] = np.nextafter(out[0, 1], 2.0)
+        return out
+
+    monkeypatch.setattr(_rowwise._Scaler, "values", scaler_one_bit_off)
+    monkeypatch.setattr(_rowwise.CompiledFinal, "__call__", final_one_bit_off)
+    model = _model(pipe)
+    for seed, n in ((9, 700), (10, 1), (11, 512)):
+        rows = _frame(n, seed)
+        blocks = [np.minimum(np.arange(start, start + SCORE_BLOCK_ROWS), n - 1) for start in range(0, n, SCORE_BLOCK_ROWS)]
+        expected = np.concatenate([pipe.predict_proba(rows.iloc[b])[:, 1] for b in blocks])[:n]
+        assert model.favorable_probability(rows).tobytes() == expected.tobytes()
+    ct, clf = model.estimator.steps[0][1], model.estimator.steps[-1][1]
+    assert _rowwise.compiled_prefix(ct) is False and _rowwise.checked_final(clf) is False
