@@ -841,7 +841,8 @@ def _load_pickle(path: Path):
         return joblib.load(path)
     except ModuleNotFoundError as exc:
         raise _missing_module_error(path, exc) from exc
-    except Exception as exc:  # whatever unpickling raised (the file's objects run code): report it with its cause
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError,
+            IndexError, KeyError, OSError, MemoryError) as exc:
         raise ModelError(
             f"The model file '{path}' cannot be unpickled ({type(exc).__name__}: {exc}). "
             "It may be truncated, not a pickle, or saved with incompatible library versions; "
