@@ -35,13 +35,12 @@ from __future__ import annotations
 
 import math
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-import tomllib
 
 from .exceptions import SchemaError
 
@@ -647,7 +646,8 @@ def _infer_kind(name: str, values: pd.Series, spec: SchemaSpec, source: str):
         if not numeric and (name in spec.continuous or name in spec.integer):
             bad = _first_non_numeric(values)
             value = values.iloc[bad]
-            what = (f"the number {value!r}, too large for a 64-bit integer" if isinstance(value, int)
+            number = _number(value)
+            what = (f"the number {number!r}, too large for a 64-bit integer" if isinstance(number, int)
                     else f"the text {value!r}")
             raise SchemaError(
                 f"Column '{name}' is declared {'continuous' if name in spec.continuous else 'integer'} but data "
@@ -715,15 +715,38 @@ def _sort_key(value):
 
 def _first_non_numeric(values: pd.Series) -> int:
     """Position of the first value that keeps a column from being numeric: text, or an integer beyond 64 bits."""
-    converted = pd.to_numeric(values, errors="coerce")
-    bad = np.flatnonzero(converted.isna().to_numpy())
-    if bad.size:
-        return int(bad[0])
-    # every value converts: pandas left the column as objects because an integer does not fit in 64 bits
-    for i, value in enumerate(values.tolist()):
-        if isinstance(value, int) and not -(2 ** 63) <= value < 2 ** 64:
+    numbers = [_number(value) for value in values.tolist()]
+    for i, number in enumerate(numbers):
+        if number is None:
+            return i
+    # every value is a number: pandas left the column as objects because an integer does not fit in 64 bits (as
+    # Python ints, or with pandas 2 as the file's text)
+    for i, number in enumerate(numbers):
+        if isinstance(number, int) and not -(2 ** 63) <= number < 2 ** 64:
             return i
     return 0
+
+
+def _number(value):
+    """``value`` as a Python int or float when it is a number or the text of one; None otherwise (text, missing)."""
+    if isinstance(value, (bool, np.bool_)):
+        return None
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (float, np.floating)):
+        return None if math.isnan(value) else float(value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return int(text)
+        except ValueError:
+            pass
+        try:
+            number = float(text)
+        except ValueError:
+            return None
+        return None if math.isnan(number) else number
+    return None
 
 
 # --- Inspecting a schema: the schema file writer, column descriptions, identifier-like columns, precision ---
