@@ -51,7 +51,7 @@ from . import __version__
 from ._csv import frame_csv
 from .exceptions import ArtifactError, InputError, StaleArtifactError
 from .outputs import fsync_folder as fsync_dir
-from .outputs import signals_held
+from .outputs import output_lock, signals_held
 
 __all__ = [
     "Artifact",
@@ -202,6 +202,12 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
     _check_destination(out_dir, kind)
 
     out_dir.parent.mkdir(parents=True, exist_ok=True)
+    with output_lock(Path(os.path.realpath(out_dir)), shown=out_dir):  # reuses the lock the command took first
+        _check_destination(out_dir, kind)      # again: another process may have written it before we locked
+        return _write_locked(out_dir, kind, payloads, created, params_json, recorded_inputs)
+
+
+def _write_locked(out_dir: Path, kind: str, payloads: dict, created, params_json, recorded_inputs) -> Path:
     tmp_dir = None
     try:
         with signals_held():    # the folder exists only once the cleanup below knows its name

@@ -18,9 +18,15 @@ records ``interpolate`` prints:
 * **Inputs are never outputs**: :func:`check_not_inputs` refuses an output path
   that resolves to an input (same inode, or same real path), an output folder
   that contains an input, and an output inside an input folder.
-* **One writer per file**: :func:`output_lock` holds an advisory ``flock`` on a
-  lock file ``.NAME.lock`` beside the destination for the whole run; a second
-  writer is refused naming the first one's process id.
+* **One writer per file**: :func:`lock_outputs` takes an advisory ``flock`` on a
+  lock file ``.NAME.lock`` beside each destination before the command reads any
+  input, held for the whole run; a second writer is refused at once, naming the
+  first one's process id.
+* **Side files are frpd's own**: lock, partial, progress and temporary files are
+  created exclusively (``O_EXCL``, ``O_NOFOLLOW``); one found at their path is used
+  only when it is a regular file with one name in frpd's format, never followed,
+  truncated or deleted otherwise, and frpd removes a file only while it is still
+  the one it made (same inode).
 * **Input that is not a regular file** (``-`` for stdin, ``/dev/stdin``,
   ``<(...)``) is spooled once to a temporary file (:func:`spool_input`), so
   readers that pass over it twice read the same bytes.
@@ -59,11 +65,15 @@ __all__ = [
     "default_file_mode",
     "fsync_folder",
     "is_stdio",
+    "foreign_file_error",
+    "lock_outputs",
     "lock_path",
     "open_output",
     "output_error",
     "output_lock",
     "output_path",
+    "own_file_identity",
+    "remove_own",
     "resolve_output",
     "signals_held",
     "spool_input",
@@ -298,6 +308,9 @@ def output_error(path, exc: OSError) -> InputError:
         hint = "it is a folder. Pass a file name"
     elif code == errno.ENOENT:
         hint = f"the folder '{folder}' does not exist. Create it first"
+    elif code == errno.EFBIG:
+        hint = (f"the file would exceed the largest file size allowed ({exc.strerror}; see 'ulimit -f' or the file "
+                "system's limit). Raise the limit or choose another folder")
     elif code == errno.ENXIO:
         hint = "nothing is reading from it (a FIFO without a reader, or a socket). Start the reader first"
     else:
@@ -392,25 +405,98 @@ def _holder(fd: int) -> str:
     return text if text.isdigit() else "unknown"
 
 
-@contextmanager
-def output_lock(path, *, shown=None) -> Iterator[Path]:
-    """Hold an exclusive advisory lock on output ``path`` for the block.
+_KINDS = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"),
+          (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a device"), (stat.S_ISBLK, "a device"))
 
-    The lock is a ``flock`` on ``.NAME.lock`` beside ``path``, holding the writer's process id; the file is
-    removed when the block ends (a process killed with SIGKILL leaves it behind, unlocked: the next writer
-    takes it over).
 
-    Raises
-    ------
-    OutputBusyError
-        Another process holds the lock; the message names its process id.
+def _what(st: os.stat_result) -> str:
+    """What a non-regular file is, for messages."""
+    return next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
+
+
+def foreign_file_error(path, st: os.stat_result, role: str, remedy: str) -> InputError:
+    """The error for a side file of an output (lock, partial, progress) that frpd did not make.
+
+    Parameters
+    ----------
+    path : path
+        The side file.
+    st : os.stat_result
+        Its ``lstat``.
+    role : str
+        What frpd keeps there (``"lock file"``...), e.g. ``"the lock file of 'plans.csv'"``.
+    remedy : str
+        What to do, a sentence.
     """
-    path = Path(path)
-    lock = lock_path(path)
-    shown = path if shown is None else shown
+    if not stat.S_ISREG(st.st_mode):
+        what = _what(st)
+    elif st.st_nlink != 1:
+        what = f"a hard link to a file that has {st.st_nlink} names"
+    else:
+        what = "a file frpd did not write"
+    return InputError(f"'{path}', {role}, is {what}: frpd never follows, opens for writing, truncates or deletes "
+                      f"such a file. {remedy}")
+
+
+def own_file_identity(path) -> tuple[int, int] | None:
+    """``(st_dev, st_ino)`` of what is at ``path`` (not following a symlink), or None."""
+    st = _stat_nofollow(path)
+    return None if st is None else (st.st_dev, st.st_ino)
+
+
+def remove_own(path, identity) -> None:
+    """Remove ``path`` only while it is still the file frpd made (the same ``(st_dev, st_ino)``)."""
+    if identity is not None and own_file_identity(path) == tuple(identity):
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
+
+
+_LOCK_MAX_BYTES = 32
+_NEVER_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+
+
+def _open_existing_lock(lock: Path, shown) -> int | None:
+    """Open a lock file left by another frpd process (running or killed), after checking it is one.
+
+    Returns None when it disappeared meanwhile (its writer finished): the caller creates it again.
+    """
+    remedy = (f"Remove or rename it if it is yours, then write '{shown}' again (or choose another output "
+              "path).")
+    role = f"the lock file of '{shown}'"
+    named = lock_path(shown)        # as the user would name it
+    st = _stat_nofollow(lock)
+    if st is None:
+        return None
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > _LOCK_MAX_BYTES:
+        raise foreign_file_error(named, st, role, remedy)
+    try:
+        fd = os.open(lock, os.O_RDWR | _NEVER_FOLLOW)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:       # replaced by a symlink since we looked
+            raise foreign_file_error(named, _stat_nofollow(lock) or st, role, remedy) from None
+        raise output_error(shown, exc) from None
+    mine = os.fstat(fd)
+    text = os.pread(fd, _LOCK_MAX_BYTES + 1, 0).strip()
+    if ((mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(mine.st_mode)
+            or mine.st_nlink != 1 or not (text == b"" or text.isdigit())):
+        os.close(fd)
+        raise foreign_file_error(named, mine, role, remedy)
+    return fd
+
+
+def _acquire(lock: Path, shown) -> tuple[int, tuple[int, int]]:
+    """Take the lock file ``lock``: create it exclusively, or take over one whose writer is gone."""
     while True:
         try:
-            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NEVER_FOLLOW, 0o644)
+        except FileExistsError:
+            fd = _open_existing_lock(lock, shown)
+            if fd is None:
+                continue
         except OSError as exc:
             raise output_error(shown, exc) from None
         try:
@@ -424,21 +510,90 @@ def output_lock(path, *, shown=None) -> Iterator[Path]:
             os.close(fd)
             raise output_error(shown, exc) from None
         # the previous holder may have removed the file between our open and our lock: lock the current one
-        current = _stat_nofollow(lock)
         mine = os.fstat(fd)
-        if current is not None and (current.st_dev, current.st_ino) == (mine.st_dev, mine.st_ino):
-            break
+        if own_file_identity(lock) == (mine.st_dev, mine.st_ino):
+            return fd, (mine.st_dev, mine.st_ino)
         os.close(fd)
+
+
+# lock files this process took when a command started (lock_outputs), by absolute path: the writers that run
+# later in the same command reuse them instead of being refused by their own command
+_HELD_BY_COMMAND: dict[str, int] = {}
+
+
+@contextmanager
+def output_lock(path, *, shown=None, _for_command: bool = False) -> Iterator[Path]:
+    """Hold an exclusive advisory lock on output ``path`` for the block.
+
+    The lock is a ``flock`` on ``.NAME.lock`` beside ``path``, holding the writer's process id. The file is
+    created exclusively, never through a symlink; one found there is used only when it is a regular file with
+    one name holding a process id (a lock file of frpd whose writer was killed: not locked, so it is taken
+    over). It is removed when the block ends, only while it is still the same file (same inode).
+    A lock :func:`lock_outputs` took for the running command is reused, not taken again.
+
+    Raises
+    ------
+    OutputBusyError
+        Another process holds the lock; the message names its process id.
+    InputError
+        Something else is at the lock's path (a symlink, FIFO, hard link, folder or another file): it is
+        left untouched.
+    """
+    path = Path(path)
+    lock = lock_path(path)
+    shown = path if shown is None else shown
+    key = os.path.abspath(lock)
+    if key in _HELD_BY_COMMAND:
+        _HELD_BY_COMMAND[key] += 1
+        try:
+            yield lock
+        finally:
+            _HELD_BY_COMMAND[key] -= 1
+        return
+    fd, identity = _acquire(lock, shown)
+    if _for_command:
+        _HELD_BY_COMMAND[key] = 1
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         yield lock
     finally:
-        try:
-            lock.unlink()  # removed while still locked, so no one locks a file that is going away
-        except FileNotFoundError:
-            pass
+        if _for_command:
+            _HELD_BY_COMMAND.pop(key, None)
+        remove_own(lock, identity)   # removed while still locked, so no one locks a file that is going away
         os.close(fd)
+
+
+@contextmanager
+def lock_outputs(files=(), folders=()) -> Iterator[None]:
+    """Take the locks of a command's outputs before it reads any input; held until the block ends.
+
+    Parameters
+    ----------
+    files : iterable of path, ``-`` or None
+        Output files (``--output``, ``--provenance``...). ``None``, ``-``, devices and FIFOs take no lock.
+    folders : iterable of path or None
+        Artifact folders (``--out``): locked as ``.NAME.lock`` beside the folder.
+
+    Raises
+    ------
+    OutputBusyError
+        Another process is writing one of them; nothing has been read or written.
+    """
+    from contextlib import ExitStack
+
+    with ExitStack() as stack:
+        for path in files:
+            if path is None or is_stdio(path):
+                continue
+            target = resolve_output(path)
+            if target.kind == "file":
+                stack.enter_context(output_lock(target.real, shown=target.path, _for_command=True))
+        for folder in folders:
+            if folder is not None:
+                real = Path(os.path.realpath(folder))
+                stack.enter_context(output_lock(real, shown=folder, _for_command=True))
+        yield
 
 
 def _stat_nofollow(path) -> os.stat_result | None:
@@ -537,6 +692,14 @@ def _replacing(target: OutputTarget, *, suffix: str = ".tmp") -> Iterator[str]:
         fsync_folder(_folder(real))
 
 
+def _close_after_failure(handle) -> None:
+    """Close a file being abandoned: data still buffered is dropped, and so is a second write error."""
+    try:
+        handle.close()
+    except OSError:
+        pass
+
+
 def _open_stream(target: OutputTarget) -> int:
     if target.fd is not None:
         return os.dup(target.fd)
@@ -592,10 +755,18 @@ def open_output(path, *, binary: bool = False, stdout=None) -> Iterator[object]:
     with _replacing(target) as tmp:
         mode = "wb" if binary else "w"
         kwargs = {} if binary else {"encoding": "utf-8", "newline": ""}
-        with open(tmp, mode, **kwargs) as handle:
+        handle = open(tmp, mode, **kwargs)
+        try:
             guarded = _GuardedStream(handle, target.path)
             yield guarded
             guarded.flush()
+        except BaseException:
+            _close_after_failure(handle)    # the error that stopped the run is the one reported
+            raise
+        try:
+            handle.close()
+        except OSError as exc:
+            raise output_error(target.path, exc) from None
 
 
 @contextmanager

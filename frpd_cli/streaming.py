@@ -30,17 +30,30 @@ written.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
 import os
+import stat
+import tempfile
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Callable
 
-from .artifacts import atomic_write_bytes
 from .exceptions import InputError
-from .outputs import default_file_mode, fsync_folder, output_error, output_lock, resolve_output, terminate_on_signals
+from .outputs import (
+    default_file_mode,
+    foreign_file_error,
+    fsync_folder,
+    output_error,
+    output_lock,
+    own_file_identity,
+    remove_own,
+    resolve_output,
+    signals_held,
+    terminate_on_signals,
+)
 
 __all__ = ["SIDECAR_SUFFIX", "PARTIAL_SUFFIX", "ResumableOutput", "sidecar_path", "partial_path"]
 
@@ -48,6 +61,7 @@ SIDECAR_SUFFIX = ".resume.json"
 PARTIAL_SUFFIX = ".partial"
 _VERSION = 2
 _CHUNK = 1 << 20
+_MAX_PROGRESS_BYTES = 1 << 20   # a progress file is a few hundred bytes: a larger file is not one of frpd's
 
 
 def sidecar_path(path) -> Path:
@@ -132,6 +146,9 @@ class ResumableOutput:
         positive.
     note : str or None
         What happened to leftovers of an earlier run, for the user.
+    kept : bool
+        The run stopped (a signal, or a failure with ``resume``) and its partial and progress files were kept
+        for ``resume``.
     stream : text stream
         Where to write records; call :meth:`checkpoint` after each chunk, :meth:`finish` at the end. Use the
         object as a context manager so that a failure cleans up.
@@ -141,7 +158,16 @@ class ResumableOutput:
     InputError
         The destination cannot be written (folder missing or read-only, a folder, not a regular file);
         another process is writing it (:class:`~frpd_cli.outputs.OutputBusyError`); ``resume`` with a
-        progress file from another run, an edited partial file or an edited count.
+        progress file from another run, an edited partial file or an edited count; a partial or progress
+        file that frpd did not make (a symlink, FIFO, hard link, folder, or a file not in frpd's format) is
+        where frpd would write one: it is left untouched.
+
+    Notes
+    -----
+    The partial file and every progress file are created with ``O_EXCL | O_NOFOLLOW``; leftovers of an earlier
+    run are opened with ``O_NOFOLLOW | O_NONBLOCK`` after ``lstat`` shows a regular file with one name, and
+    checked again on the open descriptor. Cleanup removes a file only while it is still the one this run made
+    (same inode).
     """
 
     def __init__(self, path, *, fingerprint: dict, resume: bool = False,
@@ -160,62 +186,152 @@ class ResumableOutput:
         self.done = 0
         self.resumed_offset = 0
         self.note = None
+        self.kept = False
         self.stream = None
         self._raw = None
+        self._partial_id = None
+        self._sidecar_id = None
+        self._made_partial = False      # this run created the partial file (else it resumes one, or none exists)
         self._stack = ExitStack()
         self._stack.enter_context(terminate_on_signals())
         try:
             self._stack.enter_context(output_lock(self.target, shown=self.path))
             self._open()
         except BaseException:
-            self._stack.close()
+            if self._made_partial:
+                self._discard()         # what this run made, an empty partial file or a first progress file
+            else:
+                self.close()            # a refused resume keeps the files it was asked to continue
             raise
+
+    # ---------------------------------------------------------------- leftovers of an earlier run
+    def _shown(self, path: Path) -> Path:
+        """A side file as the user would name it: beside ``path`` as given, unless a symlink led elsewhere."""
+        given = Path(os.path.abspath(self.path))
+        return self.path.with_name(path.name) if given.parent == path.parent else path
+
+    def _foreign(self, path: Path, st: os.stat_result, role: str) -> InputError:
+        return foreign_file_error(self._shown(path), st, f"the {role} file of '{self.path}'",
+                                  f"Move it away (or remove it if it is yours), then run again; or choose another "
+                                  "output path.")
+
+    def _leftover(self, path: Path, role: str) -> os.stat_result | None:
+        """``lstat`` of a leftover side file, refused unless it is a regular file with one name."""
+        try:
+            st = os.stat(path, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise output_error(self._shown(path), exc) from None
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            raise self._foreign(path, st, role)
+        return st
+
+    def _open_leftover(self, path: Path, st: os.stat_result, role: str, flags: int) -> int:
+        """Open a checked leftover without following a link or blocking on a FIFO swapped in meanwhile."""
+        try:
+            fd = os.open(path, flags | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise self._foreign(path, os.stat(path, follow_symlinks=False), role) from None
+            raise output_error(self._shown(path), exc) from None
+        mine = os.fstat(fd)
+        if (mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(mine.st_mode) \
+                or mine.st_nlink != 1:
+            os.close(fd)
+            raise self._foreign(path, mine, role)
+        return fd
+
+    def _read_progress(self, st: os.stat_result) -> dict | None:
+        """The progress file's content if it is one of frpd's (a JSON object with a fingerprint), else None."""
+        if st.st_size > _MAX_PROGRESS_BYTES:
+            return None
+        fd = self._open_leftover(self.sidecar, st, "progress", os.O_RDONLY)
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                data = handle.read(_MAX_PROGRESS_BYTES + 1)
+        except OSError as exc:
+            raise output_error(self._shown(self.sidecar), exc) from None
+        try:
+            state = json.loads(data.decode("utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return state if isinstance(state, dict) and "fingerprint" in state else None
 
     # ---------------------------------------------------------------- opening
     def _open(self) -> None:
         digest = hashlib.sha256()
         self.state = "fresh"
-        if self.resume:
-            has_partial, has_progress = self.partial.exists(), self.sidecar.exists()
-            if not has_partial and not has_progress:
+        partial_st = self._leftover(self.partial, "partial")
+        progress_st = self._leftover(self.sidecar, "progress")
+        progress = None if progress_st is None else self._read_progress(progress_st)
+        if progress_st is not None and progress is None and not (self.resume and partial_st is not None):
+            raise self._foreign(self.sidecar, progress_st, "progress")
+        if self.resume and partial_st is not None and progress_st is not None:
+            if progress is None:
+                raise InputError(f"Cannot resume '{self.path}': its progress file '{self.sidecar.name}' is corrupted. "
+                                 "Run again without --resume to start over.")
+            fd = self._open_leftover(self.partial, partial_st, "partial", os.O_RDWR)
+            self._raw = os.fdopen(fd, "r+b")
+            self._load_checkpoint(progress, digest)
+            self._partial_id = (partial_st.st_dev, partial_st.st_ino)
+            self._sidecar_id = (progress_st.st_dev, progress_st.st_ino)
+            self.state = "resumed"
+            try:
+                self._raw.seek(self.resumed_offset)
+                self._raw.truncate(self.resumed_offset)
+            except OSError as exc:
+                raise output_error(self._shown(self.partial), exc) from None
+        else:
+            if self.resume and partial_st is None and progress_st is None:
                 if self.target.exists():
                     self.state = "complete"
                     self.note = (f"'{self.path}' is complete (no partial or progress file is left): nothing to "
                                  "resume. Run without --resume to plan again.")
                     return
                 self.note = f"Nothing to resume for '{self.path}': starting a fresh run."
-            elif has_partial and not has_progress:
+            elif self.resume and progress_st is None:
                 self.note = (f"'{self.partial.name}' has no progress file (the run stopped before its first "
                              "checkpoint): starting a fresh run.")
-            elif has_progress and not has_partial:
+            elif self.resume:
                 raise InputError(f"Cannot resume '{self.path}': its progress file '{self.sidecar.name}' is there "
                                  f"but the partial file '{self.partial.name}' is gone. Run again without --resume "
                                  "to start over.")
-            else:
-                self._load_checkpoint(digest)
-                self.state = "resumed"
-        elif self.partial.exists() or self.sidecar.exists():
-            self.note = (f"Discarding the partial output of an earlier run of '{self.path}' (pass --resume to "
-                         "continue such a run instead).")
-        try:
-            if self.state == "resumed":
-                self._raw = open(self.partial, "r+b")
-                self._raw.seek(self.resumed_offset)
-                self._raw.truncate(self.resumed_offset)
-            else:
-                self._raw = open(self.partial, "wb")
-                os.chmod(self.partial, default_file_mode())
-        except OSError as exc:
-            raise output_error(self.path, exc) from None
+            elif partial_st is not None or progress_st is not None:
+                self.note = (f"Discarding the partial output of an earlier run of '{self.path}' (pass --resume to "
+                             "continue such a run instead).")
+            # leftovers are removed only when they are frpd's: a progress file in frpd's format, and a partial
+            # file beside it (or an empty one: a run stopped before its first checkpoint)
+            if partial_st is not None and progress_st is None and partial_st.st_size > 0:
+                raise self._foreign(self.partial, partial_st, "partial")
+            for path, st in ((self.partial, partial_st), (self.sidecar, progress_st)):
+                if st is not None:
+                    remove_own(path, (st.st_dev, st.st_ino))
+            with signals_held():    # the file exists only once its identity is known to the cleanup
+                try:
+                    fd = os.open(self.partial, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                                 default_file_mode())
+                except FileExistsError:
+                    raise InputError(f"Cannot write '{self.path}': '{self.partial.name}' appeared while frpd was "
+                                     "starting (another program writes there). Run again.") from None
+                except OSError as exc:
+                    raise output_error(self._shown(self.partial), exc) from None
+                mine = os.fstat(fd)
+                self._partial_id = (mine.st_dev, mine.st_ino)
+                self._made_partial = True
+            self._raw = os.fdopen(fd, "wb")
+            try:
+                os.fchmod(fd, default_file_mode())
+            except OSError:
+                pass
         self._offset = self.resumed_offset
-        self.stream = _HashingText(self._raw, digest, self.path)
+        self.stream = _HashingText(self._raw, digest, self._shown(self.partial))
         if self.state == "fresh":
             self._save()
 
-    def _load_checkpoint(self, digest) -> None:
+    def _load_checkpoint(self, state: dict, digest) -> None:
         redo = "Run again without --resume to start over."
         try:
-            state = json.loads(self.sidecar.read_text(encoding="utf-8"))
             stored, done, offset = state["fingerprint"], int(state["done"]), int(state["offset"])
             expected = str(state["sha256"]) if state.get("version") == _VERSION else None
         except (ValueError, KeyError, TypeError):
@@ -231,46 +347,68 @@ class ResumableOutput:
                 f"({', '.join(keys)} differ{'s' if len(keys) == 1 else ''}). Run again without --resume to start "
                 "over, or with the original inputs and options."
             )
-        if done < 0 or offset < 0 or self.partial.stat().st_size < offset:
+        raw = self._raw
+        if done < 0 or offset < 0 or os.fstat(raw.fileno()).st_size < offset:
             raise InputError(f"Cannot resume '{self.path}': the partial file '{self.partial.name}' is shorter than "
                              f"its progress file says ({offset} bytes expected). {redo}")
-        with open(self.partial, "rb") as handle:
+        try:
+            raw.seek(0)
             left = offset
             while left:
-                block = handle.read(min(_CHUNK, left))
+                block = raw.read(min(_CHUNK, left))
                 if not block:
                     break
                 digest.update(block)
                 left -= len(block)
-        if digest.hexdigest() != expected:
-            raise InputError(f"Cannot resume '{self.path}': the first {offset} bytes of '{self.partial.name}' are "
-                             f"not the ones the run wrote (their sha256 differs): the file was edited. {redo}")
-        if self._count is not None:
-            with open(self.partial, "rb", buffering=0) as raw:
+            if digest.hexdigest() != expected:
+                raise InputError(f"Cannot resume '{self.path}': the first {offset} bytes of '{self.partial.name}' "
+                                 f"are not the ones the run wrote (their sha256 differs): the file was edited. {redo}")
+            if self._count is not None:
+                raw.seek(0)
                 found = self._count(io.BufferedReader(_Prefix(raw, offset), _CHUNK))
-            if found != done:
-                raise InputError(f"Cannot resume '{self.path}': its progress file says {done} applicant(s) are "
-                                 f"complete but '{self.partial.name}' holds {found}: the progress file was edited. "
-                                 f"{redo}")
+                if found != done:
+                    raise InputError(f"Cannot resume '{self.path}': its progress file says {done} applicant(s) are "
+                                     f"complete but '{self.partial.name}' holds {found}: the progress file was "
+                                     f"edited. {redo}")
+        except OSError as exc:
+            raise output_error(self._shown(self.partial), exc) from None
         self.done = done
         self.resumed_offset = offset
 
     # ---------------------------------------------------------------- writing
     def _save(self) -> None:
+        """Replace the progress file atomically with a new one (created exclusively) holding the checkpoint."""
         state = {"version": _VERSION, "fingerprint": self.fingerprint, "done": self.done, "offset": self._offset,
                  "sha256": self.stream.digest.hexdigest()}
         data = json.dumps(state, sort_keys=True, indent=1).encode("utf-8")
+        tmp = None
         try:
-            atomic_write_bytes(self.sidecar, data)
+            with signals_held():
+                fd, tmp = tempfile.mkstemp(dir=self.sidecar.parent, prefix=f".{self.sidecar.name}.", suffix=".tmp")
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+                os.fchmod(handle.fileno(), default_file_mode())
+                mine = os.fstat(handle.fileno())
+            os.replace(tmp, self.sidecar)
+            tmp = None
+            self._sidecar_id = (mine.st_dev, mine.st_ino)
         except OSError as exc:
-            raise output_error(self.path, exc) from None
+            raise output_error(self._shown(self.sidecar), exc) from None
+        finally:
+            if tmp is not None:
+                try:
+                    os.unlink(tmp)
+                except OSError:
+                    pass
 
     def _sync(self) -> None:
         try:
             self._raw.flush()
             os.fsync(self._raw.fileno())
         except OSError as exc:
-            raise output_error(self.path, exc) from None
+            raise output_error(self._shown(self.partial), exc) from None
         self._offset = self._raw.tell()
 
     def checkpoint(self, n_done: int) -> None:
@@ -282,37 +420,62 @@ class ResumableOutput:
     def finish(self) -> None:
         """Rename the complete partial file over the destination, remove the progress file, release the lock."""
         self._sync()
-        self._raw.close()
+        try:
+            self._raw.close()
+        except OSError as exc:
+            raise output_error(self._shown(self.partial), exc) from None
         existing = self.target.stat() if self.target.exists() else None
         try:
             if existing is not None:
                 os.chmod(self.partial, existing.st_mode & 0o7777)
+            if own_file_identity(self.partial) != self._partial_id:
+                raise InputError(f"Cannot write '{self.path}': '{self.partial.name}' was replaced by another "
+                                 "program during the run. Run again.")
             os.replace(self.partial, self.target)
         except OSError as exc:
             raise output_error(self.path, exc) from None
-        self.sidecar.unlink(missing_ok=True)
+        self._partial_id = None
+        remove_own(self.sidecar, self._sidecar_id)
         fsync_folder(self.target.parent)
         self.state = "complete"
         self._stack.close()
 
     def abort(self) -> None:
         """Stop after a failure: keep the partial and progress files with ``resume``, else remove them."""
-        self.close()
-        if not self.resume:
-            self.partial.unlink(missing_ok=True)
-            self.sidecar.unlink(missing_ok=True)
+        if self.resume:
+            self.close()
+            self.kept = self.partial.exists()
+        else:
+            self._discard()
+
+    def _discard(self) -> None:
+        """Close and remove the partial and progress files this run made (never another file), then unlock."""
+        self._close_raw()
+        remove_own(self.partial, self._partial_id)
+        remove_own(self.sidecar, self._sidecar_id)
+        self._stack.close()
+
+    def _close_raw(self) -> None:
+        if self._raw is not None and not self._raw.closed:
+            try:
+                self._raw.close()
+            except OSError:
+                pass        # unwritten data is discarded; the error that stopped the run is the one reported
 
     def close(self) -> None:
         """Close without finishing or cleaning up (what a crash leaves), and release the lock."""
-        if self._raw is not None and not self._raw.closed:
-            self._raw.close()
+        self._close_raw()
         self._stack.close()
 
     def __enter__(self) -> "ResumableOutput":
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None and self.state != "complete":
-            self.abort()
-        else:
+        if exc_type is None or self.state == "complete":
             self.close()
+        elif issubclass(exc_type, KeyboardInterrupt) and self.done > 0:
+            # interrupted (Ctrl-C, SIGTERM, SIGHUP) after a checkpoint: keep the work for --resume
+            self.close()
+            self.kept = True
+        else:
+            self.abort()

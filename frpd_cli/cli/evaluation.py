@@ -15,7 +15,7 @@ from ..artifacts import read_artifact
 from ..evaluation import (MANIFOLDS, applicants_from_records, evaluate_plans, plan_counts, plot_tradeoff,
                           summarize_by_method, summary_metrics)
 from ..exceptions import ArtifactError, InputError
-from ..outputs import check_not_inputs, output_path, resolve_output
+from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
@@ -144,93 +144,95 @@ def evaluate_command(
                      {"data": data, "model": model, "plans": plans, "applicants": applicants, "graph": graph,
                       "schema": schema, "provenance": provenance,
                       **{f"also_model_{i}": p for i, p in enumerate(also_model or (), start=1)}})
-    if provenance is not None:
-        from ..provenance import check_provenance, read_provenance
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(files=(output, plot)):
+        if provenance is not None:
+            from ..provenance import check_provenance, read_provenance
 
-        check_provenance(read_provenance(provenance), source=provenance, plans=plans,
-                         files={"model": model, "data": data, "applicants": applicants})
-        checked = "the plans, model, data and applicants" if applicants is not None else "the plans, model and data"
-        echo_err(f"Provenance '{provenance}': {checked} are the ones recorded.")
-    if manifold not in MANIFOLDS:
-        raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
-    fmt = resolve_format(fmt, output)
-    if plot is not None:
-        try:
-            import matplotlib  # noqa: F401
-        except ImportError:
-            raise InputError("--plot needs matplotlib: install the plot extra with "
-                             "`pip install 'frpd-cli[plot]'`.") from None
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
-    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, quiet=quiet)
-    others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)
-    records = read_plans(plans)
-    from ..evaluation import repeated_plans
+            check_provenance(read_provenance(provenance), source=provenance, plans=plans,
+                             files={"model": model, "data": data, "applicants": applicants})
+            checked = "the plans, model, data and applicants" if applicants is not None else "the plans, model and data"
+            echo_err(f"Provenance '{provenance}': {checked} are the ones recorded.")
+        if manifold not in MANIFOLDS:
+            raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
+        fmt = resolve_format(fmt, output)
+        if plot is not None:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                raise InputError("--plot needs matplotlib: install the plot extra with "
+                                 "`pip install 'frpd-cli[plot]'`.") from None
+        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
+        training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                                trusted_types=trust_type, quiet=quiet)
+        others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)
+        records = read_plans(plans)
+        from ..evaluation import repeated_plans
 
-    repeated = repeated_plans(records)
-    if repeated:
-        a, mth, n = repeated[0]
-        echo_err(f"Warning: {len(repeated)} (applicant, method) pair(s) have more than one plan in '{plans}' (first: "
-                 f"applicant {a!r}, method {mth!r}, {n} plans); each plan is evaluated on its own, so these "
-                 "applicants weigh more in their method's means. Give each run its own method label (e.g. --theta, "
-                 "--graph, --endpoint) or evaluate the files separately.")
-    if applicants is not None:
-        frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
-    else:
-        frame, ids, unknown = applicants_from_records(records, training.schema.feature_names)
-        if unknown:
-            echo_err(f"Warning: {len(unknown)} applicant(s) have no recourse to rebuild their values from "
-                     f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); their plans are left out. "
-                     "Pass --applicants to include them.")
-            records = [r for r in records if str(r["applicant"]) not in set(unknown)]
-        if not records:
-            raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
-    loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    console = stderr_console()
-    bar = Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, transient=True, disable=quiet or not (len(records) > 1 and console.is_terminal))
-    with bar:
-        task = bar.add_task("evaluate", total=len(records))
-        per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold,
-                             progress=lambda done, total: bar.update(task, completed=done), also_models=others)
-    summary = summarize_by_method(per)
-
-    if plot is not None:
-        with output_path(plot, suffix=".png") as path:
-            plot_tradeoff(summary, path)
-    with open_output(output) as stream:
-        if per_applicant:
-            columns = [c for c in per.columns if c not in ("path cost", "path diversity", "path anti-diversity",
-                                                           "seconds") or per[c].notna().any()]
-            rows = [{c: (None if isinstance(v, float) and math.isnan(v) else v) for c, v in r.items()}
-                    for r in per[columns].to_dict("records")]
-            write_records(stream, fmt, rows, columns, title="Per-plan metrics")
-        elif fmt == "table":
-            _print_table(stream, summary)
+        repeated = repeated_plans(records)
+        if repeated:
+            a, mth, n = repeated[0]
+            echo_err(f"Warning: {len(repeated)} (applicant, method) pair(s) have more than one plan in '{plans}' (first: "
+                     f"applicant {a!r}, method {mth!r}, {n} plans); each plan is evaluated on its own, so these "
+                     "applicants weigh more in their method's means. Give each run its own method label (e.g. --theta, "
+                     "--graph, --endpoint) or evaluate the files separately.")
+        if applicants is not None:
+            frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
         else:
-            rows = [{c: (None if isinstance(v, float) and math.isnan(v) else v) for c, v in r.items()}
-                    for r in summary.to_dict("records")]
-            write_records(stream, fmt, rows, list(summary.columns))
+            frame, ids, unknown = applicants_from_records(records, training.schema.feature_names)
+            if unknown:
+                echo_err(f"Warning: {len(unknown)} applicant(s) have no recourse to rebuild their values from "
+                         f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); their plans are left out. "
+                         "Pass --applicants to include them.")
+                records = [r for r in records if str(r["applicant"]) not in set(unknown)]
+            if not records:
+                raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
+        loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    needing = per[per["status"] == "needs-recourse"]
-    violations = int(needing["violations"].fillna(0).sum())
-    invalid = int((needing["validity"] < 1).sum())
-    if not quiet:
-        full, partial, none = plan_counts(needing).values()
-        echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse "
-                 f"({full} full, {partial} partial, {none} without recourse), {len(per) - len(needing)} already "
-                 "favourable.")
-    if invalid:
-        echo_err(f"Warning: {invalid} plan(s) are not valid (fewer than K recourses, or a recourse the model "
-                 "does not predict favourable); --per-applicant lists them.")
-    if violations:
-        echo_err(f"Warning: {violations} constraint violation(s) (immutable, monotone, range or vocabulary); "
-                 "--per-applicant lists them.")
-    if plot is not None:
-        echo_err(f"Wrote {plot}.")
+        console = stderr_console()
+        bar = Progress(TextColumn("evaluating"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                       console=console, transient=True, disable=quiet or not (len(records) > 1 and console.is_terminal))
+        with bar:
+            task = bar.add_task("evaluate", total=len(records))
+            per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold,
+                                 progress=lambda done, total: bar.update(task, completed=done), also_models=others)
+        summary = summarize_by_method(per)
+
+        if plot is not None:
+            with output_path(plot, suffix=".png") as path:
+                plot_tradeoff(summary, path)
+        with open_output(output) as stream:
+            if per_applicant:
+                columns = [c for c in per.columns if c not in ("path cost", "path diversity", "path anti-diversity",
+                                                               "seconds") or per[c].notna().any()]
+                rows = [{c: (None if isinstance(v, float) and math.isnan(v) else v) for c, v in r.items()}
+                        for r in per[columns].to_dict("records")]
+                write_records(stream, fmt, rows, columns, title="Per-plan metrics")
+            elif fmt == "table":
+                _print_table(stream, summary)
+            else:
+                rows = [{c: (None if isinstance(v, float) and math.isnan(v) else v) for c, v in r.items()}
+                        for r in summary.to_dict("records")]
+                write_records(stream, fmt, rows, list(summary.columns))
+
+        needing = per[per["status"] == "needs-recourse"]
+        violations = int(needing["violations"].fillna(0).sum())
+        invalid = int((needing["validity"] < 1).sum())
+        if not quiet:
+            full, partial, none = plan_counts(needing).values()
+            echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse "
+                     f"({full} full, {partial} partial, {none} without recourse), {len(per) - len(needing)} already "
+                     "favourable.")
+        if invalid:
+            echo_err(f"Warning: {invalid} plan(s) are not valid (fewer than K recourses, or a recourse the model "
+                     "does not predict favourable); --per-applicant lists them.")
+        if violations:
+            echo_err(f"Warning: {violations} constraint violation(s) (immutable, monotone, range or vocabulary); "
+                     "--per-applicant lists them.")
+        if plot is not None:
+            echo_err(f"Wrote {plot}.")
 
 
 def _load_also_models(paths, schema, *, threshold: float, trusted_types) -> dict:

@@ -14,7 +14,7 @@ from ..artifacts import read_artifact, write_artifact
 from ..constraints import actionable_pairs
 from ..exceptions import ArtifactError, InputError, OptionError, StaleArtifactError
 from ..graph import build_graph, default_neighbors, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
-from ..outputs import check_artifact_folder, check_not_inputs, output_path, resolve_output
+from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import open_output, resolve_format, stderr_console, write_records
@@ -253,65 +253,67 @@ def build_graph_command(
     check_not_inputs({"--out": out, "--export": None if export is None else export[1]},
                      {"data": data, "model": model, "schema": schema, "pool": pool})
     check_artifact_folder(out)
-    if kde_bandwidth is not None and weight != "density":
-        raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
-    fmt_ = resolve_format(fmt, None)
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
-    training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool, quiet=quiet)
-    if neighbors is None:
-        neighbors = default_neighbors(training.n_rows)
-    blocks = category_blocks(training.encoder) if per_change and radius is None else None
-    if connect and training.codes.monotone.shape[1] > 0:
-        monotone = [f.name for f in training.schema.features if f.mutability in ("increasing", "decreasing")]
-        raise OptionError("--connect", "--connect needs every move to be reversible, but "
-                          f"{', '.join(repr(m) for m in monotone)} may only move one way (--increasing/"
-                          "--decreasing). Drop --connect, or those declarations.")
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(files=(None if export is None else export[1],), folders=(out,)):
+        if kde_bandwidth is not None and weight != "density":
+            raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
+        fmt_ = resolve_format(fmt, None)
+        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
+        training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                                trusted_types=trust_type, pool=pool, quiet=quiet)
+        if neighbors is None:
+            neighbors = default_neighbors(training.n_rows)
+        blocks = category_blocks(training.encoder) if per_change and radius is None else None
+        if connect and training.codes.monotone.shape[1] > 0:
+            monotone = [f.name for f in training.schema.features if f.mutability in ("increasing", "decreasing")]
+            raise OptionError("--connect", "--connect needs every move to be reversible, but "
+                              f"{', '.join(repr(m) for m in monotone)} may only move one way (--increasing/"
+                              "--decreasing). Drop --connect, or those declarations.")
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    console = stderr_console()
-    progress = Progress(TextColumn("building graph"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=console, transient=True, disable=quiet or not console.is_terminal)
-    start = time.perf_counter()
-    with progress:
-        task = progress.add_task("graph", total=training.n_rows)
-        hubs = dict(hubs=training.favorable, hub_neighbors=favorable_neighbors) if favorable_neighbors else {}
-        graph = build_graph(training.X, training.codes, n_neighbors=neighbors, radius=radius, max_step=max_step,
-                            weight=weight, bandwidth=kde_bandwidth, category_blocks=blocks, connect=connect,
-                            progress=lambda done, total: progress.update(task, completed=done), **hubs)
-    seconds = time.perf_counter() - start
+        console = stderr_console()
+        progress = Progress(TextColumn("building graph"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                            console=console, transient=True, disable=quiet or not console.is_terminal)
+        start = time.perf_counter()
+        with progress:
+            task = progress.add_task("graph", total=training.n_rows)
+            hubs = dict(hubs=training.favorable, hub_neighbors=favorable_neighbors) if favorable_neighbors else {}
+            graph = build_graph(training.X, training.codes, n_neighbors=neighbors, radius=radius, max_step=max_step,
+                                weight=weight, bandwidth=kde_bandwidth, category_blocks=blocks, connect=connect,
+                                progress=lambda done, total: progress.update(task, completed=done), **hubs)
+        seconds = time.perf_counter() - start
 
-    stats = {**graph_statistics(graph), "favorable_nodes": int(training.favorable.sum())}
-    arrays = {**graph_to_arrays(graph), "probability": training.probability.astype(np.float64),
-              "favorable": training.favorable.astype(bool)}
-    params = {
-        "neighbors": graph.n_neighbors, "radius": graph.radius, "max_step": graph.max_step, "weight": graph.weight,
-        "bandwidth": graph.bandwidth, "threshold": threshold, "seed": seed,
-        "per_change": graph.category_blocks is not None,
-        "connect": connect,
-        "favorable_neighbors": favorable_neighbors,
-        "schema": _plain_schema(training.schema),
-        "scale": training.encoder.scale,
-        # build_seconds is the one field that differs between identical runs; the payloads do not.
-        "statistics": {**stats, "build_seconds": round(seconds, 3)},
-    }
-    write_artifact(out, kind=GRAPH_KIND, params=params, inputs={"data": data, "model": model},
-                   payloads={"graph.npz": arrays, "stats.json": stats})
-    if export is not None:
-        _write_graphml(graph, training, export[1])
-    if not quiet:
-        echo_err(f"Built the actionability graph of {stats['nodes']} rows in {seconds:.2f} s: {stats['edges']} edges, "
-                 f"{stats['favorable_nodes']} favourable nodes. Artifact written to '{out}'."
-                 + (f" GraphML written to '{export[1]}'." if export is not None else ""))
-    if stats["weak_components"] > 1:
-        echo_err(f"Note: {stats['weak_components']} weakly connected components (largest: "
-                 f"{stats['largest_component']} nodes); applicants reach only their own component.")
-    record = {**stats, "build_seconds": round(seconds, 3)}
-    with open_output(None) as stream:
-        if fmt_ == "table":  # one record: a statistic per line reads better at 80 columns
-            write_records(stream, fmt_, [{"statistic": c, "value": record[c]} for c in _STAT_COLUMNS],
-                          ["statistic", "value"], title="Actionability graph")
-        else:
-            write_records(stream, fmt_, [record], _STAT_COLUMNS)
+        stats = {**graph_statistics(graph), "favorable_nodes": int(training.favorable.sum())}
+        arrays = {**graph_to_arrays(graph), "probability": training.probability.astype(np.float64),
+                  "favorable": training.favorable.astype(bool)}
+        params = {
+            "neighbors": graph.n_neighbors, "radius": graph.radius, "max_step": graph.max_step, "weight": graph.weight,
+            "bandwidth": graph.bandwidth, "threshold": threshold, "seed": seed,
+            "per_change": graph.category_blocks is not None,
+            "connect": connect,
+            "favorable_neighbors": favorable_neighbors,
+            "schema": _plain_schema(training.schema),
+            "scale": training.encoder.scale,
+            # build_seconds is the one field that differs between identical runs; the payloads do not.
+            "statistics": {**stats, "build_seconds": round(seconds, 3)},
+        }
+        write_artifact(out, kind=GRAPH_KIND, params=params, inputs={"data": data, "model": model},
+                       payloads={"graph.npz": arrays, "stats.json": stats})
+        if export is not None:
+            _write_graphml(graph, training, export[1])
+        if not quiet:
+            echo_err(f"Built the actionability graph of {stats['nodes']} rows in {seconds:.2f} s: {stats['edges']} edges, "
+                     f"{stats['favorable_nodes']} favourable nodes. Artifact written to '{out}'."
+                     + (f" GraphML written to '{export[1]}'." if export is not None else ""))
+        if stats["weak_components"] > 1:
+            echo_err(f"Note: {stats['weak_components']} weakly connected components (largest: "
+                     f"{stats['largest_component']} nodes); applicants reach only their own component.")
+        record = {**stats, "build_seconds": round(seconds, 3)}
+        with open_output(None) as stream:
+            if fmt_ == "table":  # one record: a statistic per line reads better at 80 columns
+                write_records(stream, fmt_, [{"statistic": c, "value": record[c]} for c in _STAT_COLUMNS],
+                              ["statistic", "value"], title="Actionability graph")
+            else:
+                write_records(stream, fmt_, [record], _STAT_COLUMNS)

@@ -16,7 +16,7 @@ import typer
 from .. import __version__
 from ..applicants import ApplicantFile
 from ..exceptions import InputError
-from ..outputs import check_not_inputs, is_stdio, resolve_output
+from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
 from ..planning import PlanSettings, plan_stream
 from . import _options as o
 from ._errors import echo_err, handle_errors
@@ -57,6 +57,17 @@ def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
         parts.append(f"{counts['invalid-input']} invalid input")
     rate = n / seconds if seconds > 0 else float("inf")
     return f"{n} applicant(s): {'; '.join(parts)}; {seconds:.2f} s ({rate:.1f} applicants/s)."
+
+
+def _resume_command() -> str:
+    """The command that continues this run: the command line as given, with ``--resume``."""
+    import shlex
+    import sys
+
+    args = sys.argv[1:]
+    if os.path.basename(sys.argv[0]) in ("frpd", "__main__.py") and "plan" in args:
+        return shlex.join(["frpd", *args, *([] if "--resume" in args else ["--resume"])])
+    return "the same frpd plan command with --resume"
 
 
 def _count_jsonl(stream) -> int:
@@ -168,9 +179,9 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                     writer.close()
                     out.finish()
             except BaseException:
-                if resume and out.partial.exists():
-                    echo_err(f"Kept '{out.partial}' and its progress file: run the same command (with --resume) "
-                             "to continue.")
+                if out.kept:
+                    echo_err(f"Kept '{out.partial}' ({out.done} applicant(s) complete) and its progress file "
+                             f"'{out.sidecar}'; '{output}' is untouched. To continue, run: {_resume_command()}")
                 raise
         else:
             with open_output(output) as stream:
@@ -278,7 +289,8 @@ def plan_command(
     resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run writing --output (csv or "
                                          "jsonl); the result is byte-identical to an uninterrupted run. Safe to "
                                          "pass every time: starts fresh when there is nothing to resume, does "
-                                         "nothing when the output is complete.",
+                                         "nothing when the output is complete. With it, a run that fails on an "
+                                         "error keeps its partial and progress files too.",
                                          rich_help_panel="Output")] = False,
     jobs: o.JobsOpt = 1,
     backend: o.BackendOpt = "loky",
@@ -322,9 +334,10 @@ def plan_command(
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
-    Plans are written chunk by chunk in input order; with --output FILE in csv or jsonl an interrupted run can be
-    continued with --resume. With --graph DIR (from build-graph), every recourse is the shortest path on the
-    actionability graph to its prototype, and the output adds each path and its steps; --method face takes the K
+    Plans are written chunk by chunk in input order. With --output FILE in csv or jsonl, a run interrupted by
+    Ctrl-C, SIGTERM or SIGHUP keeps FILE.partial and FILE.resume.json (FILE itself is untouched) and prints the
+    command that continues it with --resume; a run that fails on an error leaves nothing behind. With --graph
+    DIR (from build-graph), every recourse is the shortest path on the actionability graph to its prototype, and the output adds each path and its steps; --method face takes the K
     cheapest paths. Linear recourses are sparsified (only the changes the model needs; --no-sparsify for the
     paper's plain interpolation); graph recourses keep their paths. Every recourse reaches a probability of at
     least --threshold + --margin (default 0.05; --margin 0 gives the paper's boundary recourses).
@@ -339,58 +352,60 @@ def plan_command(
     check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
                                                               "schema": schema, "graph": graph, "pool": pool,
                                                               **extra_inputs(others)})
-    margin = o.resolve_margin(margin, threshold)
-    o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
-    o.check_proximity(proximity, graph=graph is not None)
-    if others.active and graph is not None:
-        from .selection import _no_graph
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(files=(output, provenance)):
+        margin = o.resolve_margin(margin, threshold)
+        o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
+        o.check_proximity(proximity, graph=graph is not None)
+        if others.active and graph is not None:
+            from .selection import _no_graph
 
-        _no_graph(others, graph)
-    settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
-                            tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
-                            max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
-                            margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity).validate()
-    if scheduler is not None and backend != "dask":
-        raise InputError("--scheduler needs --backend dask.")
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
-    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
-    loaded_graph = None
-    if graph is not None:
-        from .graph import load_graph
+            _no_graph(others, graph)
+        settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
+                                tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
+                                max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
+                                margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity).validate()
+        if scheduler is not None and backend != "dask":
+            raise InputError("--scheduler needs --backend dask.")
+        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
+        training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                                trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
+        loaded_graph = None
+        if graph is not None:
+            from .graph import load_graph
 
-        loaded_graph, _ = load_graph(graph, training, data=data, model=model)
-    source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
-                           drop_missing=drop_missing)
-    inputs = {"data": data, "model": model, "applicants": source.read_path, "schema": schema,
-              "graph": None if graph is None else Path(graph) / "manifest.json", **extra_inputs(others)}
+            loaded_graph, _ = load_graph(graph, training, data=data, model=model)
+        source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
+                               drop_missing=drop_missing)
+        inputs = {"data": data, "model": model, "applicants": source.read_path, "schema": schema,
+                  "graph": None if graph is None else Path(graph) / "manifest.json", **extra_inputs(others)}
 
-    def fingerprint() -> dict:
-        # called once the inputs are validated (hashing a missing file would fail first)
-        return _fingerprint(inputs, settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
-                            drop_missing=drop_missing, scale=training.encoder.scale, **_robust_params(others))
+        def fingerprint() -> dict:
+            # called once the inputs are validated (hashing a missing file would fail first)
+            return _fingerprint(inputs, settings, training, threshold=threshold, seed=seed, id_column=spec.id_column,
+                                drop_missing=drop_missing, scale=training.encoder.scale, **_robust_params(others))
 
-    digest = hashlib.sha256() if provenance is not None else None
-    planned = run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs,
-                       chunk_size=chunk_size, graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume,
-                       fingerprint=fingerprint, layout=layout, quiet=quiet, digest=digest)
-    if provenance is not None and not planned:
-        # frpd cannot tell which run wrote a complete output: keep (or leave missing) the provenance of that run
-        echo_err(f"Note: '{output}' was already complete; --provenance '{provenance}' is left as it was (frpd "
-                 "cannot tell which run wrote that file). Remove the output to plan and record it again.")
-    elif provenance is not None:
-        from ..provenance import describe_file, plans_sha256, provenance_record
+        digest = hashlib.sha256() if provenance is not None else None
+        planned = run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs,
+                           chunk_size=chunk_size, graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume,
+                           fingerprint=fingerprint, layout=layout, quiet=quiet, digest=digest)
+        if provenance is not None and not planned:
+            # frpd cannot tell which run wrote a complete output: keep (or leave missing) the provenance of that run
+            echo_err(f"Note: '{output}' was already complete; --provenance '{provenance}' is left as it was (frpd "
+                     "cannot tell which run wrote that file). Remove the output to plan and record it again.")
+        elif provenance is not None:
+            from ..provenance import describe_file, plans_sha256, provenance_record
 
-        shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph,
-                 **extra_inputs(others)}
-        fmt_ = resolve_format(fmt, output)
-        record = provenance_record(
-            "plan",
-            inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},
-            settings={**settings.to_dict(), "schema": training.schema.to_dict(), "threshold": threshold, "seed": seed,
-                      "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
-                      "encoding": encoding, "scale": training.encoder.scale, **_robust_params(others)},
-            outputs=[{"path": "-" if output is None else str(output), "format": fmt_,
-                      "sha256": plans_sha256(output, digest)}])
-        write_provenance(provenance, record)
+            shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph,
+                     **extra_inputs(others)}
+            fmt_ = resolve_format(fmt, output)
+            record = provenance_record(
+                "plan",
+                inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},
+                settings={**settings.to_dict(), "schema": training.schema.to_dict(), "threshold": threshold, "seed": seed,
+                          "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
+                          "encoding": encoding, "scale": training.encoder.scale, **_robust_params(others)},
+                outputs=[{"path": "-" if output is None else str(output), "format": fmt_,
+                          "sha256": plans_sha256(output, digest)}])
+            write_provenance(provenance, record)

@@ -47,18 +47,20 @@ def build_pool_command(
     Example: frpd build-pool sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --out pool/
     """
-    from ..outputs import check_artifact_folder, check_not_inputs
+    from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs
     from ..pool import write_pool
 
     check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": schema})
     check_artifact_folder(out)
-    start = time.perf_counter()
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, None,
-                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
-    training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                     trusted_types=trust_type, quiet=quiet)
-    write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding)
-    if not quiet:
-        echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "
-                 f"{training.X.shape[1]} encoded columns) in {time.perf_counter() - start:.2f} s. "
-                 f"Artifact written to '{out}'.")
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(folders=(out,)):
+        start = time.perf_counter()
+        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, None,
+                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
+        training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                         trusted_types=trust_type, quiet=quiet)
+        write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding)
+        if not quiet:
+            echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "
+                     f"{training.X.shape[1]} encoded columns) in {time.perf_counter() - start:.2f} s. "
+                     f"Artifact written to '{out}'.")

@@ -93,7 +93,7 @@ def schema_command(
     Example: frpd schema sample_data/credit.csv --schema sample_data/schema.toml --write my_schema.toml
     """
     from ..dataset import read_training_frame
-    from ..outputs import check_not_inputs, is_stdio, resolve_output
+    from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
     from ..schema import inspect_schema, schema_to_toml
     from ._hints import id_like_warning
     from ._output import open_output, print_rows, resolve_format, write_records
@@ -101,51 +101,53 @@ def schema_command(
     if write is not None:
         resolve_output(write)
     check_not_inputs({"--write": write}, {"data": data, "model": model, "schema": schema})
-    write_to_stdout = write is not None and is_stdio(write)
-    fmt_ = resolve_format(fmt, None)
-    spec = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous,
-                  id_column, vary=vary, ranges=range_, weights=feature_weight).spec()
-    frame = read_training_frame(data, encoding=encoding)
-    report = inspect_schema(frame, spec, source=f"'{data}'")
-    toml = schema_to_toml(report.schema, columns=list(frame.columns), source=f"'{Path(data).name}'")
-    accepted = _model_summary(model, data, report, frame, threshold, trust_type) if model is not None else None
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(files=(write,)):
+        write_to_stdout = write is not None and is_stdio(write)
+        fmt_ = resolve_format(fmt, None)
+        spec = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous,
+                      id_column, vary=vary, ranges=range_, weights=feature_weight).spec()
+        frame = read_training_frame(data, encoding=encoding)
+        report = inspect_schema(frame, spec, source=f"'{data}'")
+        toml = schema_to_toml(report.schema, columns=list(frame.columns), source=f"'{Path(data).name}'")
+        accepted = _model_summary(model, data, report, frame, threshold, trust_type) if model is not None else None
 
-    warning = id_like_warning(report.id_like, f"'{data}'")
-    if warning:
-        echo_err(warning)
-    if report.n_incomplete:
-        echo_err(f"Warning: {report.n_incomplete} of {report.n_rows} rows of '{data}' have missing feature values "
-                 "(counted under 'missing'); the schema is inferred from the other rows, and plan refuses the "
-                 "file until they are filled or dropped.")
-    if write is not None:
-        with open_output(write) as stream:
-            stream.write(toml)
-    if not write_to_stdout:
-        with open_output(None) as stream:
-            if fmt_ == "table":
-                from rich.console import Console
+        warning = id_like_warning(report.id_like, f"'{data}'")
+        if warning:
+            echo_err(warning)
+        if report.n_incomplete:
+            echo_err(f"Warning: {report.n_incomplete} of {report.n_rows} rows of '{data}' have missing feature values "
+                     "(counted under 'missing'); the schema is inferred from the other rows, and plan refuses the "
+                     "file until they are filled or dropped.")
+        if write is not None:
+            with open_output(write) as stream:
+                stream.write(toml)
+        if not write_to_stdout:
+            with open_output(None) as stream:
+                if fmt_ == "table":
+                    from rich.console import Console
 
-                console = Console(file=stream)
-                rows, columns = schema_rows(report, table=True)
-                print_rows(console, rows, columns, title=f"Schema of '{data}' ({report.n_rows} rows)")
-                if accepted is not None:
-                    console.print(accepted)
-            else:
-                rows, columns = schema_rows(report, table=False)
-                if fmt_ == "csv":
-                    import json
+                    console = Console(file=stream)
+                    rows, columns = schema_rows(report, table=True)
+                    print_rows(console, rows, columns, title=f"Schema of '{data}' ({report.n_rows} rows)")
+                    if accepted is not None:
+                        console.print(accepted)
+                else:
+                    rows, columns = schema_rows(report, table=False)
+                    if fmt_ == "csv":
+                        import json
 
-                    rows = [{**r, "levels": "" if r["levels"] is None else json.dumps(r["levels"],
-                                                                                        ensure_ascii=False)}
-                            for r in rows]
-                write_records(stream, fmt_, rows, columns)
-    if not quiet:
-        parts = [f"{len(report.schema.features)} feature(s) of {report.n_rows} row(s)"]
-        if accepted is not None and fmt_ != "table":
-            parts.append(accepted)
-        if write is not None and not write_to_stdout:
-            parts.append(f"schema written to '{write}' (use it with --schema)")
-        echo_err("; ".join(parts) + ".")
+                        rows = [{**r, "levels": "" if r["levels"] is None else json.dumps(r["levels"],
+                                                                                            ensure_ascii=False)}
+                                for r in rows]
+                    write_records(stream, fmt_, rows, columns)
+        if not quiet:
+            parts = [f"{len(report.schema.features)} feature(s) of {report.n_rows} row(s)"]
+            if accepted is not None and fmt_ != "table":
+                parts.append(accepted)
+            if write is not None and not write_to_stdout:
+                parts.append(f"schema written to '{write}' (use it with --schema)")
+            echo_err("; ".join(parts) + ".")
 
 
 def _model_summary(model_path: Path, data: Path, report, frame, threshold: float, trust_type) -> str:

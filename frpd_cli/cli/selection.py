@@ -17,7 +17,7 @@ from ..encoding import Encoder
 from ..exceptions import InputError
 from ..judge import annotate_plans, primary_model
 from ..model import load_model
-from ..outputs import check_artifact_folder, check_not_inputs, resolve_output, spool_input
+from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs, resolve_output, spool_input
 from ..planning import (
     PlanSettings,
     SelectionOutcome,
@@ -123,84 +123,86 @@ def select_command(
                                       "graph": graph, "--reuse-eigen": reuse_eigen, "pool": pool,
                                       **extra_inputs(others)})
     check_artifact_folder(out)
-    spooled = spool_input(applicants)              # '-' or a pipe: read once, hashed and read from the copy
-    if spooled is not None:
-        applicants = spooled.path
-    thetas = _parse_thetas(theta)
-    o.check_proximity(proximity, graph=graph is not None)
-    margin = o.resolve_margin(margin, threshold)
-    o.check_margin_options(threshold, margin, None, graph=graph is not None)
-    settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
-                            scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
-                            max_cost=max_cost, immutable_policy=immutable_policy, margin=margin,
-                            proximity=proximity).validate()
-    flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                   vary=vary, ranges=range_, weights=feature_weight, scale=scale)
-    training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
-    loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
-    names = list(training.schema.feature_names)
-    raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
-    stored = None
-    if reuse_eigen is not None:
-        previous = read_artifact(reuse_eigen, kind=SELECTION_KIND,
-                                 inputs={"data": data, "model": model, "applicants": applicants},
-                                 command_hint="frpd select DATA --model MODEL --applicants CSV --out DIR "
-                                              "--save-eigen")
-        if "eigen.npz" not in previous.payload_names:
-            raise InputError(f"The selection '{reuse_eigen}' has no eigendecompositions; make it with --save-eigen.")
-        stored = previous.load_npz("eigen.npz")
-        check_eigen(stored, n_applicants=len(raw), n_rows=training.n_rows, artifact=reuse_eigen,
-                    hint="frpd select DATA --model MODEL --applicants CSV --out DIR --save-eigen")
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(folders=(out,)):
+        spooled = spool_input(applicants)              # '-' or a pipe: read once, hashed and read from the copy
+        if spooled is not None:
+            applicants = spooled.path
+        thetas = _parse_thetas(theta)
+        o.check_proximity(proximity, graph=graph is not None)
+        margin = o.resolve_margin(margin, threshold)
+        o.check_margin_options(threshold, margin, None, graph=graph is not None)
+        settings = PlanSettings(method=method, k=k, theta=thetas[0], bandwidth=bandwidth, candidates=candidates,
+                                scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
+                                max_cost=max_cost, immutable_policy=immutable_policy, margin=margin,
+                                proximity=proximity).validate()
+        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
+        training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                                trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
+        loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
+        names = list(training.schema.feature_names)
+        raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
+        stored = None
+        if reuse_eigen is not None:
+            previous = read_artifact(reuse_eigen, kind=SELECTION_KIND,
+                                     inputs={"data": data, "model": model, "applicants": applicants},
+                                     command_hint="frpd select DATA --model MODEL --applicants CSV --out DIR "
+                                                  "--save-eigen")
+            if "eigen.npz" not in previous.payload_names:
+                raise InputError(f"The selection '{reuse_eigen}' has no eigendecompositions; make it with --save-eigen.")
+            stored = previous.load_npz("eigen.npz")
+            check_eigen(stored, n_applicants=len(raw), n_rows=training.n_rows, artifact=reuse_eigen,
+                        hint="frpd select DATA --model MODEL --applicants CSV --out DIR --save-eigen")
 
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    start = time.perf_counter()
-    console = stderr_console()
-    bar = Progress(TextColumn("selecting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=console, transient=True, disable=quiet or not (len(raw) > 1 and console.is_terminal))
-    with bar:
-        task = bar.add_task("select", total=len(raw))
-        table = select_applicants(training, loaded, raw, ids, settings, thetas=thetas, graph=loaded_graph,
-                                  save_eigen=save_eigen, reuse_eigen=stored,
-                                  progress=lambda done, total: bar.update(task, completed=done))
-    seconds = time.perf_counter() - start
-    prototypes = table.prototypes
-    status_rows = table.status.to_dict("records")
-    applicants_frame = raw.loc[:, names].copy()
-    applicants_frame.insert(0, "applicant", ids)
-    payloads = {
-        "prototypes.csv": prototypes,
-        "status.csv": table.status,
-        "applicants.csv": applicants_frame,
-        "encoder.json": training.encoder.to_dict(),
-        "screening.npz": table.screening,
-    }
-    if save_eigen:
-        payloads["eigen.npz"] = table.eigen
-    params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
-              "id_column": spec.id_column, "scale": training.encoder.scale, **robust_params(others)}
-    inputs = {"data": data, "model": model, "applicants": applicants, **extra_inputs(others)}
-    if graph is not None:
-        inputs["graph"] = graph
-    write_artifact(out, kind=SELECTION_KIND, params=params, inputs=inputs, payloads=payloads,
-                   protect=[] if reuse_eigen is None else [reuse_eigen])
-    if stored is not None:
-        echo_err(f"Reused {table.n_reused} stored eigendecomposition(s) of '{reuse_eigen}'.")
-    counts = pd.Series([r["status"] for r in status_rows]).value_counts().to_dict()
-    if not quiet:
-        echo_err(f"Selected prototypes for {len(raw)} applicant(s) x {len(thetas)} theta(s) in {seconds:.2f} s: "
-                 + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f". Artifact written to '{out}'.")
-    hint = already_favorable_hint(sum(r["status"] == "already-favorable" for r in status_rows) // len(thetas),
-                                  len(raw), loaded)
-    if hint:
-        echo_err(hint)
+        start = time.perf_counter()
+        console = stderr_console()
+        bar = Progress(TextColumn("selecting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                       console=console, transient=True, disable=quiet or not (len(raw) > 1 and console.is_terminal))
+        with bar:
+            task = bar.add_task("select", total=len(raw))
+            table = select_applicants(training, loaded, raw, ids, settings, thetas=thetas, graph=loaded_graph,
+                                      save_eigen=save_eigen, reuse_eigen=stored,
+                                      progress=lambda done, total: bar.update(task, completed=done))
+        seconds = time.perf_counter() - start
+        prototypes = table.prototypes
+        status_rows = table.status.to_dict("records")
+        applicants_frame = raw.loc[:, names].copy()
+        applicants_frame.insert(0, "applicant", ids)
+        payloads = {
+            "prototypes.csv": prototypes,
+            "status.csv": table.status,
+            "applicants.csv": applicants_frame,
+            "encoder.json": training.encoder.to_dict(),
+            "screening.npz": table.screening,
+        }
+        if save_eigen:
+            payloads["eigen.npz"] = table.eigen
+        params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
+                  "id_column": spec.id_column, "scale": training.encoder.scale, **robust_params(others)}
+        inputs = {"data": data, "model": model, "applicants": applicants, **extra_inputs(others)}
+        if graph is not None:
+            inputs["graph"] = graph
+        write_artifact(out, kind=SELECTION_KIND, params=params, inputs=inputs, payloads=payloads,
+                       protect=[] if reuse_eigen is None else [reuse_eigen])
+        if stored is not None:
+            echo_err(f"Reused {table.n_reused} stored eigendecomposition(s) of '{reuse_eigen}'.")
+        counts = pd.Series([r["status"] for r in status_rows]).value_counts().to_dict()
+        if not quiet:
+            echo_err(f"Selected prototypes for {len(raw)} applicant(s) x {len(thetas)} theta(s) in {seconds:.2f} s: "
+                     + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) + f". Artifact written to '{out}'.")
+        hint = already_favorable_hint(sum(r["status"] == "already-favorable" for r in status_rows) // len(thetas),
+                                      len(raw), loaded)
+        if hint:
+            echo_err(hint)
 
-    shown = _summary_rows(prototypes, names, training.frame, raw, ids, encoder_decimals(training.encoder))
-    fmt_ = resolve_format(fmt, None)
-    with open_output(None) as stream:
-        write_records(stream, fmt_, shown, ["applicant", "theta", "status", "rank", "row", "changes", "objective"],
-                      title=f"Prototypes ({method})")
+        shown = _summary_rows(prototypes, names, training.frame, raw, ids, encoder_decimals(training.encoder))
+        fmt_ = resolve_format(fmt, None)
+        with open_output(None) as stream:
+            write_records(stream, fmt_, shown, ["applicant", "theta", "status", "rank", "row", "changes", "objective"],
+                          title=f"Prototypes ({method})")
 
 
 def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids,
@@ -298,144 +300,146 @@ def interpolate_command(
         check_provenance_output(provenance, {"--output": output, "--out": out},
                                 {"selection": selection, "model": model, "graph": graph, "data": data, "schema": schema})
     check_artifact_folder(out)
-    if scheme not in ("linear", "graph"):
-        raise InputError(f"The 'scheme' option must be linear or graph. Got {scheme!r} instead.")
-    if scheme == "graph" and graph is None:
-        raise InputError("The graph scheme needs --graph DIR: the graph the selection was made on (select --graph).")
-    if scheme == "linear" and (graph is not None or endpoint is not None):
-        raise InputError("The --graph and --endpoint options need --scheme graph.")
-    hint = "frpd select DATA --model MODEL --applicants CSV --out DIR"
-    artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model}, command_hint=hint)
-    params = artifact.params
-    selected_at = float(params.get("margin") or 0.0)       # the margin the selection's pool was taken at
-    if scheme == "graph" and margin is not None and margin != selected_at:
-        from ..exceptions import OptionError
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(files=(output, provenance), folders=(out,)):
+        if scheme not in ("linear", "graph"):
+            raise InputError(f"The 'scheme' option must be linear or graph. Got {scheme!r} instead.")
+        if scheme == "graph" and graph is None:
+            raise InputError("The graph scheme needs --graph DIR: the graph the selection was made on (select --graph).")
+        if scheme == "linear" and (graph is not None or endpoint is not None):
+            raise InputError("The --graph and --endpoint options need --scheme graph.")
+        hint = "frpd select DATA --model MODEL --applicants CSV --out DIR"
+        artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model}, command_hint=hint)
+        params = artifact.params
+        selected_at = float(params.get("margin") or 0.0)       # the margin the selection's pool was taken at
+        if scheme == "graph" and margin is not None and margin != selected_at:
+            from ..exceptions import OptionError
 
-        raise OptionError("--margin", f"--margin {margin:g} with --scheme graph: the selection's graph prototypes "
-                          f"were chosen at margin {selected_at:g}. Select again with frpd select --graph DIR "
-                          f"--margin {margin:g}, or use frpd plan --graph DIR --margin {margin:g}.")
-    selected_on = params.get("scheme", "linear")
-    if selected_on != scheme:
-        if selected_on == "graph":
-            raise InputError(f"The selection '{selection}' was made on a graph's reachable candidates "
-                             "(select --graph); interpolate it with --scheme graph --graph DIR.")
-        raise InputError(f"The selection '{selection}' was made without a graph; graph interpolation needs a "
-                         "selection made on the graph's reachable candidates: select --graph DIR, then "
-                         "interpolate --scheme graph --graph DIR.")
-    encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
-    _check_same_schema(encoder.schema, _flags(schema, target, favorable, immutable, increasing, decreasing, None,
-                                              None, None).spec(), selection)
-    names = list(encoder.schema.feature_names)
-    margin = selected_at if margin is None else float(margin)   # default: the margin the selection was made at
-    o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,
-                           graph=scheme == "graph")
-    loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
-                        threshold=params["threshold"] if threshold is None else threshold,
-                        trusted_types=trust_type or None)
-    if others.active:     # several models to satisfy: the judge stands for the model
-        loaded = judge_for(loaded, others, encoder.schema, threshold=loaded.threshold, trusted_types=trust_type,
-                           frame=None if data is None else read_training_frame(data), data=data, model_path=model)
-    training = loaded_graph = settings = train_frame = None
-    if scheme == "linear" and data is not None:
-        artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "data": data},
-                                 command_hint=hint)
-        train_frame = read_training_frame(data).loc[:, names]
-    if scheme == "graph":
-        if data is None:
-            data = Path(artifact.manifest["inputs"]["data"]["path"])
-        artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "graph": graph,
-                                                                         "data": data}, command_hint=hint)
-        training = build_training_set(read_training_frame(data), encoder.schema, loaded, source=f"'{data}'",
-                                      scale=encoder.scale)
-        loaded_graph, _ = load_graph(graph, training, data=data, model=model)
-        fields = {f: params[f] for f in PlanSettings.__dataclass_fields__ if f in params}
-        if endpoint is not None:
-            fields["endpoint"] = endpoint
-        settings = PlanSettings(**fields).validate()
-        train_frame = training.frame
-    applicants = artifact.load_csv("applicants.csv", dtype={"applicant": str}, keep_default_na=False)
-    prototypes = artifact.load_csv("prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
-    status = artifact.load_csv("status.csv", dtype={"applicant": str}, keep_default_na=False)
-    check_selection(encoder, applicants, prototypes, status, thetas=params["thetas"], k=int(params["k"]),
-                    artifact=selection, hint=hint, training=train_frame)
-    ids = applicants["applicant"].tolist()
-    raw = _restore_types(applicants.loc[:, names], encoder)
-    X0 = encoder.encode(raw, source="the selection's applicants")
-    prob0 = primary_model(loaded).favorable_probability(raw)
-    thetas = params["thetas"]
-    method = params["method"]
-    fmt_ = resolve_format(fmt, output)
-    all_plans = []
-    start = time.perf_counter()
-    for theta in thetas:
-        label = method_label(method, theta=theta, scheme=scheme,
-                             endpoint=settings.endpoint if settings is not None else "prototype",
-                             show_theta=len(thetas) > 1)
-        outcomes, ends = [], []
-        st = status[status["theta"].astype(float) == float(theta)].set_index("applicant")
-        for a in ids:
-            s = st.loc[a]
-            if s["status"] == "already-favorable":
-                outcomes.append(None)
-                ends.append(None)
-                continue
-            if s["status"] != "ok":
-                outcomes.append(SelectionOutcome(s["status"], s["reason"] or None, np.zeros(0, dtype=np.int64)))
-                ends.append(None)
-                continue
-            rows = prototypes[(prototypes["applicant"] == a) & (prototypes["theta"].astype(float) == float(theta))]
-            rows = rows.sort_values("rank", key=lambda c: c.astype(int))
-            projected = None
-            if "projected" in rows.columns:
-                projected = rows["projected"].astype(str).str.lower().eq("true").to_numpy()
-            outcomes.append(SelectionOutcome("ok", s["reason"] or None, rows["row"].astype(np.int64).to_numpy(),
-                                             projected=projected))
-            ends.append(encoder.encode(_restore_types(rows.loc[:, names].reset_index(drop=True), encoder),
-                                       source="the selection's prototypes"))
+            raise OptionError("--margin", f"--margin {margin:g} with --scheme graph: the selection's graph prototypes "
+                              f"were chosen at margin {selected_at:g}. Select again with frpd select --graph DIR "
+                              f"--margin {margin:g}, or use frpd plan --graph DIR --margin {margin:g}.")
+        selected_on = params.get("scheme", "linear")
+        if selected_on != scheme:
+            if selected_on == "graph":
+                raise InputError(f"The selection '{selection}' was made on a graph's reachable candidates "
+                                 "(select --graph); interpolate it with --scheme graph --graph DIR.")
+            raise InputError(f"The selection '{selection}' was made without a graph; graph interpolation needs a "
+                             "selection made on the graph's reachable candidates: select --graph DIR, then "
+                             "interpolate --scheme graph --graph DIR.")
+        encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
+        _check_same_schema(encoder.schema, _flags(schema, target, favorable, immutable, increasing, decreasing, None,
+                                                  None, None).spec(), selection)
+        names = list(encoder.schema.feature_names)
+        margin = selected_at if margin is None else float(margin)   # default: the margin the selection was made at
+        o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,
+                               graph=scheme == "graph")
+        loaded = load_model(model, favorable=encoder.schema.favorable, feature_names=tuple(names),
+                            threshold=params["threshold"] if threshold is None else threshold,
+                            trusted_types=trust_type or None)
+        if others.active:     # several models to satisfy: the judge stands for the model
+            loaded = judge_for(loaded, others, encoder.schema, threshold=loaded.threshold, trusted_types=trust_type,
+                               frame=None if data is None else read_training_frame(data), data=data, model_path=model)
+        training = loaded_graph = settings = train_frame = None
+        if scheme == "linear" and data is not None:
+            artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "data": data},
+                                     command_hint=hint)
+            train_frame = read_training_frame(data).loc[:, names]
         if scheme == "graph":
-            codes0 = encoder.constraint_codes(raw, source="the selection's applicants")
-            all_plans.extend(graph_plans(training, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
-                                         method=label, settings=settings, model=loaded))
-            continue
-        all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
-                                           k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
-                                           max_changes=max_changes))
-    all_plans = annotate_plans(loaded, all_plans, names)     # each model's probability (with other models)
-    verify_plans(encoder, loaded, all_plans, margin=margin)
-    seconds = time.perf_counter() - start
-    jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
-    plan_inputs = {"selection": Path(selection) / "manifest.json", "model": model}
-    plan_inputs.update(extra_inputs(others))
-    plan_params = {"scheme": scheme, "tol": tol, "selection": params, "margin": margin, "sparsify": sparsify,
-                   "max_changes": max_changes, **robust_params(others)}
-    if scheme == "graph":
-        plan_inputs.update({"graph": graph, "data": data})
-        plan_params["endpoint"] = settings.endpoint
-    write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
-    if not quiet:
-        counts = {"ok": sum(p.status == "ok" for p in all_plans), "partial": sum(p.partial for p in all_plans),
-                  "infeasible": sum(p.status == "infeasible" for p in all_plans)}
-        echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s ({counts['ok']} ok, of them "
-                 f"{counts['partial']} partial: fewer than K recourses; {counts['infeasible']} infeasible). "
-                 f"Artifact written to '{out}'.")
-    digest = None
-    with open_output(output) as stream:
+            if data is None:
+                data = Path(artifact.manifest["inputs"]["data"]["path"])
+            artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "graph": graph,
+                                                                             "data": data}, command_hint=hint)
+            training = build_training_set(read_training_frame(data), encoder.schema, loaded, source=f"'{data}'",
+                                          scale=encoder.scale)
+            loaded_graph, _ = load_graph(graph, training, data=data, model=model)
+            fields = {f: params[f] for f in PlanSettings.__dataclass_fields__ if f in params}
+            if endpoint is not None:
+                fields["endpoint"] = endpoint
+            settings = PlanSettings(**fields).validate()
+            train_frame = training.frame
+        applicants = artifact.load_csv("applicants.csv", dtype={"applicant": str}, keep_default_na=False)
+        prototypes = artifact.load_csv("prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
+        status = artifact.load_csv("status.csv", dtype={"applicant": str}, keep_default_na=False)
+        check_selection(encoder, applicants, prototypes, status, thetas=params["thetas"], k=int(params["k"]),
+                        artifact=selection, hint=hint, training=train_frame)
+        ids = applicants["applicant"].tolist()
+        raw = _restore_types(applicants.loc[:, names], encoder)
+        X0 = encoder.encode(raw, source="the selection's applicants")
+        prob0 = primary_model(loaded).favorable_probability(raw)
+        thetas = params["thetas"]
+        method = params["method"]
+        fmt_ = resolve_format(fmt, output)
+        all_plans = []
+        start = time.perf_counter()
+        for theta in thetas:
+            label = method_label(method, theta=theta, scheme=scheme,
+                                 endpoint=settings.endpoint if settings is not None else "prototype",
+                                 show_theta=len(thetas) > 1)
+            outcomes, ends = [], []
+            st = status[status["theta"].astype(float) == float(theta)].set_index("applicant")
+            for a in ids:
+                s = st.loc[a]
+                if s["status"] == "already-favorable":
+                    outcomes.append(None)
+                    ends.append(None)
+                    continue
+                if s["status"] != "ok":
+                    outcomes.append(SelectionOutcome(s["status"], s["reason"] or None, np.zeros(0, dtype=np.int64)))
+                    ends.append(None)
+                    continue
+                rows = prototypes[(prototypes["applicant"] == a) & (prototypes["theta"].astype(float) == float(theta))]
+                rows = rows.sort_values("rank", key=lambda c: c.astype(int))
+                projected = None
+                if "projected" in rows.columns:
+                    projected = rows["projected"].astype(str).str.lower().eq("true").to_numpy()
+                outcomes.append(SelectionOutcome("ok", s["reason"] or None, rows["row"].astype(np.int64).to_numpy(),
+                                                 projected=projected))
+                ends.append(encoder.encode(_restore_types(rows.loc[:, names].reset_index(drop=True), encoder),
+                                           source="the selection's prototypes"))
+            if scheme == "graph":
+                codes0 = encoder.constraint_codes(raw, source="the selection's applicants")
+                all_plans.extend(graph_plans(training, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
+                                             method=label, settings=settings, model=loaded))
+                continue
+            all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
+                                               k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
+                                               max_changes=max_changes))
+        all_plans = annotate_plans(loaded, all_plans, names)     # each model's probability (with other models)
+        verify_plans(encoder, loaded, all_plans, margin=margin)
+        seconds = time.perf_counter() - start
+        jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
+        plan_inputs = {"selection": Path(selection) / "manifest.json", "model": model}
+        plan_inputs.update(extra_inputs(others))
+        plan_params = {"scheme": scheme, "tol": tol, "selection": params, "margin": margin, "sparsify": sparsify,
+                       "max_changes": max_changes, **robust_params(others)}
+        if scheme == "graph":
+            plan_inputs.update({"graph": graph, "data": data})
+            plan_params["endpoint"] = settings.endpoint
+        write_artifact(out, kind=PLAN_KIND, params=plan_params, inputs=plan_inputs, payloads={"plans.jsonl": jsonl})
+        if not quiet:
+            counts = {"ok": sum(p.status == "ok" for p in all_plans), "partial": sum(p.partial for p in all_plans),
+                      "infeasible": sum(p.status == "infeasible" for p in all_plans)}
+            echo_err(f"Interpolated {len(all_plans)} plan(s) in {seconds:.2f} s ({counts['ok']} ok, of them "
+                     f"{counts['partial']} partial: fewer than K recourses; {counts['infeasible']} infeasible). "
+                     f"Artifact written to '{out}'.")
+        digest = None
+        with open_output(output) as stream:
+            if provenance is not None:
+                import hashlib
+
+                from ..provenance import HashingWriter
+
+                digest = hashlib.sha256()
+                stream = HashingWriter(stream, digest)
+            writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder),
+                                projected=scheme == "linear" and "projected" in prototypes.columns,
+                                models=getattr(loaded, "names", ("model",))[1:])
+            writer.write(all_plans)
+            writer.close()
         if provenance is not None:
-            import hashlib
-
-            from ..provenance import HashingWriter
-
-            digest = hashlib.sha256()
-            stream = HashingWriter(stream, digest)
-        writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder),
-                            projected=scheme == "linear" and "projected" in prototypes.columns,
-                            models=getattr(loaded, "names", ("model",))[1:])
-        writer.write(all_plans)
-        writer.close()
-    if provenance is not None:
-        _write_interpolate_provenance(provenance, artifact, selection=selection, model=model, graph=graph, out=out,
-                                      output=output, fmt=fmt_, digest=digest,
-                                      settings={**plan_params, "threshold": primary_model(loaded).threshold})
+            _write_interpolate_provenance(provenance, artifact, selection=selection, model=model, graph=graph, out=out,
+                                          output=output, fmt=fmt_, digest=digest,
+                                          settings={**plan_params, "threshold": primary_model(loaded).threshold})
 
 
 def _write_interpolate_provenance(provenance, artifact, *, selection, model, graph, out, output, fmt, digest,
