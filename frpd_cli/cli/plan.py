@@ -336,11 +336,12 @@ def plan_command(
 
     Plans are written chunk by chunk in input order. With --output FILE in csv or jsonl, a run interrupted by
     Ctrl-C, SIGTERM or SIGHUP keeps FILE.partial and FILE.resume.json (FILE itself is untouched) and prints the
-    command that continues it with --resume; a run that fails on an error leaves nothing behind. With --graph
-    DIR (from build-graph), every recourse is the shortest path on the actionability graph to its prototype, and
-    the output adds each path and its steps; --method face takes the K cheapest paths. Linear recourses are sparsified (only the changes the model needs; --no-sparsify for the
-    paper's plain interpolation); graph recourses keep their paths. Every recourse reaches a probability of at
-    least --threshold + --margin (default 0.05; --margin 0 gives the paper's boundary recourses).
+    command that continues it with --resume; a run that fails on an error leaves nothing behind. With --graph DIR
+    (from build-graph), every recourse is the shortest path on the actionability graph to its prototype, and the
+    output adds each path and its steps; --method face takes the K cheapest paths. Linear recourses are sparsified
+    (only the changes the model needs; --no-sparsify for the paper's plain interpolation); graph recourses keep
+    their paths. Every recourse reaches a probability of at least --threshold + --margin (default 0.05; --margin 0
+    gives the paper's boundary recourses).
 
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
