@@ -110,7 +110,8 @@ def _evaluate_args(work, plans, *extra):
 
 
 @pytest.mark.parametrize("command", ["schema --write", "evaluate --output", "plan --provenance", "select --out",
-                                     "build-pool --out"])
+                                     "interpolate --out", "build-graph --out", "build-graph --export",
+                                     "build-pool --out", "build-refits --out"])
 def test_every_writer_refuses_a_hard_link_at_its_lock_path(work, command):
     folder = work["folder"]
     common = [str(work["data"]), "--model", str(work["model"]), "--schema", str(work["schema"])]
@@ -128,6 +129,16 @@ def test_every_writer_refuses_a_hard_link_at_its_lock_path(work, command):
     elif command == "select --out":
         out, args = folder / "sel", ["select", *common, "--applicants", str(work["applicants"]), "--out",
                                      str(folder / "sel")]
+    elif command == "interpolate --out":           # refused before the (missing) selection is read
+        out, args = folder / "plans", ["interpolate", "--selection", str(folder / "sel"), "--model",
+                                       str(work["model"]), "--out", str(folder / "plans")]
+    elif command == "build-graph --out":
+        out, args = folder / "graph", ["build-graph", *common, "--out", str(folder / "graph")]
+    elif command == "build-graph --export":
+        out, args = folder / "g.graphml", ["build-graph", *common, "--out", str(folder / "graph"), "--export",
+                                           "graphml", str(folder / "g.graphml")]
+    elif command == "build-refits --out":
+        out, args = folder / "refits", ["build-refits", *common, "--robust", "2", "--out", str(folder / "refits")]
     else:
         out, args = folder / "pool", ["build-pool", *common, "--out", str(folder / "pool")]
     _plant(lock_path(out), "hard link", work["data"])

@@ -51,24 +51,26 @@ def build_refits_command(
     """
     from ..dataset import read_training_frame
     from ..model import load_model
-    from ..outputs import check_artifact_folder, check_not_inputs
+    from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs
     from ..refits import fit_refits, write_refits
     from ..schema import DeclarationError, infer_schema
 
     RobustModels(robust=robust, resample=resample).check()
     check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": schema})
     check_artifact_folder(out)
-    start = time.perf_counter()
-    flags = _flags(schema, target, favorable, None, None, None, categorical, continuous, None)
-    frame = read_training_frame(data, encoding=encoding)
-    try:
-        spec = infer_schema(frame, flags.spec(), source=f"'{data}'")
-    except DeclarationError as exc:
-        raise (flags.usage_error(exc) or exc) from None
-    loaded = load_model(model, favorable=spec.favorable, feature_names=spec.feature_names, threshold=threshold,
-                        trusted_types=trust_type or None)
-    refits = fit_refits(loaded, frame, spec, n=robust, seed=seed, resample=resample, n_jobs=jobs)
-    write_refits(out, refits, data=data, model=model, seed=seed, resample=resample, target=spec.target)
-    if not quiet:
-        echo_err(f"Refitted the model {robust} time(s) on {resample} resamples of {len(frame)} rows in "
-                 f"{time.perf_counter() - start:.2f} s. Artifact written to '{out}'.")
+    # the output locks come first: a second writer is refused before any input is read
+    with lock_outputs(folders=(out,)):
+        start = time.perf_counter()
+        flags = _flags(schema, target, favorable, None, None, None, categorical, continuous, None)
+        frame = read_training_frame(data, encoding=encoding)
+        try:
+            spec = infer_schema(frame, flags.spec(), source=f"'{data}'")
+        except DeclarationError as exc:
+            raise (flags.usage_error(exc) or exc) from None
+        loaded = load_model(model, favorable=spec.favorable, feature_names=spec.feature_names, threshold=threshold,
+                            trusted_types=trust_type or None)
+        refits = fit_refits(loaded, frame, spec, n=robust, seed=seed, resample=resample, n_jobs=jobs)
+        write_refits(out, refits, data=data, model=model, seed=seed, resample=resample, target=spec.target)
+        if not quiet:
+            echo_err(f"Refitted the model {robust} time(s) on {resample} resamples of {len(frame)} rows in "
+                     f"{time.perf_counter() - start:.2f} s. Artifact written to '{out}'.")
