@@ -142,3 +142,15 @@ def test_refit_seeds_are_distinct_and_stable():
 def test_first_refits_of_a_larger_artifact_are_the_smaller_run(setup, tmp_path):
     _refits(setup, tmp_path / "refits")
     assert _plan(setup, "--refits", tmp_path / "refits", "--robust", "2") == _plan(setup, "--robust", "2")
+
+
+def test_robust_plans_are_the_same_bytes_for_any_jobs_and_chunk_size(setup, tmp_path):
+    rng = np.random.default_rng(5)
+    many = tmp_path / "many.csv"
+    pd.DataFrame({c: rng.uniform(0, 5, 240).round(2) for c in FEATURES}).to_csv(many, index=False)
+    base = ["plan", setup.data, "--model", setup.model, "--applicants", many, "--target", "y", "--format", "csv",
+            "--robust", "3", "--robust-level", "0.6"]
+    one = _run([*base, "--jobs", "1"]).stdout
+    assert one.count("\n") > 240 and "probability_refit-3" in one.splitlines()[0]
+    assert _run([*base, "--jobs", "2"]).stdout == one
+    assert _run([*base, "--chunk-size", "7"]).stdout == one
