@@ -41,7 +41,9 @@ DATASETS = Path(os.environ.get("FRPD_DATASETS", ROOT.parent / "shared" / "datase
 #: name -> (file, numeric features, immutable, increasing)
 SPECS = {
     "german": ("german.csv", ["Duration", "Credit amount", "Age"], ["Personal status"], ["Age"]),
-    "bank": ("bank.csv", ["age", "balance", "campaign", "previous"], ["previous", "campaign", "poutcome"], ["age"]),
+    # the paper's immutables (previous, campaign, poutcome) leave 2.5% of the denied Bank applicants a plan with
+    # this half-data model: too few recourses to measure validity; here only age is constrained (increasing)
+    "bank": ("bank.csv", ["age", "balance", "campaign", "previous"], [], ["age"]),
     "adult": ("adult.csv", ["age", "hours_per_week"], ["marital_status", "gender"], ["age"]),
 }
 UPDATES = ("half", "shift", "seed")
@@ -155,6 +157,7 @@ def run(names, n_applicants: int, jobs: int) -> pd.DataFrame:
                 for q in (1.0, 0.9):
                     configs.append((f"robust {n} q {q:g}", {"robust": n, "level": q, "refits": refit_dirs["bootstrap"]}))
             configs.append(("robust 8 shifted", {"robust": 8, "refits": refit_dirs["shifted"], "resample": "shifted"}))
+            configs.append(("robust 8 margin 0.05", {"robust": 8, "refits": refit_dirs["bootstrap"], "margin": 0.05}))
             for label, kwargs in configs:
                 plans, load_cpu, plan_cpu = _plan(case, **kwargs)
                 row = {"dataset": name, "config": label, "applicants": len(plans), **_score(case, plans),

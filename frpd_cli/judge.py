@@ -106,13 +106,43 @@ class Judge:
         return worst
 
     def favorable_probability(self, rows) -> np.ndarray:
-        """The score ``threshold + worst margin`` of each row (``>= threshold`` exactly when all accept)."""
-        d = self.worst_margin(self.probabilities(rows))
+        """The score ``threshold + worst margin`` of each row (``>= threshold`` exactly when all accept).
+
+        Models are asked in turn, each only about the rows every model before it accepted (a row's probability
+        does not depend on the rows it is scored with, :meth:`frpd_cli.model.Model.favorable_probability`): a
+        row some model rejects scores ``threshold`` plus that model's (negative) margin, a row all accept
+        ``threshold`` plus the worst margin. Every stage uses the score only through ``score >= threshold``.
+        """
+        d = self._lazy_margin(rows)
         level = float(self.threshold)
         score = level + d
         # a tiny negative margin must not round up to the threshold itself
         below = np.nextafter(level, -np.inf)
         return np.where(d < 0, np.minimum(score, below), np.maximum(score, level))
+
+    def _lazy_margin(self, rows) -> np.ndarray:
+        raise_by = self.margin
+        worst = None
+        alive = None            # positions of the rows every model so far accepted
+        for m in (self.model, *self.others):
+            part = rows if alive is None else _take(rows, alive)
+            d = np.asarray(m.favorable_probability(part), dtype=np.float64) - (float(m.threshold) + raise_by)
+            if worst is None:
+                worst = d
+                alive = np.arange(d.size)
+            else:
+                worst[alive] = np.minimum(worst[alive], d)
+            alive = alive[worst[alive] >= 0]
+            if not alive.size:
+                return worst
+        if self.refits:
+            part = _take(rows, alive)
+            D = np.column_stack([np.asarray(m.favorable_probability(part), dtype=np.float64)
+                                 - (float(m.threshold) + raise_by) for m in self.refits])
+            need = self.n_required_refits
+            kth = -np.partition(-D, need - 1, axis=1)[:, need - 1]
+            worst[alive] = np.minimum(worst[alive], kth)
+        return worst
 
     def is_favorable(self, rows) -> np.ndarray:
         """Whether every required model accepts each row."""
@@ -128,6 +158,15 @@ class Judge:
                 f"at least {self.n_required_refits}"
             parts.append(f"{share} of the {len(self.refits)} refitted models (--robust)")
         return "favourable here means accepted by the model and " + " and ".join(parts)
+
+
+def _take(rows, at: np.ndarray):
+    """The rows at positions ``at`` of a DataFrame, a dict of column arrays or an array."""
+    if isinstance(rows, dict):
+        return {k: np.asarray(v)[at] for k, v in rows.items()}
+    if isinstance(rows, pd.DataFrame):
+        return rows.iloc[at]
+    return np.asarray(rows)[at]
 
 
 def make_judge(model, others=(), refits=(), *, level: float = 1.0):

@@ -177,3 +177,19 @@ def test_evaluate_also_model_against_an_independent_count(pair, tmp_path):
     assert row["recourses accepted by b.pkl mean"] == pytest.approx(np.mean(shares))
     assert row["plans accepted by b.pkl mean"] == pytest.approx(np.mean(accepted))
     assert "cost mean" in row and "anti-diversity mean" in row
+
+
+def test_lazy_score_has_the_sign_of_the_full_worst_margin():
+    rng = np.random.default_rng(3)
+    n = 300
+    rows = pd.DataFrame({"i": np.arange(n)})
+    main = _Fixed(rng.uniform(0.3, 1, n))
+    others = [_Fixed(rng.uniform(0.3, 1, n)) for _ in range(2)]
+    refits = tuple(_Fixed(rng.uniform(0.3, 1, n)) for _ in range(5))
+    for level in (1.0, 0.6):
+        judge = Judge(model=main, others=tuple(others), refits=refits, level=level, threshold=0.5)
+        full = judge.worst_margin(judge.probabilities(rows))
+        score = judge.favorable_probability(rows)
+        assert ((score >= 0.5) == (full >= 0)).all()
+        assert np.allclose(score[full >= 0], 0.5 + full[full >= 0])        # accepted rows: the exact worst margin
+        assert 0 < (full >= 0).sum() < n
