@@ -127,14 +127,16 @@ def _score(case, plans) -> dict:
     return out
 
 
-def run(names, n_applicants: int, jobs: int) -> pd.DataFrame:
+def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=None, repeats: int = 1,
+        shifted: bool = True) -> pd.DataFrame:
     from frpd_cli.model import load_model
     from frpd_cli.refits import fit_refits, write_refits
     from frpd_cli.schema import SchemaSpec, infer_schema
 
     results = []
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch) if work is None else work
+        tmp.mkdir(parents=True, exist_ok=True)
         for name in names:
             if not (DATASETS / SPECS[name][0]).exists():
                 print(f"{SPECS[name][0]} not found; skipping {name}", file=sys.stderr)
@@ -144,7 +146,10 @@ def run(names, n_applicants: int, jobs: int) -> pd.DataFrame:
             schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))
             model = load_model(case["model"], favorable=schema.favorable, feature_names=schema.feature_names)
             refit_dirs, fit_cpu = {}, {}
-            for how in ("bootstrap", "shifted"):
+            for how in ("bootstrap", "shifted") if shifted else ("bootstrap",):
+                if (tmp / f"{name}_{how}" / "manifest.json").exists():       # --work: built by an earlier run
+                    refit_dirs[how], fit_cpu[how] = tmp / f"{name}_{how}", (float("nan"), float("nan"))
+                    continue
                 t0 = time.process_time()
                 start = time.perf_counter()
                 fitted = fit_refits(model, frame, schema, n=16 if how == "bootstrap" else 8, seed=0, resample=how,
@@ -155,19 +160,25 @@ def run(names, n_applicants: int, jobs: int) -> pd.DataFrame:
             configs = [("plain", {}), ("margin 0.1", {"margin": 0.1}), ("margin 0.2", {"margin": 0.2})]
             for n in (4, 8, 16):
                 for q in (1.0, 0.9):
-                    configs.append((f"robust {n} q {q:g}", {"robust": n, "level": q, "refits": refit_dirs["bootstrap"]}))
-            configs.append(("robust 8 shifted", {"robust": 8, "refits": refit_dirs["shifted"], "resample": "shifted"}))
+                    configs.append((f"robust {n} q {q:g}",
+                                    {"robust": n, "level": q, "refits": refit_dirs["bootstrap"]}))
+            if shifted:
+                configs.append(("robust 8 shifted", {"robust": 8, "refits": refit_dirs["shifted"],
+                                                     "resample": "shifted"}))
             configs.append(("robust 8 margin 0.05", {"robust": 8, "refits": refit_dirs["bootstrap"], "margin": 0.05}))
             for label, kwargs in configs:
-                plans, load_cpu, plan_cpu = _plan(case, **kwargs)
+                if only and label not in only:
+                    continue
+                runs = [_plan(case, **kwargs) for _ in range(repeats)]       # least CPU of the repeats
+                plans = runs[0][0]
+                load_cpu, plan_cpu = min(r[1] for r in runs), min(r[2] for r in runs)
                 row = {"dataset": name, "config": label, "applicants": len(plans), **_score(case, plans),
                        "load cpu s": load_cpu, "plan cpu s": plan_cpu}
                 results.append(row)
                 print(f"{name:7s} {label:18s} " + " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
                                                             for k, v in row.items() if k not in ("dataset", "config")),
                       file=sys.stderr, flush=True)
-            print(f"{name}: fitting 16 bootstrap refits took {fit_cpu['bootstrap'][0]:.1f} s CPU in this process "
-                  f"({fit_cpu['bootstrap'][1]:.1f} s wall, --jobs {jobs}); 8 shifted {fit_cpu['shifted'][0]:.1f} s",
+            print(f"{name}: fitting 16 bootstrap refits took {fit_cpu['bootstrap'][1]:.1f} s wall (--jobs {jobs})",
                   file=sys.stderr, flush=True)
     return pd.DataFrame(results)
 
@@ -207,9 +218,15 @@ def main(argv=None) -> int:
     parser.add_argument("--plot", type=Path, default=None)
     parser.add_argument("--csv", type=Path, default=None)
     parser.add_argument("--from-csv", type=Path, default=None, help="re-draw the table and plot from a saved run")
+    parser.add_argument("--work", type=Path, default=None, help="keep the refits here and reuse them in later runs")
+    parser.add_argument("--configs", default=None, help="comma-separated configurations to run (default: all)")
+    parser.add_argument("--repeats", type=int, default=1, help="runs per configuration; the least CPU is kept")
+    parser.add_argument("--no-shifted", action="store_true", help="skip the refits on shifted resamples")
     args = parser.parse_args(argv)
+    only = None if args.configs is None else set(args.configs.split(","))
     table = pd.read_csv(args.from_csv) if args.from_csv else run(args.datasets.split(","), args.n_applicants,
-                                                                 args.jobs)
+                                                                 args.jobs, work=args.work, only=only,
+                                                                 repeats=args.repeats, shifted=not args.no_shifted)
     if args.csv:
         table.to_csv(args.csv, index=False)
     if args.plot is not None and len(table):

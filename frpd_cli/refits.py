@@ -68,7 +68,8 @@ def check_refittable(model) -> None:
         except Exception as exc:        # a foreign class: clone's own complaint, with context
             problem = f"sklearn.base.clone fails on a {kind}: {type(exc).__name__}: {exc}"
     if problem:
-        raise ModelError(f"--robust refits the model on resamples of the data, but the model '{getattr(model, 'path', '?')}' "
+        where = getattr(model, "path", "?")
+        raise ModelError(f"--robust refits the model on resamples of the data, but the model '{where}' "
                          f"cannot be refitted: {problem}. Train the next models yourself and pass each with "
                          "--also-valid-for MODEL instead.")
 
