@@ -193,3 +193,34 @@ def test_lazy_score_has_the_sign_of_the_full_worst_margin():
         assert ((score >= 0.5) == (full >= 0)).all()
         assert np.allclose(score[full >= 0], 0.5 + full[full >= 0])        # accepted rows: the exact worst margin
         assert 0 < (full >= 0).sum() < n
+
+
+def test_verification_refuses_a_recourse_another_model_rejects(pair):
+    from frpd_cli.dataset import build_training_set
+    from frpd_cli.judge import annotate_plans
+    from frpd_cli.model import load_model
+    from frpd_cli.plans import Plan, Recourse
+    from frpd_cli.schema import SchemaSpec, infer_schema
+    from frpd_cli.verification import RecourseVerificationError, verify_plans
+
+    frame = pd.read_csv(pair["data"])
+    schema = infer_schema(frame, SchemaSpec(target="y", favorable="1"))
+    models = [load_model(pair[k], favorable=schema.favorable, feature_names=schema.feature_names)
+              for k in ("model", "other")]
+    judge = make_judge(models[0], models[1:])
+    training = build_training_set(frame, schema, judge)
+    applicant = {"x1": 2.0, "x2": 2.0, "x3": 5.0}
+
+    def plan(features):
+        rec = Recourse(rank=1, features=features, changes={}, cost=1.0, probability=0.0, prototype=0)
+        return Plan("a", "ok", None, "quad", (rec,), applicant)
+
+    both = annotate_plans(judge, [plan({"x1": 8.0, "x2": 8.0, "x3": 5.0})], schema.feature_names)
+    assert verify_plans(training, judge, both) is both
+    only_a = annotate_plans(judge, [plan({"x1": 8.0, "x2": 2.0, "x3": 5.0})], schema.feature_names)
+    assert (_proba(pair["a"], [only_a[0].recourses[0].features]) >= 0.5).all()
+    with pytest.raises(RecourseVerificationError, match="accepted by also-1"):
+        verify_plans(training, judge, only_a)
+    unannotated = [plan({"x1": 8.0, "x2": 8.0, "x3": 5.0})]
+    with pytest.raises(RecourseVerificationError):
+        verify_plans(training, judge, unannotated)
