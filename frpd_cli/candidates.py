@@ -74,6 +74,7 @@ __all__ = [
     "may_project",
     "within_ranges",
     "outside_ranges",
+    "relative_outside",
     "exclusions",
     "constraint_breakdown",
     "infeasibility_reason",
@@ -193,7 +194,7 @@ class CandidateStage:
             return self._on_graph(x0, codes0, raw0)
         training, k, pool = self.training, self.settings.k, self.pool
         if self.policy == "filter":
-            rows = np.flatnonzero(candidate_mask(training, x0, codes0, pool))
+            rows = np.flatnonzero(candidate_mask(training, x0, codes0, pool, raw0))
             found = Candidates(rows=rows, n_pool=int(pool.sum()))
         else:
             if self.model is None:
@@ -215,7 +216,7 @@ class CandidateStage:
         training = self.training
         return reach_from(self.graph, training.X, training.codes, x0, codes0, max_cost=self.settings.max_cost)
 
-    def ends(self, x0: np.ndarray) -> np.ndarray:
+    def ends(self, x0: np.ndarray, raw0=None) -> np.ndarray:
         """Graph scheme: nodes a recourse may end at: favourable (at the margin), and inside every ``--range``
         (or keeping the applicant's value there).
 
@@ -226,14 +227,14 @@ class CandidateStage:
         training = self.training
         if training.schema is None or not any(f.has_range for f in training.schema.features):
             return self.favorable
-        return self.favorable & within_ranges(training, x0)
+        return self.favorable & within_ranges(training, x0, raw0)
 
     def _on_graph(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
         training, settings, pool = self.training, self.settings, self.pool
         reach = self.reach(x0, codes0)
-        actionable = candidate_mask(training, x0, codes0, pool)
+        actionable = candidate_mask(training, x0, codes0, pool, raw0)
         rows = _reachable(actionable, reach, settings.max_hops)
-        found = Candidates(rows=rows, proximity=reach.dist[rows], reach=reach, ends=self.ends(x0),
+        found = Candidates(rows=rows, proximity=reach.dist[rows], reach=reach, ends=self.ends(x0, raw0),
                            n_pool=int(pool.sum()))
         if len(found) >= settings.k:
             return found
@@ -295,21 +296,67 @@ def outside_ranges(training: TrainingSet) -> list[tuple]:
     if cached is None and training.schema is None:     # bare encoded rows (no schema): no ranges
         return []
     if cached is None:
-        cached = [(training.encoder.block(f.name), ~f.in_range(training.frame[f.name].to_numpy()))
+        # the absolute part of each range (limits relative to the applicant: :func:`relative_outside`)
+        cached = [(training.encoder.block(f.name), ~_absolute(f).in_range(training.frame[f.name].to_numpy()))
                   for f in training.schema.features if f.has_range]
         object.__setattr__(training, "_outside_ranges", cached)
     return cached
 
 
-def within_ranges(training: TrainingSet, x0: np.ndarray) -> np.ndarray:
+def _absolute(f):
+    from dataclasses import replace
+
+    return replace(f, rel_low=None, rel_high=None) if f.is_relative else f
+
+
+def _relative_features(training: TrainingSet) -> list:
+    return [] if training.schema is None else [f for f in training.schema.features if f.is_relative]
+
+
+def relative_outside(training: TrainingSet, raw0, rows: np.ndarray | None = None, *,
+                     features: list | None = None) -> list[tuple]:
+    """Per feature with limits relative to the applicant (``--range COL=+0:+12``): ``(encoded columns, rows
+    outside the applicant's bounds)``, the per-applicant part of :func:`outside_ranges`.
+
+    Parameters
+    ----------
+    raw0 : dict or Series
+        The applicant's raw values.
+    rows : ndarray of int, optional
+        Only these training rows (default: every row).
+    features : list of Feature, optional
+        Only these features (default: every feature with relative limits).
+
+    Returns
+    -------
+    outside : list of (slice, ndarray of bool of shape (n_rows,) or (len(rows),))
+    """
+    found = []
+    for f in _relative_features(training) if features is None else features:
+        if raw0 is None:
+            raise ValueError(f"The limits of '{f.name}' are relative to the applicant: pass the applicant's raw row.")
+        values = training.frame[f.name].to_numpy()
+        values = values if rows is None else values[rows]
+        low, high = f.bounds(float(raw0[f.name]))
+        values = np.asarray(values, dtype=np.float64)
+        found.append((training.encoder.block(f.name), ~((values >= low) & (values <= high))))
+    return found
+
+
+def within_ranges(training: TrainingSet, x0: np.ndarray, raw0=None) -> np.ndarray:
     """Training rows whose every ranged feature is inside its range or equal to the applicant's value.
+
+    Parameters
+    ----------
+    raw0 : dict or Series, optional
+        The applicant's raw values (needed by limits relative to the applicant).
 
     Returns
     -------
     ok : ndarray of bool, shape (n_rows,)
     """
     ok = np.ones(training.n_rows, dtype=bool)
-    for block, outside in outside_ranges(training):
+    for block, outside in [*outside_ranges(training), *relative_outside(training, raw0)]:
         rows = np.flatnonzero(outside)
         same = np.all(training.X[rows, block] == x0[block], axis=1)
         ok[rows[~same]] = False
@@ -319,7 +366,7 @@ def within_ranges(training: TrainingSet, x0: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------ the filter
 
 
-def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray) -> np.ndarray:
+def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray, raw0=None) -> np.ndarray:
     """Training rows that may serve as prototypes for the applicant as they are (the ``filter`` rule).
 
     Rows in the pool whose move from the applicant is actionable (same
@@ -347,6 +394,11 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     x0 = np.asarray(x0)
     for block, outside in outside_ranges(training):
         out = outside[rows[at]]
+        if out.any():
+            out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
+            at = at[~out]
+    for f in _relative_features(training):
+        ((block, out),) = relative_outside(training, raw0, rows[at], features=[f])
         if out.any():
             out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
             at = at[~out]
@@ -513,7 +565,7 @@ def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd
         raise InputError(
             f"The 'immutable_policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. Got {policy!r} instead."
         )
-    strict = np.flatnonzero(candidate_mask(training, x0, codes0, pool))
+    strict = np.flatnonzero(candidate_mask(training, x0, codes0, pool, raw0))
     rows = [strict]
     X = [training.X[strict]]
     raw = [training.frame.iloc[strict].reset_index(drop=True)]
@@ -536,7 +588,8 @@ def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd
             for f in training.schema.features:
                 if f.has_range:
                     values = projected[f.name]
-                    in_range &= f.in_range(values.to_numpy()) | (values == raw0[f.name]).to_numpy()
+                    in_range &= f.in_range(values.to_numpy(), raw0[f.name] if f.is_relative else None) | (
+                        values == raw0[f.name]).to_numpy()
             projected, others = projected[in_range].reset_index(drop=True), others[in_range]
             if others.size:
                 Xp = training.encoder.encode(projected, source="the projected candidates")
@@ -619,12 +672,19 @@ def _range_exclusions(training: TrainingSet, rows: np.ndarray, raw0) -> list[Exc
     if training.schema is None:
         return parts
     ranged = [f for f in training.schema.features if f.has_range]
+    relative = {id(f): out for f, (_, out) in zip(_relative_features(training), relative_outside(training, raw0))}
     for f, (_, outside) in zip(ranged, outside_ranges(training)):
         differs = (training.frame[f.name] != raw0[f.name]).to_numpy()
+        if f.is_relative:
+            outside = outside | relative[id(f)]
         removed = int(np.sum(rows & outside & differs))
         if removed:
             if f.is_categorical:
                 shown = ", ".join(str(v) for v in f.allowed)
+            elif f.is_relative:
+                low, high = f.bounds(float(raw0[f.name]))
+                shown = (f"{f.relative_text} of the applicant's {raw0[f.name]}: "
+                         f"{'' if np.isinf(low) else f'{low:g}'}:{'' if np.isinf(high) else f'{high:g}'}")
             else:
                 shown = f"{'' if f.low is None else f'{f.low:g}'}:{'' if f.high is None else f'{f.high:g}'}"
             parts.append(Exclusion(removed, "range", f.name,
@@ -656,9 +716,9 @@ def infeasibility_reason(training: TrainingSet, codes0, pool: np.ndarray, n_foun
 
 
 def graph_candidates(training: TrainingSet, reach: GraphReach, x0: np.ndarray, codes0, pool: np.ndarray,
-                     settings) -> np.ndarray:
+                     settings, raw0=None) -> np.ndarray:
     """Rows (ascending) of :func:`candidate_mask` that the applicant reaches within the graph limits."""
-    return _reachable(candidate_mask(training, x0, codes0, pool), reach, settings.max_hops)
+    return _reachable(candidate_mask(training, x0, codes0, pool, raw0), reach, settings.max_hops)
 
 
 def _graph_hint(graph) -> str:
@@ -697,7 +757,7 @@ def _graph_shortfall(training: TrainingSet, graph, reach: GraphReach, x0: np.nda
                 f"{int(targets.sum())} actionable training rows is at distance {nearest:.4g}, beyond "
                 f"{' and '.join(limits)}; rebuild the graph with a larger {' and '.join(options)}"), []
     if n_actionable is None:
-        n_actionable = int(candidate_mask(training, x0, codes0, pool).sum())
+        n_actionable = int(candidate_mask(training, x0, codes0, pool, raw0).sum())
     reached = np.isfinite(reach.dist)
     n_reached_fav = int((reached & pool).sum())
     need = f", need {k}" if n_found == 0 else ""      # with some, the plan holds them (a short plan)

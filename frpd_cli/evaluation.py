@@ -28,12 +28,14 @@ import pandas as pd
 from . import metrics as m
 from .encoding import category_key
 from .exceptions import InputError
+from .population import population_of
 
 __all__ = [
     "applicants_from_records",
     "METRICS",
     "PATH_METRICS",
     "MARGIN_METRICS",
+    "SHIFT_METRICS",
     "NEAR_THRESHOLD",
     "MANIFOLDS",
     "evaluate_plans",
@@ -53,6 +55,11 @@ PATH_METRICS = ("path diversity", "path anti-diversity")
 #: the share of them whose probability is below the threshold plus :data:`NEAR_THRESHOLD` (knife-edge recourses).
 MARGIN_METRICS = ("probability", "near threshold")
 NEAR_THRESHOLD = 0.01
+#: How plausible a plan's moves are: the mean ``largest_shift`` of its recourses (the largest share of the
+#: training population one change passes, :mod:`frpd_cli.population`, recomputed from the training data) and the
+#: share of its recourses whose largest shift is above :data:`LARGE_SHIFT`.
+SHIFT_METRICS = ("largest shift", "shift > 0.3")
+LARGE_SHIFT = 0.3
 #: Which training rows stand for the data manifold.
 MANIFOLDS = ("favorable", "labeled", "all")
 
@@ -366,6 +373,7 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
     rules = _audit_rules(training)
     attach = _graph_attacher(graph, training)
 
+    population = population_of(training)
     out = []
     for i, rec in enumerate(records):
         a = rows_of[i]
@@ -374,6 +382,8 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
                             R_raw.iloc[mine], R_enc[mine], favorable[mine], encodable[mine], training, index,
                             rules, attach)
         row.update(_margin_metrics(probability[mine], model.threshold, already=prob0[a] >= model.threshold))
+        row.update(_shift_metrics(population, raw0.iloc[a], R_raw.iloc[mine], encodable[mine],
+                                  already=prob0[a] >= model.threshold))
         if minmax is not None:
             row["minmax cost"] = minmax[i] if row["status"] == "needs-recourse" else float("nan")
         for name, verdict in accepted.items():
@@ -382,7 +392,7 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         if progress is not None:
             progress(i + 1, len(records))
     columns = ["method", "applicant", "status", "k", "n_recourses", "n_favorable", *METRICS, "path cost",
-               *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS,
+               *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS, *SHIFT_METRICS,
                *(f"{kind} accepted by {name}" for name in accepted for kind in ("recourses", "plans"))]
     if minmax is not None:
         columns.insert(columns.index("cost") + 1, "minmax cost")
@@ -420,6 +430,17 @@ def _acceptance(verdict: np.ndarray, name: str, *, already: bool) -> dict:
         return {f"recourses accepted by {name}": float("nan"), f"plans accepted by {name}": float("nan")}
     return {f"recourses accepted by {name}": float(verdict.mean()),
             f"plans accepted by {name}": float(verdict.any())}
+
+
+def _shift_metrics(population, raw0: pd.Series, R_raw: pd.DataFrame, encodable: np.ndarray, *,
+                   already: bool) -> dict:
+    """Mean largest shift of a plan's recourses (values frpd can read) and the share above LARGE_SHIFT."""
+    if already or not encodable.any():
+        return {name: float("nan") for name in SHIFT_METRICS}
+    applicant = raw0.to_dict()
+    shifts = np.array([population.largest_shift(applicant, row)
+                       for row in R_raw.loc[encodable].to_dict("records")], dtype=np.float64)
+    return {"largest shift": float(shifts.mean()), "shift > 0.3": float(np.mean(shifts > LARGE_SHIFT))}
 
 
 def _margin_metrics(probability: np.ndarray, threshold: float, *, already: bool) -> dict:
@@ -480,7 +501,7 @@ def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable,
                         "fractions of integer features")
 
     audit = m.constraint_violations(raw0, R_raw.reset_index(drop=True), atol=_ATOL,
-                                    **{**rules, "ranges": _ranges_for(rules["ranges"], raw0)})
+                                    **{**rules, "ranges": _ranges_for(rules["ranges"], raw0, training.schema)})
     row["violations"] = float(audit["total"])
     if audit["total"]:
         kinds = [f"{audit[kind]} {kind}" for kind in ("immutable", "monotone", "range", "vocabulary") if audit[kind]]
@@ -500,12 +521,18 @@ def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable,
     return row
 
 
-def _ranges_for(ranges: dict, raw0: pd.Series) -> dict:
-    """The training ranges, widened to the applicant's own value: keeping a value is never a violation."""
+def _ranges_for(ranges: dict, raw0: pd.Series, schema=None) -> dict:
+    """The training ranges, narrowed by the limits relative to the applicant (``--range COL=+0:+12``) and
+    widened to the applicant's own value: keeping a value is never a violation."""
     out = {}
     for name, (lo, hi) in ranges.items():
         value = raw0[name]
-        if isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(float(value)):
+        number = isinstance(value, (int, float, np.integer, np.floating)) and math.isfinite(float(value))
+        f = None if schema is None else schema.feature(name)
+        if number and f is not None and f.is_relative:
+            low, high = f.bounds(float(value))
+            lo, hi = max(lo, float(low)), min(hi, float(high))
+        if number:
             lo, hi = min(lo, float(value)), max(hi, float(value))
         out[name] = (lo, hi)
     return out
@@ -593,6 +620,7 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
     if "seconds" in per_applicant.columns and per_applicant["seconds"].notna().any():
         metrics.append("seconds")
     metrics += [name for name in MARGIN_METRICS if name in per_applicant.columns]
+    metrics += [name for name in SHIFT_METRICS if name in per_applicant.columns]
     metrics += [c for c in per_applicant.columns if c.startswith(("recourses accepted by ", "plans accepted by "))]
     rows = []
     for method in dict.fromkeys(per_applicant["method"].tolist()):

@@ -120,15 +120,19 @@ def keep_rules(f, column: np.ndarray, raw: np.ndarray) -> np.ndarray:
     """Decoded values ``column`` of numeric feature ``f`` held to its rules against the applicants' ``raw`` values.
 
     An increasing feature never goes below the applicant's value and a decreasing one never above it; with a
-    ``--range``, a value never leaves it (integer features: its whole numbers).
+    ``--range``, a value never leaves it (integer features: its whole numbers; limits relative to the applicant
+    are taken from ``raw``).
     """
     if f.mutability in ("increasing", "decreasing"):
         column = column.astype(np.result_type(column.dtype, raw.dtype))
         column = np.maximum(column, raw) if f.mutability == "increasing" else np.minimum(column, raw)
     if f.has_range:
-        low = -np.inf if f.low is None else (np.ceil(f.low) if f.kind == "integer" else f.low)
-        high = np.inf if f.high is None else (np.floor(f.high) if f.kind == "integer" else f.high)
-        column = np.clip(column, low, high).astype(column.dtype) if low <= high else column
+        low, high = f.bounds(np.asarray(raw, dtype=np.float64) if f.is_relative else None)
+        low, high = np.broadcast_to(low, column.shape), np.broadcast_to(high, column.shape)
+        empty = low > high          # no whole number inside: only the applicant's own value is allowed
+        kind = np.result_type(column.dtype, np.asarray(raw).dtype)
+        clipped = np.clip(column, np.where(empty, -np.inf, low), np.where(empty, np.inf, high)).astype(column.dtype)
+        column = np.where(empty, np.asarray(raw, dtype=kind), clipped.astype(kind)) if empty.any() else clipped
     return column
 
 

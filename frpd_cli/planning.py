@@ -51,6 +51,7 @@ from .exceptions import InputError
 from .interpolation import interpolate_linear
 from .judge import annotate_plans, primary_model
 from .plans import Plan, Recourse
+from .population import population_of, with_largest_shifts
 from .projection import candidate_mask, may_project
 from .sequential import graph_candidates, graph_infeasibility_reason, graph_plans, select_on_graph
 from .verification import verify_plans
@@ -112,12 +113,15 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     for i in range(len(raw)):
         outcomes.append(None if found[i] is None else select_candidates(training, X0[i], found[i], settings)[0])
     if settings.scheme == "graph":
-        return graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.label,
-                           settings=settings, found=found, model=model)
-    ends = [None if out is None else (training.X[out.rows] if out.ends is None else out.ends) for out in outcomes]
-    return interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.label,
-                             k=settings.k, tol=settings.tol, margin=settings.margin, sparsify=settings.sparsify,
-                             max_changes=settings.max_changes)
+        plans = graph_plans(training, graph, raw, X0, codes0, prob0, ids, outcomes, method=settings.label,
+                            settings=settings, found=found, model=model)
+    else:
+        ends = [None if out is None else (training.X[out.rows] if out.ends is None else out.ends)
+                for out in outcomes]
+        plans = interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.label,
+                                  k=settings.k, tol=settings.tol, margin=settings.margin, sparsify=settings.sparsify,
+                                  max_changes=settings.max_changes)
+    return with_largest_shifts(plans, population_of(training))
 
 
 def raised_threshold(model, margin: float):
@@ -212,6 +216,8 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
                                       max_changes=max_changes, tol=tol)
         result = replace(result, rows=sparse.rows, probability=sparse.probability)
         kept = sparse.kept
+        if sparsify:
+            result = _minimal(encoder, judge, X0[seg_app], seg_raw, seg_app, result, kept, plain)
     if len(seg_app):
         Zr = encoder.encode(result.rows, source="the recourses")
         costs = np.linalg.norm(Zr - X0[seg_app], axis=1)
@@ -335,6 +341,28 @@ def _other_when_repeated(encoder, judge, X0, XK, raw0, seg_app, sparse, plain, *
     return replace(sparse, rows=rows, probability=probability, n_changes=n_changes)
 
 
+def _minimal(encoder, judge, X0, raw0, seg_app, result, kept, plain):
+    """Every recourse 1-minimal (:func:`frpd_cli.sparsify.minimal_recourses`), and so is the plain recourse a
+    segment falls back on when its minimal recourse repeats an earlier one of its applicant."""
+    from .sparsify import minimal_recourses
+
+    minimal = minimal_recourses(encoder, judge, X0, raw0, result.rows, result.probability, found=result.found & kept)
+    names = list(encoder.schema.feature_names)
+    keys = [tuple(str(v) for v in row) for row in minimal.rows.loc[:, names].itertuples(index=False, name=None)]
+    repeated, seen = [], {}
+    for s in np.flatnonzero(result.found & kept):
+        mine = seen.setdefault(int(seg_app[s]), set())
+        if keys[s] in mine and plain.usable[s]:
+            repeated.append(s)
+        mine.add(keys[s])
+    if repeated:
+        rep = np.asarray(repeated, dtype=np.int64)
+        frame = pd.DataFrame([plain.records[s] for s in rep])[names]
+        again = minimal_recourses(encoder, judge, X0[rep], raw0.iloc[rep], frame, plain.probability[rep])
+        plain.replace(encoder, rep, again.rows, again.probability, X0[rep])
+    return replace(result, rows=minimal.rows, probability=minimal.probability)
+
+
 class _Fallback:
     """The plain (unsparsified) recourses of a batch, for prototypes whose sparse recourse repeats another's."""
 
@@ -350,6 +378,16 @@ class _Fallback:
         self.usable = result.found.copy()
         if max_changes is not None:
             self.usable &= changed_features(encoder, Zp, X0).sum(axis=1) <= max_changes
+
+    def replace(self, encoder, segs: np.ndarray, rows: pd.DataFrame, probability: np.ndarray,
+                X0: np.ndarray) -> None:
+        """Segments ``segs`` fall back on ``rows`` (with ``probability``) instead of their plain recourses."""
+        self.probability = np.asarray(self.probability, dtype=np.float64).copy()
+        self.costs = self.costs.copy()
+        for s, row in zip(segs.tolist(), records(rows)):
+            self.records[s] = row
+        self.probability[segs] = probability
+        self.costs[segs] = np.linalg.norm(encoder.encode(rows, source="the recourses") - X0, axis=1)
 
     def recourse(self, s: int, names: list) -> tuple[dict, float, float]:
         """Features, cost and probability of segment ``s``'s plain recourse (see ``usable``)."""

@@ -32,6 +32,7 @@ __all__ = [
     "escape_csv_text",
     "unescape_csv_text",
     "TRAILING_COLUMNS",
+    "SHIFT_COLUMN",
 ]
 
 STATUSES = ("ok", "already-favorable", "infeasible", "invalid-input")
@@ -97,6 +98,9 @@ class Recourse:
     probabilities : dict or None
         With other models to satisfy (``--also-valid-for``, ``--robust``): each
         model's favourable probability, ``{"model": .., "also-1": .., "refit-1": ..}``.
+    largest_shift : float or None
+        The largest share of the training population one of its changes passes
+        (:mod:`frpd_cli.population`); None when the training data is unknown.
     """
 
     rank: int
@@ -109,6 +113,7 @@ class Recourse:
     steps: list | None = None
     projected: bool = False
     probabilities: dict | None = None
+    largest_shift: float | None = None
 
     @property
     def n_changes(self) -> int:
@@ -170,6 +175,7 @@ def plan_record(plan: Plan) -> dict:
         item["n_changes"] = r.n_changes
         if r.probabilities is not None:
             item["probabilities"] = {k: _rounded(v) for k, v in r.probabilities.items()}
+        item["largest_shift"] = None if r.largest_shift is None else _rounded(r.largest_shift)
         recourses.append(item)
     return {
         "applicant": plan.applicant,
@@ -183,6 +189,8 @@ def plan_record(plan: Plan) -> dict:
 
 #: Columns of the ``csv`` format after the features, cost and probability (and ``projected``), in order.
 TRAILING_COLUMNS = ("n_changes", "partial")
+#: The last column of the ``csv`` format, after every other model's probability.
+SHIFT_COLUMN = "largest_shift"
 
 
 def csv_columns(feature_names, *, projected: bool = False, models=()) -> list[str]:
@@ -190,7 +198,7 @@ def csv_columns(feature_names, *, projected: bool = False, models=()) -> list[st
     ``models``, the names of the other models to satisfy, add ``probability_<name>`` columns at the end)."""
     extra = ["projected"] if projected else []
     return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability", *extra,
-            *TRAILING_COLUMNS, *(f"probability_{m}" for m in models)]
+            *TRAILING_COLUMNS, *(f"probability_{m}" for m in models), SHIFT_COLUMN]
 
 
 def plan_rows(plan: Plan, feature_names) -> list[dict]:
@@ -228,7 +236,7 @@ def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False, models=
     partial = "true" if plan.partial else "false"
     if not plan.recourses:
         return [[*head, "", plan.method, *[""] * len(feature_names), "", "", *([""] if projected else []), "",
-                 partial, *[""] * len(models)]]
+                 partial, *[""] * len(models), ""]]
     rows = []
     for r in plan.recourses:
         features = r.features
@@ -239,6 +247,7 @@ def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False, models=
         row += [r.n_changes, partial]
         if models:
             row += [_rounded(r.probabilities[m]) for m in models]
+        row.append("" if r.largest_shift is None else _rounded(r.largest_shift))
         rows.append(row)
     return rows
 
@@ -270,7 +279,7 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
         raise InputError(f"The plans file '{path}' lacks the column(s) {', '.join(missing)}; expected output of frpd plan.")
     others = [c for c in frame.columns[list(frame.columns).index("probability") + 1:] if c.startswith("probability_")]
     features = ([c for c in frame.columns
-                 if c not in required and c not in ("projected", *TRAILING_COLUMNS) and c not in others]
+                 if c not in required and c not in ("projected", *TRAILING_COLUMNS, SHIFT_COLUMN) and c not in others]
                 if feature_names is None else list(feature_names))
     for column in ["applicant", *features]:        # text cells were escaped for spreadsheets when written
         if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
@@ -293,6 +302,8 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
             })
             if others:
                 rec["recourses"][-1]["probabilities"] = {c[len("probability_"):]: float(row[c]) for c in others}
+            if "largest_shift" in frame.columns and str(row["largest_shift"]) != "":
+                rec["recourses"][-1]["largest_shift"] = float(row["largest_shift"])
     return records
 
 

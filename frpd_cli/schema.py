@@ -25,6 +25,8 @@ The TOML file format::
 
     [range]                       # the values a recourse may move a feature to
     duration = "6:48"             # numeric: "LO:HI", open ends "LO:" and ":HI", or [LO, HI]
+    age = "+0:+5"                 # relative to the applicant: at most 5 more, never less
+    credit_amount = "-20%:+10%"   # relative, in percent of the applicant's value
     housing = ["own", "rent"]     # categorical: the allowed levels (or "own,rent")
 
     [weight]                      # cost weight of a feature in every distance (> 0; default 1)
@@ -64,6 +66,7 @@ __all__ = [
     "SchemaReport",
     "inspect_schema",
     "parse_range",
+    "is_relative_range",
     "check_weight",
     "MAX_WEIGHT",
     "DeclarationError",
@@ -120,6 +123,13 @@ class Feature:
     allowed : tuple
         Categorical features: the levels a recourse may move the feature to
         (empty: every level).
+    rel_low, rel_high : float or None
+        Numeric features: how far below and above the applicant's own value a
+        recourse may move the feature (``--range COL=-5:+12``; ``None``: no
+        limit on that side), in the feature's units, or in percent of the
+        applicant's value (its absolute value) with ``rel_percent``. They add
+        to ``low`` and ``high``: :meth:`bounds` gives both at once.
+    rel_percent : bool
     """
 
     name: str
@@ -130,18 +140,71 @@ class Feature:
     low: float | None = None
     high: float | None = None
     allowed: tuple = ()
+    rel_low: float | None = None
+    rel_high: float | None = None
+    rel_percent: bool = False
 
     @property
     def has_range(self) -> bool:
-        """Whether the user limited the values a recourse may take (``--range``)."""
-        return self.low is not None or self.high is not None or bool(self.allowed)
+        """Whether the user limited the values a recourse may take (``--range``, absolute or relative)."""
+        return self.low is not None or self.high is not None or bool(self.allowed) or self.is_relative
 
-    def in_range(self, values) -> np.ndarray:
+    @property
+    def is_relative(self) -> bool:
+        """Whether the limits depend on the applicant's value (``--range COL=+0:+12``, ``COL=-20%:+10%``)."""
+        return self.rel_low is not None or self.rel_high is not None
+
+    def bounds(self, origin=None) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest and highest values a recourse may move this numeric feature to, per applicant.
+
+        The absolute range and the limits relative to the applicant's value
+        ``origin``, whichever is tighter; an integer feature's bounds are
+        rounded inwards to whole numbers. A value equal to the applicant's own
+        is allowed whatever the bounds (the callers check that).
+
+        Parameters
+        ----------
+        origin : array-like of shape (n,), optional
+            The applicants' raw values (needed when :attr:`is_relative`).
+
+        Returns
+        -------
+        low, high : ndarray of float64, shape (n,) (shape () without ``origin``)
+            ``-inf`` / ``inf`` on an open side.
+
+        Examples
+        --------
+        >>> f = Feature("age", "integer", low=18.0, rel_low=0.0, rel_high=5.0)
+        >>> [b.tolist() for b in f.bounds([37, 16])]
+        [[37.0, 18.0], [42.0, 21.0]]
+        >>> g = Feature("amount", "continuous", rel_low=-20.0, rel_high=10.0, rel_percent=True)
+        >>> [b.tolist() for b in g.bounds([1000.0])]
+        [[800.0], [1100.0]]
+        """
+        if self.is_relative and origin is None:
+            raise ValueError(f"The limits of '{self.name}' are relative to the applicant: pass 'origin'.")
+        base = np.zeros(()) if origin is None else np.asarray(origin, dtype=np.float64)
+        low = np.full(base.shape, -np.inf if self.low is None else float(self.low))
+        high = np.full(base.shape, np.inf if self.high is None else float(self.high))
+        unit = np.abs(base) / 100.0 if self.rel_percent else 1.0
+        if self.rel_low is not None:
+            low = np.maximum(low, base + self.rel_low * unit)
+        if self.rel_high is not None:
+            high = np.minimum(high, base + self.rel_high * unit)
+        if self.kind == "integer":
+            with np.errstate(invalid="ignore"):
+                low, high = np.ceil(low - 1e-9), np.floor(high + 1e-9)
+        return low, high
+
+    def in_range(self, values, origin=None) -> np.ndarray:
         """Which of ``values`` (raw values of this feature) a recourse may move to.
 
         Parameters
         ----------
         values : array-like of shape (n,)
+        origin : array-like of shape (n,) or scalar, optional
+            The applicant's raw value for each of ``values`` (needed by limits
+            relative to the applicant).
 
         Returns
         -------
@@ -160,6 +223,11 @@ class Feature:
             ok &= array >= self.low
         if self.high is not None:
             ok &= array <= self.high
+        if self.is_relative:
+            if origin is None:
+                raise ValueError(f"The limits of '{self.name}' are relative to the applicant: pass 'origin'.")
+            low, high = self.bounds(np.broadcast_to(np.asarray(origin, dtype=np.float64), array.shape))
+            ok &= (array >= low) & (array <= high)
         return ok
 
     @property
@@ -179,7 +247,17 @@ class Feature:
             out["range"] = [self.low, self.high]
         if self.allowed:
             out["allowed"] = list(self.allowed)
+        if self.is_relative:
+            out["relative"] = [self.rel_low, self.rel_high, "%" if self.rel_percent else "+"]
         return out
+
+    @property
+    def relative_text(self) -> str:
+        """The relative limits as the user writes them (``+0:+5``, ``-20%:+10%``); empty without them."""
+        if not self.is_relative:
+            return ""
+        unit = "%" if self.rel_percent else ""
+        return ":".join("" if b is None else f"{b:+g}{unit}" for b in (self.rel_low, self.rel_high))
 
 
 @dataclass(frozen=True)
@@ -218,7 +296,10 @@ class Schema:
             features = tuple(
                 Feature(name=f["name"], kind=f["kind"], levels=tuple(f["levels"]), mutability=f["mutability"],
                         weight=float(f.get("weight", 1.0)), low=(f.get("range") or [None, None])[0],
-                        high=(f.get("range") or [None, None])[1], allowed=tuple(f.get("allowed", ())))
+                        high=(f.get("range") or [None, None])[1], allowed=tuple(f.get("allowed", ())),
+                        rel_low=(f.get("relative") or [None, None, "+"])[0],
+                        rel_high=(f.get("relative") or [None, None, "+"])[1],
+                        rel_percent=(f.get("relative") or [None, None, "+"])[2] == "%")
                 for f in data["features"]
             )
             return cls(features=features, target=data["target"], favorable=data["favorable"],
@@ -375,6 +456,10 @@ def parse_range(feature: Feature, value) -> Feature:
     from dataclasses import replace
 
     name = feature.name
+    if feature.is_categorical and isinstance(value, str) and is_relative_range(value):
+        raise DeclarationError("--range", name,
+            f"Limits relative to the applicant (+N, -N, N%) apply to numeric features; '{name}' is categorical. "
+            f"List its allowed levels instead ({', '.join(str(v) for v in feature.levels)}). Got {value!r}.")
     if feature.is_categorical:
         from .encoding import category_key
 
@@ -390,6 +475,8 @@ def parse_range(feature: Feature, value) -> Feature:
             )
         allowed = tuple(dict.fromkeys(known[category_key(v)] for v in items))
         return replace(feature, allowed=allowed)
+    if isinstance(value, str) and is_relative_range(value):
+        return _parse_relative(feature, value)
     usage = (f"The range of the numeric feature '{name}' must be LO:HI (open ends LO: and :HI allowed, e.g. "
              f"{name}=18:65) or a pair [LO, HI]")
     if isinstance(value, str):
@@ -418,6 +505,57 @@ def parse_range(feature: Feature, value) -> Feature:
     if low is not None and high is not None and low > high:
         raise DeclarationError("--range", name, f"{usage}, with LO <= HI. Got {value!r} instead.")
     return replace(feature, low=low, high=high)
+
+
+def is_relative_range(value) -> bool:
+    """A ``--range`` value relative to the applicant: a side written with a leading ``+`` or a trailing ``%``."""
+    if not isinstance(value, str):
+        return False
+    parts = [p.strip() for p in value.split(":")]
+    return len(parts) == 2 and any(p.startswith("+") or p.endswith("%") for p in parts)
+
+
+def _parse_relative(feature: Feature, value: str) -> Feature:
+    """``feature`` with limits relative to the applicant's value: ``"-5:+12"`` (units), ``"-20%:+10%"``."""
+    from dataclasses import replace
+
+    name = feature.name
+    usage = (f"A range relative to the applicant's value of '{name}' must be -DOWN:+UP in its units or in percent "
+             f"of the applicant's value, every bound with its sign (e.g. {name}=+0:+12, at most 12 more and never "
+             f"less; {name}=-20%:+10%; {name}=-5:+inf leaves the upper side open)")
+    bounds = []
+    units = set()
+    for side, part in enumerate(p.strip() for p in value.split(":")):
+        if part == "":
+            bounds.append(None)
+            continue
+        percent = part.endswith("%")
+        number_text = part[:-1].strip() if percent else part
+        try:
+            number = float(number_text)
+        except ValueError:
+            number = float("nan")
+        if number_text[:1] not in ("+", "-") or math.isnan(number):
+            raise DeclarationError("--range", name, f"{usage}. Got {value!r} instead.")
+        if math.isinf(number):           # an open side, written -inf:... / ...:+inf
+            if (number < 0) != (side == 0):
+                raise DeclarationError("--range", name, f"{usage}. Got {value!r} instead.")
+            bounds.append(None)
+            continue
+        units.add(percent)
+        bounds.append(number)
+    low, high = bounds
+    if len(units) > 1:
+        raise DeclarationError("--range", name, f"{usage}; both bounds in units or both in percent. "
+                               f"Got {value!r} instead.")
+    if low is None and high is None:
+        raise DeclarationError("--range", name, f"{usage}; at least one bound is needed. Got {value!r} instead.")
+    if low is not None and high is not None and low > high:
+        raise DeclarationError("--range", name, f"{usage}, with DOWN <= UP. Got {value!r} instead.")
+    if units == {True} and low is not None and low < -100:
+        raise DeclarationError("--range", name, f"{usage}; a decrease of more than 100% changes the sign. "
+                               f"Got {value!r} instead.")
+    return replace(feature, low=None, high=None, rel_low=low, rel_high=high, rel_percent=units == {True})
 
 
 def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
@@ -841,6 +979,8 @@ def _toml_range(schema: Schema, context: dict) -> list[str]:
     for f in schema.features:
         if f.allowed:
             lines.append(f"{_toml_key(f.name)} = {_toml_array(f.allowed)}")
+        elif f.is_relative:
+            lines.append(f"{_toml_key(f.name)} = {_toml_string(f.relative_text)}")
         elif f.low is not None or f.high is not None:
             bounds = ":".join("" if b is None else repr(float(b)) for b in (f.low, f.high))
             lines.append(f"{_toml_key(f.name)} = {_toml_string(bounds)}")

@@ -105,7 +105,7 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
             reach, end_nodes = found[i].reach, found[i].ends
         else:
             stage = stage or CandidateStage(training, settings, model=model, graph=graph)
-            reach, end_nodes = stage.reach(X0[i], codes0.row(i)), stage.ends(X0[i])
+            reach, end_nodes = stage.reach(X0[i], codes0.row(i)), stage.ends(X0[i], raw_rows[i])
         paths = interpolate_graph(reach, out.rows, columns, raw_rows[i], endpoint=settings.endpoint,
                                   favorable=end_nodes)
         paths.sort(key=lambda g: (g.cost, g.path[-1]))

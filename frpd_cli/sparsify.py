@@ -96,7 +96,7 @@ from .exceptions import InputError
 from .interpolation import decode_from, keep_rules
 from .model import score_columns
 
-__all__ = ["SparseResult", "sparsify_recourses", "changed_features", "COST_FACTOR"]
+__all__ = ["SparseResult", "sparsify_recourses", "changed_features", "COST_FACTOR", "MinimalResult", "minimal_recourses"]
 
 _EPS = 1e-12
 
@@ -410,12 +410,15 @@ class _SmallSupports:
             if not enc.maximum[j] > enc.minimum[j]:
                 continue
             low, high = enc.encoded_range(j)               # the training range, encoded before the scale
-            if f.has_range:
-                if f.low is not None:
-                    low = max(low, float(enc.encode_values(j, [np.ceil(f.low) if f.kind == "integer" else f.low])[0]))
-                if f.high is not None:
-                    high = min(high, float(enc.encode_values(j, [np.floor(f.high) if f.kind == "integer"
-                                                                  else f.high])[0]))
+            if f.has_range:                                # the user's, per applicant when relative to it
+                bounds = f.bounds(self.raw[f.name].astype(np.float64) if f.is_relative else None)
+                low, high = (np.full(n, low), np.full(n, high))
+                for side, (raw_bound, pick) in enumerate(zip(bounds, (np.maximum, np.minimum))):
+                    raw_bound = np.broadcast_to(raw_bound, (n,))
+                    finite = np.isfinite(raw_bound)
+                    if finite.any():
+                        target = low if side == 0 else high
+                        target[finite] = pick(target[finite], enc.encode_values(j, raw_bound[finite]))
             x0, d = self.X0[:, c] / self.scale[c], self.D[:, c] / self.scale[c]
             with np.errstate(divide="ignore", invalid="ignore"):
                 t = np.where(d > 0, (high - x0) / d, np.where(d < 0, (low - x0) / d, 1.0))
@@ -1045,3 +1048,98 @@ class _Search:
                 self.best.put(win, rows, np.flatnonzero(ok))
                 self.prob[win] = p[ok]
                 self._recount(win)
+
+
+@dataclass(frozen=True)
+class MinimalResult:
+    """1-minimal recourses of a batch of segments (see :func:`minimal_recourses`).
+
+    Attributes
+    ----------
+    rows : DataFrame of shape (n_segments, n_features)
+    probability : ndarray of shape (n_segments,)
+    n_undone : ndarray of int, shape (n_segments,)
+        Changes each recourse gave back.
+    n_model_calls : int
+    """
+
+    rows: pd.DataFrame
+    probability: np.ndarray
+    n_undone: np.ndarray
+    n_model_calls: int
+
+
+def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFrame, rows: pd.DataFrame,
+                      probability: np.ndarray, *, found: np.ndarray | None = None) -> MinimalResult:
+    """Give back every change a recourse does not need: 1-minimal recourses.
+
+    A recourse is 1-minimal when restoring any single one of its changed features to the applicant's value
+    (a categorical's whole one-hot block) makes the model reject it (probability below ``model.threshold``,
+    the threshold plus any margin). Each round scores, in one model call, every single-undo variant of every
+    recourse still changing two features or more; a recourse with accepted variants takes the one that undoes
+    its costliest change (the largest squared encoded move, ties to the first feature of the schema), and the
+    rounds go on until no recourse has an accepted variant.
+
+    Parameters
+    ----------
+    encoder : Encoder
+    model : frpd_cli.model.Model
+        Judges rows with ``favorable_probability`` at ``model.threshold``.
+    X0 : ndarray of shape (n_segments, n_features_out)
+        Encoded applicant of each segment.
+    raw0 : DataFrame of shape (n_segments, n_features)
+        Raw applicant of each segment.
+    rows : DataFrame of shape (n_segments, n_features)
+        The recourses (raw, accepted by the model).
+    probability : ndarray of shape (n_segments,)
+        The model's probability of each recourse.
+    found : ndarray of bool, shape (n_segments,), optional
+        Segments that have a recourse (the others are returned as they are).
+
+    Returns
+    -------
+    result : MinimalResult
+
+    Notes
+    -----
+    At most ``max changes - 1`` rounds, one model call each over ``sum of changes`` rows of the recourses
+    still being reduced. Undoing a change only removes a feature's move, so a recourse never costs more nor
+    changes more features than before, and every rule (immutable, monotone, ranges, integers) it kept still
+    holds: the restored values are the applicant's own. The result of a segment depends on that segment only.
+    """
+    n = len(rows)
+    X0 = np.asarray(X0, dtype=np.float64)
+    raw0 = raw0.reset_index(drop=True)
+    best = _Rows(rows.reset_index(drop=True))
+    probability = np.asarray(probability, dtype=np.float64).copy()
+    active = np.ones(n, dtype=bool) if found is None else np.asarray(found, dtype=bool).copy()
+    n_undone = np.zeros(n, dtype=np.int64)
+    names = [f.name for f in encoder.schema.features]
+    calls = 0
+    while active.any():
+        idx = np.flatnonzero(active)
+        sq = _block_sq(encoder, encoder.encode(best.frame(idx), source="the recourses") - X0[idx])
+        changed = sq > _EPS * _EPS
+        several = changed.sum(axis=1) >= 2
+        active[idx[~several]] = False
+        idx, sq, changed = idx[several], sq[several], changed[several]
+        if idx.size == 0:
+            break
+        local, feats = np.nonzero(changed)
+        variants = _reverted(best.frame(), raw0, idx[local], feats, names)
+        calls += 1
+        p = score_columns(model, {c: variants[c].to_numpy() for c in names})
+        ok = p >= model.threshold
+        # per recourse, its accepted variants by decreasing cost of the undone change, then schema order
+        order = np.lexsort((feats, -sq[local, feats], local))
+        order = order[ok[order]]
+        first = order[np.r_[True, local[order][1:] != local[order][:-1]]] if order.size else order
+        taken = np.zeros(idx.size, dtype=bool)
+        taken[local[first]] = True
+        active[idx[~taken]] = False
+        if first.size:
+            segs = idx[local[first]]
+            best.put(segs, variants, take=first)
+            probability[segs] = p[first]
+            n_undone[segs] += 1
+    return MinimalResult(rows=best.frame(), probability=probability, n_undone=n_undone, n_model_calls=calls)

@@ -149,7 +149,10 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
                 elif (new < old) if f.mutability == "increasing" else (new > old):
                     found.append(Violation(i, f"{f.mutability} feature '{name}' moves only its allowed way",
                                            f"the applicant has {start!r}, the {what} {value!r}"))
-            if f.has_range and not same and not f.in_range([value])[0]:
+            if f.has_range and not same and (old is None if f.is_relative else False):
+                found.append(Violation(i, f"'{name}' comparable with the applicant's value (its --range is "
+                                       "relative to it)", f"the applicant has {start!r}"))
+            elif f.has_range and not same and not f.in_range([value], old if f.is_relative else None)[0]:
                 found.append(Violation(i, f"a changed '{name}' inside its --range",
                                        f"the applicant has {start!r}, the {what} {value!r}"))
     return found
@@ -178,7 +181,7 @@ def _suspects(f: Feature, rows: list[dict], origins: list[dict]):
         if f.mutability == "immutable":
             bad |= ~same
         if f.has_range:
-            bad |= ~same & ~f.in_range(new)
+            bad |= ~same & ~f.in_range(new, old if f.is_relative else None)
         if f.mutability == "increasing":
             bad |= ~same & ~(new >= old)
         elif f.mutability == "decreasing":

@@ -72,7 +72,7 @@ def test_plan_csv_contract(sample_paths):
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     features = ["age", "personal_status", "duration", "credit_amount", "housing", "job", "savings"]
     assert list(rows[0].keys()) == ["applicant", "status", "reason", "rank", "method", *features, "cost",
-                                    "probability", "n_changes", "partial"]
+                                    "probability", "n_changes", "partial", "largest_shift"]
     applicants = pd.read_csv(sample_paths["applicants"])
     # n_changes counts the features that differ from the applicant's; ranks go by cost; partial < K recourses
     by_id = applicants.set_index(applicants["applicant_id"].astype(str))
@@ -111,7 +111,7 @@ def test_plan_jsonl_contract_with_id_column(sample_paths):
     first = records[0]
     assert list(first) == ["applicant", "status", "reason", "method", "recourses", "partial"]
     rec = first["recourses"][0]
-    assert list(rec) == ["rank", "features", "changes", "cost", "probability", "n_changes"]
+    assert list(rec) == ["rank", "features", "changes", "cost", "probability", "n_changes", "largest_shift"]
     for name, (old, new) in rec["changes"].items():
         assert rec["features"][name] == new and old != new
     for record in records:

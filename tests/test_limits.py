@@ -382,3 +382,145 @@ def test_auto_candidates_match_brute_force(tiny):
         assert cset.projected.tolist() == (original_years != x0["years"]).tolist()
         n_projected += int(cset.projected.sum())
     assert n_projected > 0
+
+
+# ----------------------------------------------------------------------------------- limits relative to the applicant
+
+
+def _bounds_oracle(origin: float, text: str, integer: bool) -> tuple[float, float]:
+    """Hand-computed bounds of ``--range COL=text`` for an applicant at ``origin`` (math, not numpy)."""
+    import math
+
+    lo_text, hi_text = text.split(":")
+    percent = text.endswith("%") or lo_text.endswith("%")
+
+    def side(part, default):
+        if part in ("", "-inf", "+inf"):
+            return default
+        number = float(part.rstrip("%"))
+        return origin + (abs(origin) * number / 100.0 if percent else number)
+
+    low, high = side(lo_text, -math.inf), side(hi_text, math.inf)
+    if integer:
+        low = math.ceil(low - 1e-9) if math.isfinite(low) else low
+        high = math.floor(high + 1e-9) if math.isfinite(high) else high
+    return low, high
+
+
+@pytest.mark.parametrize("text", ["+0:+12", "-5:+0", "-20%:+10%", "-3:+inf", "+2:+7", "-33.3%:"])
+@pytest.mark.parametrize("kind", ["continuous", "integer"])
+def test_relative_bounds_match_the_hand_computed_ones(text, kind):
+    from frpd_cli.schema import Feature, parse_range
+
+    f = parse_range(Feature("x", kind), text)
+    assert f.is_relative and f.has_range and f.low is None and f.high is None
+    origins = np.array([0.0, 1.0, 7.0, 37.0, -12.5, 250.0, 1346.25])
+    low, high = f.bounds(origins)
+    for o, lo, hi in zip(origins, low, high):
+        assert (lo, hi) == pytest.approx(_bounds_oracle(float(o), text, kind == "integer"), abs=1e-9), (o, text)
+    values = np.linspace(-40, 1700, 871)
+    for o in origins:                              # in_range is the same rule, value by value
+        lo, hi = _bounds_oracle(float(o), text, kind == "integer")
+        assert f.in_range(values, o).tolist() == [bool(lo <= v <= hi) for v in values]
+
+
+def test_relative_range_is_written_and_read_back_in_toml(tiny, tmp_path):
+    from frpd_cli.schema import schema_to_toml
+
+    schema = infer_schema(tiny["frame"], SchemaSpec(ranges={"years": "+0:+12", "income": "-20%:+10%"}))
+    path = tmp_path / "s.toml"
+    path.write_text(schema_to_toml(schema))
+    again = infer_schema(tiny["frame"], load_schema_file(path))
+    assert again.feature("years") == schema.feature("years") and again.feature("income") == schema.feature("income")
+    assert (again.feature("years").rel_low, again.feature("years").rel_high) == (0.0, 12.0)
+    assert again.feature("income").rel_percent
+
+
+def test_relative_range_candidates_match_brute_force(tiny):
+    spec = SchemaSpec(ranges={"income": "-10%:+25%", "years": "+0:+6"})
+    training, _ = _training(tiny, spec)
+    frame = tiny["frame"]
+    pool = training.pool("predicted")
+    n_out = 0
+    for _, x0 in tiny["raw"].iterrows():
+        x0_frame = x0.to_frame().T
+        x0_enc = training.encoder.encode(x0_frame)[0]
+        mask = candidate_mask(training, x0_enc, training.encoder.constraint_codes(x0_frame), pool, x0)
+        lo, hi = _bounds_oracle(float(x0["income"]), "-10%:+25%", False)
+        income_ok = frame["income"].between(lo, hi) | (frame["income"] == x0["income"])
+        ylo, yhi = _bounds_oracle(float(x0["years"]), "+0:+6", True)
+        years_ok = frame["years"].between(ylo, yhi) | (frame["years"] == x0["years"])
+        differs = (frame[FEATURES] != x0[FEATURES]).any(axis=1)
+        expected = training.favorable & income_ok.to_numpy() & years_ok.to_numpy() & differs.to_numpy()
+        assert mask.tolist() == expected.tolist()
+        n_out += int((training.favorable & ~(income_ok & years_ok).to_numpy()).sum())
+    assert n_out > 0                                  # the limits do rule rows out
+
+
+@pytest.mark.parametrize("margin", ["0", "0.05"])
+def test_recourses_stay_inside_relative_limits(tiny, margin):
+    records = _records(_plan(tiny, "--range", "income=+0:+45", "--range", "years=-3:+20", "--range",
+                             "debt=-90%:+0%", "--margin", margin))
+    raw = tiny["raw"].to_dict("records")
+    n = 0
+    for rec in records:
+        x0 = raw[int(rec["applicant"])]
+        for r in rec["recourses"]:
+            n += 1
+            f = r["features"]
+            assert x0["income"] <= f["income"] <= x0["income"] + 45 + 1e-9
+            assert x0["years"] - 3 <= f["years"] <= x0["years"] + 20
+            assert 0.1 * x0["debt"] - 1e-9 <= f["debt"] <= x0["debt"] + 1e-9
+            assert tiny["estimator"].predict_proba(pd.DataFrame([f])[FEATURES])[0, 1] >= 0.5 + float(margin)
+    assert n >= 6
+
+
+def test_a_relative_limit_no_prototype_meets_is_named_in_the_reason(tiny):
+    # at most 0.05 more income and nothing else may change: every favourable row is outside the limit
+    records = _records(_plan(tiny, "--range", "income=+0:+0.05", "--vary", "income"))
+    assert {rec["status"] for rec in records} == {"infeasible"}
+    raw = tiny["raw"].to_dict("records")
+    for rec in records:
+        x0 = raw[int(rec["applicant"])]["income"]
+        assert f"outside the range of income (+0:+0.05 of the applicant's {x0}: {x0:g}:{x0 + 0.05:g})" in rec["reason"]
+
+
+def test_interpolation_clips_into_a_relative_limit_the_prototype_is_beyond(tiny):
+    """The limit is declared in the schema (candidates filtered) yet a projected prototype's segment, decoded, is
+    clipped: decode_from holds every value inside the applicant's bounds."""
+    from frpd_cli.interpolation import decode_from
+
+    training, _ = _training(tiny, SchemaSpec(ranges={"income": "+0:+5"}))
+    x0 = tiny["raw"].iloc[[0]].reset_index(drop=True)
+    X0 = training.encoder.encode(x0)
+    far = x0.copy()
+    far["income"] = x0["income"] + 40
+    XK = training.encoder.encode(far)
+    t = np.linspace(0, 1, 11)[:, None]
+    Z = X0 + t * (XK - X0)
+    rows = decode_from(training.encoder, Z, np.repeat(X0, 11, axis=0), x0.loc[[0] * 11].reset_index(drop=True))
+    assert (rows["income"] <= x0["income"][0] + 5 + 1e-9).all() and (rows["income"] >= x0["income"][0]).all()
+    assert rows["income"].iloc[-1] == pytest.approx(x0["income"][0] + 5)
+
+
+@pytest.mark.parametrize("value", ["income=+5:-5", "income=+a:+2", "income=-10%:+5", "income=+:+3",
+                                   "sector=+0:+1", "income=-150%:+0%", "income=+inf:+2"])
+def test_bad_relative_range_is_a_usage_error(tiny, value):
+    result = _plan(tiny, "--range", value)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "range" in result.stderr and "applicant" in result.stderr
+
+
+def test_evaluate_counts_a_recourse_outside_its_relative_limit(tiny, tmp_path):
+    records = _records(_plan(tiny, "--range", "income=+0:+15", "--margin", "0"))
+    rec = next(r for r in records if r["recourses"])
+    x0 = tiny["raw"].to_dict("records")[int(rec["applicant"])]
+    bad = json.loads(json.dumps(rec))
+    bad["recourses"][0]["features"]["income"] = x0["income"] + 16      # one past the limit, inside the data range
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text(json.dumps(rec) + "\n" + json.dumps({**bad, "applicant": rec["applicant"]}) + "\n")
+    result = _run("evaluate", tiny["data"], "--model", tiny["model"], "--plans", plans, "--applicants",
+                  tiny["applicants"], "--range", "income=+0:+15", "--format", "json", "--per-applicant")
+    assert result.exit_code == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert [row["violations"] for row in rows][:2] == [0.0, 1.0]

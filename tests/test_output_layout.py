@@ -21,7 +21,7 @@ from frpd_cli.plans import Plan, Recourse
 
 runner = CliRunner()
 
-_BLOCK = re.compile(r"^  Recourse (\d+)(\*?)  cost (\S+)  probability (\S+)  (\d+) changes?$")
+_BLOCK = re.compile(r"^  Recourse (\d+)(\*?)  cost (\S+)  probability (\S+)  (\d+) changes?(?:  largest shift (\S+))?$")
 _CHANGE = re.compile(r"^    (.+?):\s+(.*) → (.*)$")
 _TITLE = re.compile(r"^Applicant (\S+)  (\S+)  method (\S+)$")
 
@@ -35,7 +35,8 @@ def parse_long(text: str) -> dict:
             current = plans.setdefault(m.group(1), [])
         elif m := _BLOCK.match(line.rstrip()):
             current.append({"rank": int(m.group(1)), "cost": float(m.group(3)), "probability": float(m.group(4)),
-                            "n_changes": int(m.group(5)), "changes": {}})
+                            "n_changes": int(m.group(5)), "changes": {},
+                            "largest_shift": None if m.group(6) is None else float(m.group(6))})
         elif (m := _CHANGE.match(line.rstrip())) and current:
             current[-1]["changes"][m.group(1)] = (m.group(2), m.group(3))
     return plans
@@ -206,6 +207,7 @@ def test_long_layout_shows_every_changed_value_of_25_features_at_80_columns(tmp_
         for block, r in zip(blocks, rec["recourses"]):
             assert block["rank"] == r["rank"] and block["n_changes"] == len(r["changes"])
             assert abs(block["cost"] - r["cost"]) <= 5e-4 and abs(block["probability"] - r["probability"]) <= 5e-3
+            assert abs(block["largest_shift"] - r["largest_shift"]) <= 5e-3
             assert set(block["changes"]) == set(r["changes"])
             for name, (old, new) in r["changes"].items():
                 shown_old, shown_new = block["changes"][name]

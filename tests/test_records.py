@@ -68,8 +68,10 @@ def test_records_carry_n_changes_and_partial_at_the_end():
     assert list(rec) == ["applicant", "status", "reason", "method", "recourses", "partial"]
     assert rec["partial"] is True and [r["n_changes"] for r in rec["recourses"]] == [1, 2]
     columns = csv_columns(["a", "b"])
-    assert columns[-4:] == ["cost", "probability", "n_changes", "partial"]
-    assert csv_columns(["a", "b"], projected=True)[-3:] == ["projected", "n_changes", "partial"]
+    assert columns[-5:] == ["cost", "probability", "n_changes", "partial", "largest_shift"]
+    assert csv_columns(["a", "b"], projected=True)[-4:] == ["projected", "n_changes", "partial", "largest_shift"]
+    assert csv_columns(["a"], models=["also-1"])[-4:] == ["n_changes", "partial", "probability_also-1",
+                                                          "largest_shift"]
     rows = plan_rows(plan, ["a", "b"])
     assert [(r["n_changes"], r["partial"]) for r in rows] == [(1, "true"), (2, "true")]
     empty = plan_rows(Plan("8", "infeasible", "none", "quad", (), {"a": 0, "b": "y"}), ["a", "b"])
@@ -137,7 +139,7 @@ def test_evaluate_warns_on_repeated_pairs_and_does_not_merge(tmp_path, sample_pa
     one = runner.invoke(app, ["evaluate", *common, "--plans", str(single)])
     two = runner.invoke(app, ["evaluate", *common, "--plans", str(doubled)])
     assert one.exit_code == two.exit_code == 0, two.stderr
-    assert "Warning" not in one.stderr
+    assert "more than one plan" not in one.stderr          # (3 sample plans are partial: that warning stays)
     assert "pair(s) have more than one plan" in two.stderr and "'A001'" in two.stderr
     rows_one = list(csv.DictReader(io.StringIO(one.stdout)))
     rows_two = list(csv.DictReader(io.StringIO(two.stdout)))
@@ -165,7 +167,8 @@ def _reference_rows(plan, names):
         row = {"applicant": applicant, "status": plan.status, "reason": plan.reason or "", "rank": "",
                "method": plan.method}
         row.update({name: "" for name in names})
-        row.update({"cost": "", "probability": "", "projected": "", "n_changes": "", "partial": partial})
+        row.update({"cost": "", "probability": "", "projected": "", "n_changes": "", "partial": partial,
+                    "largest_shift": ""})
         return [row]
     rows = []
     for r in plan.recourses:
@@ -173,7 +176,8 @@ def _reference_rows(plan, names):
                "method": plan.method}
         row.update({name: escape_csv_text(python_value(r.features[name])) for name in names})
         row.update({"cost": float(round(float(r.cost), 6)), "probability": float(round(float(r.probability), 6)),
-                    "projected": "true" if r.projected else "false", "n_changes": r.n_changes, "partial": partial})
+                    "projected": "true" if r.projected else "false", "n_changes": r.n_changes, "partial": partial,
+                    "largest_shift": "" if r.largest_shift is None else float(round(float(r.largest_shift), 6))})
         rows.append(row)
     return rows
 

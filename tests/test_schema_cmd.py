@@ -253,3 +253,14 @@ def test_inspect_schema_reports_every_column(sample_paths):
     amount = next(r for r in report.columns if r["column"] == "credit_amount")
     assert (amount["min"], amount["max"]) == (frame["credit_amount"].min(), frame["credit_amount"].max())
     assert report.decimals["credit_amount"] == 2 and report.decimals["age"] == 0
+
+
+def test_schema_warns_when_every_feature_may_move_either_way(sample_paths):
+    bare = runner.invoke(app, ["schema", str(sample_paths["data"]), "--format", "csv"])
+    declared = runner.invoke(app, ["schema", str(sample_paths["data"]), "--schema", str(sample_paths["schema"]),
+                                   "--format", "csv"])
+    limited = runner.invoke(app, ["schema", str(sample_paths["data"]), "--range", "age=+0:+5", "--format", "csv"])
+    assert bare.exit_code == declared.exit_code == limited.exit_code == 0
+    assert "every feature may change in either direction" in bare.stderr and "--range age=+0:+12" in bare.stderr
+    assert "either direction" not in declared.stderr and "either direction" not in limited.stderr
+    assert "Warning" not in bare.stdout and bare.stdout.splitlines()[0] == declared.stdout.splitlines()[0]

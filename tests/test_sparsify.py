@@ -602,3 +602,99 @@ def test_picking_rank_by_rank_on_random_groups(monkeypatch):
         sparsify_recourses(encoder, model, X0, XK, raw0, plain.rows, plain.probability, found=plain.found,
                            groups=groups, cost_factor=factor)
     assert seen and max(seen) >= n // 2
+
+
+# ------------------------------------------------------------------ 1-minimal recourses
+
+
+def _single_undos(features: dict, applicant: dict, names: list) -> list[dict]:
+    """Every recourse with exactly one of its changed features restored to the applicant's value."""
+    return [{**features, n: applicant[n]} for n in names if features[n] != applicant[n]]
+
+
+def _assert_one_minimal(records, applicants: pd.DataFrame, predict, level: float, names: list) -> tuple[int, dict]:
+    """Every recourse of ``records`` with 2+ changes: each single undo is below ``level`` (an independent predict)."""
+    rows, owners = [], []
+    spread = {}
+    by_id = {str(i): r for i, r in zip(applicants.index if "applicant_id" not in applicants else
+                                       applicants["applicant_id"], applicants[names].to_dict("records"))}
+    n = 0
+    for rec in records:
+        x0 = by_id[str(rec["applicant"])]
+        counts = [len(r["changes"]) for r in rec["recourses"]]
+        if counts:
+            spread[str(rec["applicant"])] = (min(counts), max(counts))
+        for r in rec["recourses"]:
+            n += 1
+            assert predict(pd.DataFrame([r["features"]])[names])[0] >= level - 1e-12
+            for undo in _single_undos(r["features"], x0, names):
+                rows.append(undo)
+                owners.append((rec["applicant"], r["rank"]))
+    if rows:
+        p = predict(pd.DataFrame(rows)[names])
+        kept = [owners[i] for i in np.flatnonzero(p >= level)]
+        assert not kept, f"recourses with an unneeded change (applicant, rank): {kept[:10]}"
+    return n, spread
+
+
+def test_minimal_recourses_undo_the_costliest_unneeded_change_first():
+    # either x1 or x2 alone is enough (score x1 + x2 - 0.9 >= 0 at 0.5): a recourse moving both gives one back,
+    # the costlier move first, so the cheaper one stays
+    from frpd_cli.sparsify import minimal_recourses
+
+    model = LinearScore({"x1": 10.0, "x2": 10.0}, -9.0)
+    training, _ = _unit_training(model)
+    raw0 = pd.DataFrame([{"x1": 0.0, "x2": 0.0, "x3": 0.5}, {"x1": 0.1, "x2": 0.1, "x3": 0.5}])
+    rows = pd.DataFrame([{"x1": 0.95, "x2": 0.92, "x3": 0.5}, {"x1": 0.5, "x2": 0.5, "x3": 0.9}])
+    X0 = training.encoder.encode(raw0)
+    result = minimal_recourses(training.encoder, model, X0, raw0, rows, model.favorable_probability(rows))
+    assert result.rows.to_dict("records")[0] == {"x1": 0.0, "x2": 0.92, "x3": 0.5}      # x1 moved more: undone
+    # the second needs both x1 and x2 (0.5 + 0.5 = 1.0 >= 0.9; alone 0.6 < 0.9); x3 does nothing: undone
+    assert result.rows.to_dict("records")[1] == {"x1": 0.5, "x2": 0.5, "x3": 0.5}
+    assert result.n_undone.tolist() == [1, 1]
+    assert result.probability.tolist() == pytest.approx(model.favorable_probability(result.rows).tolist())
+    assert result.n_model_calls == 2
+
+
+def test_minimal_recourses_keep_a_recourse_that_needs_every_change():
+    from frpd_cli.sparsify import minimal_recourses
+
+    model = LinearScore({"x1": 10.0, "x2": 10.0}, -15.0)                # needs x1 + x2 >= 1.5
+    training, _ = _unit_training(model)
+    raw0 = pd.DataFrame([{"x1": 0.0, "x2": 0.0, "x3": 0.5}])
+    rows = pd.DataFrame([{"x1": 0.8, "x2": 0.8, "x3": 0.5}])
+    result = minimal_recourses(training.encoder, model, training.encoder.encode(raw0), raw0, rows,
+                               model.favorable_probability(rows))
+    assert result.rows.to_dict("records") == rows.to_dict("records") and result.n_undone.tolist() == [0]
+
+
+def test_every_sample_recourse_is_one_minimal_at_the_default_margin(sample_paths):
+    import joblib
+
+    result = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+                                 str(sample_paths["schema"]), "--applicants", str(sample_paths["applicants"]),
+                                 "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    applicants = pd.read_csv(sample_paths["applicants"])
+    names = [c for c in applicants.columns if c != "applicant_id"]
+    estimator = joblib.load(sample_paths["model"])
+    n, spread = _assert_one_minimal(records, applicants, lambda X: estimator.predict_proba(X)[:, 1], 0.55, names)
+    assert n >= 50
+    assert max(hi for _, hi in spread.values()) <= 4            # measured: 1 to 4 changes per recourse
+
+
+def test_every_german_recourse_is_one_minimal_at_the_default_margin(german, tmp_path):
+    import joblib
+
+    app_path = tmp_path / "denied.csv"
+    german.denied.to_csv(app_path, index=False)
+    result = runner.invoke(app, ["plan", str(german.train_path), "--model", str(german.model_path), "--applicants",
+                                 str(app_path), "--immutable", "Personal status", "--increasing", "Age",
+                                 "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    estimator = joblib.load(german.model_path)
+    n, _ = _assert_one_minimal(records, german.denied, lambda X: estimator.predict_proba(X)[:, 1], 0.55,
+                               german.features)
+    assert n >= 60                                 # 23 denied test rows, measured 65 recourses of 1 to 3 changes

@@ -128,7 +128,14 @@ def _check_ranges(values):
         if name in seen:
             raise typer.BadParameter(f"Column '{name}' has two --range options; give one.")
         seen.add(name)
-        if ":" in value:
+        from ..schema import Feature, SchemaError, is_relative_range, parse_range
+
+        if is_relative_range(value):           # relative to the applicant: +0:+12, -20%:+10%
+            try:
+                parse_range(Feature(name, "continuous"), value)
+            except SchemaError as exc:
+                raise typer.BadParameter(str(exc)) from None
+        elif ":" in value:
             parts = [p.strip() for p in value.split(":")]
             try:
                 bounds = [None if p == "" else float(p) for p in parts]
@@ -253,7 +260,9 @@ VaryOpt = Annotated[Optional[list[str]], typer.Option("--vary", metavar="COL", h
                                                       "(repeatable); every other feature becomes immutable.",
                                                       rich_help_panel=_DATA)]
 RangeOpt = Annotated[Optional[list[str]], typer.Option("--range", callback=_check_ranges, metavar="COL=LO:HI|COL=a,b",
-                                                       help="COL=LO:HI (numeric; LO: or :HI leave a side open) or "
+                                                       help="COL=LO:HI (numeric; LO: or :HI leave a side open), "
+                                                       "COL=-DOWN:+UP relative to the applicant's value (+0:+12: at "
+                                                       "most 12 more, never less; -20%:+10%: in percent of it) or "
                                                        "COL=a,b,c (categorical levels): a recourse never moves the "
                                                        "feature outside (repeatable).", rich_help_panel=_DATA)]
 FeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--weight", "--feature-weight",

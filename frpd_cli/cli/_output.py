@@ -239,9 +239,13 @@ def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool
     table.add_column("cost", justify="right", no_wrap=True)
     table.add_column("prob", justify="right", no_wrap=True)
     table.add_column("chg", justify="right", no_wrap=True)      # n_changes: how many features change
+    shifts = any(r.largest_shift is not None for r in plan.recourses)
+    if shifts:       # largest_shift: the largest share of the population one change passes
+        table.add_column("shift", justify="right", no_wrap=True)
     if not plan.recourses:
         return table
-    table.add_row("now", *[values(n, plan.applicant_features.get(n, "")) for n in changed], "", "", "", style="dim")
+    table.add_row("now", *[values(n, plan.applicant_features.get(n, "")) for n in changed], "", "", "",
+                  *([""] if shifts else []), style="dim")
     for r in plan.recourses:
         cells = []
         for name in changed:
@@ -251,7 +255,8 @@ def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool
             else:
                 cells.append(Text("·", style="dim"))
         rank = f"{r.rank}*" if r.projected else str(r.rank)
-        table.add_row(rank, *cells, f"{r.cost:.3f}", f"{r.probability:.2f}", str(r.n_changes))
+        shift = [] if not shifts else ["" if r.largest_shift is None else f"{r.largest_shift:.2f}"]
+        table.add_row(rank, *cells, f"{r.cost:.3f}", f"{r.probability:.2f}", str(r.n_changes), *shift)
     return table
 
 
@@ -275,8 +280,9 @@ def plan_blocks(plan: Plan, values: ValueFormat | None = None) -> Text:
     for r in plan.recourses:
         n_changes = len(r.changes)
         text.append(f"  Recourse {r.rank}{'*' if r.projected else ''}", style="bold")
+        shift = "" if r.largest_shift is None else f"  largest shift {r.largest_shift:.2f}"
         text.append(f"  cost {r.cost:.3f}  probability {r.probability:.2f}  "
-                    f"{n_changes} change{'s' if n_changes != 1 else ''}\n")
+                    f"{n_changes} change{'s' if n_changes != 1 else ''}{shift}\n")
         for name in (n for n in changed if n in r.changes):
             old, new = values.pair(name, *r.changes[name])
             text.append(f"    {(name + ':').ljust(pad)} ")

@@ -115,6 +115,9 @@ def schema_command(
         warning = id_like_warning(report.id_like, f"'{data}'")
         if warning:
             echo_err(warning)
+        unconstrained = unconstrained_warning(report.schema)
+        if unconstrained:
+            echo_err(unconstrained)
         if report.n_incomplete:
             echo_err(f"Warning: {report.n_incomplete} of {report.n_rows} rows of '{data}' have missing feature values "
                      "(counted under 'missing'); the schema is inferred from the other rows, and plan refuses the "
@@ -148,6 +151,20 @@ def schema_command(
             if write is not None and not write_to_stdout:
                 parts.append(f"schema written to '{write}' (use it with --schema)")
             echo_err("; ".join(parts) + ".")
+
+
+def unconstrained_warning(schema) -> str | None:
+    """A warning when no feature is immutable, monotone or limited: every recourse may then move any feature
+    either way, as far as the model rewards it (waiting decades, changing one's marital status)."""
+    if any(f.mutability != "free" or f.has_range for f in schema.features):
+        return None
+    numeric = [f.name for f in schema.features if f.is_numeric]
+    example = numeric[0] if numeric else schema.features[0].name
+    return ("Warning: every feature may change in either direction: no feature is immutable, monotone or limited, "
+            "so a recourse may ask for any move the model rewards. Declare what applicants cannot change "
+            "(--immutable COL, or immutable = [...] in the schema file), what only goes one way (--increasing / "
+            f"--decreasing) and how far a feature may move (--range {example}=+0:+12, relative to the applicant; "
+            "[range] in the schema file).")
 
 
 def _model_summary(model_path: Path, data: Path, report, frame, threshold: float, trust_type) -> str:

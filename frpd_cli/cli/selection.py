@@ -26,6 +26,7 @@ from ..planning import (
     select_applicants,
 )
 from ..plans import plan_record
+from ..population import PopulationShares, fit_population, population_of, with_largest_shifts
 from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
@@ -176,6 +177,7 @@ def select_command(
             "status.csv": table.status,
             "applicants.csv": applicants_frame,
             "encoder.json": training.encoder.to_dict(),
+            "population.json": population_of(training).to_dict(),
             "screening.npz": table.screening,
         }
         if save_eigen:
@@ -405,6 +407,7 @@ def interpolate_command(
                                                k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
                                                max_changes=max_changes))
         all_plans = annotate_plans(loaded, all_plans, names)     # each model's probability (with other models)
+        all_plans = with_largest_shifts(all_plans, _population(artifact, training, train_frame, encoder))
         verify_plans(encoder, loaded, all_plans, margin=margin)
         seconds = time.perf_counter() - start
         jsonl = "".join(__import__("json").dumps(plan_record(p), ensure_ascii=False) + "\n" for p in all_plans)
@@ -504,9 +507,22 @@ def _limit_differences(stored, spec) -> list[str]:
         except SchemaError as exc:
             problems.append(str(exc))
             continue
-        if (wanted.low, wanted.high, wanted.allowed) != (f.low, f.high, f.allowed):
+        if (wanted.low, wanted.high, wanted.allowed, wanted.rel_low, wanted.rel_high, wanted.rel_percent) != (
+                f.low, f.high, f.allowed, f.rel_low, f.rel_high, f.rel_percent):
             problems.append(f"range of {name!r} {value!r} differs from the selection's")
     return problems
+
+
+def _population(artifact, training, train_frame, encoder):
+    """The training population of a selection (its ``population.json``; selections made before it was stored:
+    from the training data when it was read, else None and the records leave ``largest_shift`` empty)."""
+    if "population.json" in artifact.payload_names:
+        return PopulationShares.from_dict(artifact.load_json("population.json"))
+    if training is not None:
+        return population_of(training)
+    if train_frame is not None:
+        return fit_population(train_frame, encoder.schema)
+    return None
 
 
 def _restore_types(frame: pd.DataFrame, encoder: Encoder) -> pd.DataFrame:
