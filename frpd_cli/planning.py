@@ -346,7 +346,8 @@ def _minimal(encoder, judge, X0, raw0, seg_app, result, kept, plain):
     segment falls back on when its minimal recourse repeats an earlier one of its applicant."""
     from .sparsify import minimal_recourses
 
-    minimal = minimal_recourses(encoder, judge, X0, raw0, result.rows, result.probability, found=result.found & kept)
+    minimal = minimal_recourses(encoder, judge, X0, raw0, result.rows, result.probability, found=result.found & kept,
+                                groups=seg_app)
     names = list(encoder.schema.feature_names)
     keys = [tuple(str(v) for v in row) for row in minimal.rows.loc[:, names].itertuples(index=False, name=None)]
     repeated, seen = [], {}

@@ -1070,15 +1070,17 @@ class MinimalResult:
 
 
 def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFrame, rows: pd.DataFrame,
-                      probability: np.ndarray, *, found: np.ndarray | None = None) -> MinimalResult:
+                      probability: np.ndarray, *, found: np.ndarray | None = None,
+                      groups: np.ndarray | None = None) -> MinimalResult:
     """Give back every change a recourse does not need: 1-minimal recourses.
 
     A recourse is 1-minimal when restoring any single one of its changed features to the applicant's value
     (a categorical's whole one-hot block) makes the model reject it (probability below ``model.threshold``,
     the threshold plus any margin). Each round scores, in one model call, every single-undo variant of every
     recourse still changing two features or more; a recourse with accepted variants takes the one that undoes
-    its costliest change (the largest squared encoded move, ties to the first feature of the schema), and the
-    rounds go on until no recourse has an accepted variant.
+    its costliest change (the largest squared encoded move, ties to the first feature of the schema), preferring
+    a variant that does not repeat another recourse of its group (applicant), and the rounds go on until no
+    recourse has an accepted variant.
 
     Parameters
     ----------
@@ -1095,6 +1097,9 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
         The model's probability of each recourse.
     found : ndarray of bool, shape (n_segments,), optional
         Segments that have a recourse (the others are returned as they are).
+    groups : ndarray of int, shape (n_segments,), optional
+        The applicant of each segment: a recourse prefers undoing a change that does not make it equal to
+        another recourse of its applicant (only the order of the undos changes; the result is still 1-minimal).
 
     Returns
     -------
@@ -1130,8 +1135,10 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
         calls += 1
         p = score_columns(model, {c: variants[c].to_numpy() for c in names})
         ok = p >= model.threshold
-        # per recourse, its accepted variants by decreasing cost of the undone change, then schema order
-        order = np.lexsort((feats, -sq[local, feats], local))
+        repeats = _repeats(best, variants, idx[local], groups, names) if groups is not None else np.zeros(ok.size)
+        # per recourse, its accepted variants: not repeating another recourse of its group first, then by
+        # decreasing cost of the undone change, then schema order
+        order = np.lexsort((feats, -sq[local, feats], repeats, local))
         order = order[ok[order]]
         first = order[np.r_[True, local[order][1:] != local[order][:-1]]] if order.size else order
         taken = np.zeros(idx.size, dtype=bool)
@@ -1143,3 +1150,17 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
             probability[segs] = p[first]
             n_undone[segs] += 1
     return MinimalResult(rows=best.frame(), probability=probability, n_undone=n_undone, n_model_calls=calls)
+
+
+def _repeats(best: _Rows, variants: pd.DataFrame, segs: np.ndarray, groups: np.ndarray, names: list) -> np.ndarray:
+    """Whether each variant (of segment ``segs[i]``) equals the current row of another segment of its group."""
+    current = best.frame()
+    keys = [tuple(str(v) for v in row) for row in current.loc[:, names].itertuples(index=False, name=None)]
+    by_group: dict = {}
+    for s, key in enumerate(keys):
+        by_group.setdefault(int(groups[s]), {}).setdefault(key, set()).add(s)
+    out = np.zeros(len(segs), dtype=np.int64)
+    for i, row in enumerate(variants.loc[:, names].itertuples(index=False, name=None)):
+        owners = by_group.get(int(groups[segs[i]]), {}).get(tuple(str(v) for v in row), set())
+        out[i] = bool(owners - {int(segs[i])})
+    return out

@@ -98,8 +98,9 @@ def test_sample_plans_hold_every_invariant(sample, method, sparsify):
     assert [p.applicant for p in plans] == [str(i) for i in range(len(applicants))]
     n_ok = check_invariants(plans, training, paths["model"], applicants, 3)
     assert n_ok == len(applicants)          # every sample applicant has a feasible plan
-    # distinct prototypes give distinct recourses (a sparse recourse that repeats another falls back)
-    assert sum(len(p.recourses) == 3 for p in plans) >= len(applicants) - 2
+    # distinct prototypes give distinct recourses (a sparse recourse that repeats another falls back); with
+    # 1-minimal recourses 3 sample applicants keep 2: their third was another one plus changes it did not need
+    assert sum(len(p.recourses) == 3 for p in plans) >= len(applicants) - 3
 
 
 def test_already_favorable_and_infeasible_statuses(sample):
