@@ -189,7 +189,7 @@ def plan_record(plan: Plan) -> dict:
 
 #: Columns of the ``csv`` format after the features, cost and probability (and ``projected``), in order.
 TRAILING_COLUMNS = ("n_changes", "partial")
-#: The last column of the ``csv`` format, after every other model's probability.
+#: The column after :data:`TRAILING_COLUMNS` (before any other model's probability, which come last).
 SHIFT_COLUMN = "largest_shift"
 
 
@@ -198,7 +198,7 @@ def csv_columns(feature_names, *, projected: bool = False, models=()) -> list[st
     ``models``, the names of the other models to satisfy, add ``probability_<name>`` columns at the end)."""
     extra = ["projected"] if projected else []
     return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability", *extra,
-            *TRAILING_COLUMNS, *(f"probability_{m}" for m in models), SHIFT_COLUMN]
+            *TRAILING_COLUMNS, SHIFT_COLUMN, *(f"probability_{m}" for m in models)]
 
 
 def plan_rows(plan: Plan, feature_names) -> list[dict]:
@@ -236,7 +236,7 @@ def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False, models=
     partial = "true" if plan.partial else "false"
     if not plan.recourses:
         return [[*head, "", plan.method, *[""] * len(feature_names), "", "", *([""] if projected else []), "",
-                 partial, *[""] * len(models), ""]]
+                 partial, "", *[""] * len(models)]]
     rows = []
     for r in plan.recourses:
         features = r.features
@@ -244,10 +244,9 @@ def plan_csv_rows(plan: Plan, feature_names, *, projected: bool = False, models=
                _rounded(r.cost), _rounded(r.probability)]
         if projected:
             row.append("true" if r.projected else "false")
-        row += [r.n_changes, partial]
+        row += [r.n_changes, partial, "" if r.largest_shift is None else _rounded(r.largest_shift)]
         if models:
             row += [_rounded(r.probabilities[m]) for m in models]
-        row.append("" if r.largest_shift is None else _rounded(r.largest_shift))
         rows.append(row)
     return rows
 

@@ -70,8 +70,8 @@ def test_records_carry_n_changes_and_partial_at_the_end():
     columns = csv_columns(["a", "b"])
     assert columns[-5:] == ["cost", "probability", "n_changes", "partial", "largest_shift"]
     assert csv_columns(["a", "b"], projected=True)[-4:] == ["projected", "n_changes", "partial", "largest_shift"]
-    assert csv_columns(["a"], models=["also-1"])[-4:] == ["n_changes", "partial", "probability_also-1",
-                                                          "largest_shift"]
+    assert csv_columns(["a"], models=["also-1"])[-4:] == ["n_changes", "partial", "largest_shift",
+                                                          "probability_also-1"]
     rows = plan_rows(plan, ["a", "b"])
     assert [(r["n_changes"], r["partial"]) for r in rows] == [(1, "true"), (2, "true")]
     empty = plan_rows(Plan("8", "infeasible", "none", "quad", (), {"a": 0, "b": "y"}), ["a", "b"])
