@@ -219,7 +219,7 @@ def test_an_unusable_progress_path_leaves_no_empty_partial_and_names_it(work):
     assert not partial_path(out).exists() and not out.exists() and not lock_path(out).exists()
 
 
-def test_leftovers_of_an_interrupted_run_are_still_discarded_or_resumed(work):
+def test_leftovers_frpd_made_are_still_discarded_by_a_fresh_run(work):
     """What frpd made itself is recognised: a kept partial and progress file are discarded by a fresh run."""
     out = work["folder"] / "plans.csv"
     reference = runner.invoke(app, _plan(work, "--format", "csv", "--chunk-size", "4"))
