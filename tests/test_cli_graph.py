@@ -87,7 +87,8 @@ def test_plan_graph_jsonl_has_paths_and_steps(sample_paths, graph_dir):
         costs = [r["cost"] for r in rec["recourses"]]
         assert costs == sorted(costs)                       # rank 1 the cheapest
         for r in rec["recourses"]:
-            assert list(r) == ["rank", "features", "changes", "cost", "probability", "path", "steps", "n_changes"]
+            assert list(r) == ["rank", "features", "changes", "cost", "probability", "path", "steps", "n_changes",
+                               "largest_shift"]
             assert r["n_changes"] == len(r["changes"])
             assert len(r["path"]) == len(r["steps"]) >= 1 and r["probability"] >= 0.5
 
@@ -97,7 +98,7 @@ def test_plan_graph_csv_columns_unchanged(sample_paths, graph_dir):
     assert result.exit_code == 0, result.stderr
     header = result.stdout.splitlines()[0].split(",")
     assert header[:5] == ["applicant", "status", "reason", "rank", "method"]
-    assert header[-4:] == ["cost", "probability", "n_changes", "partial"]      # graph plans never project
+    assert header[-5:] == ["cost", "probability", "n_changes", "partial", "largest_shift"]  # graph plans never project
 
 
 def test_table_shows_numbered_steps(sample_paths, graph_dir):
