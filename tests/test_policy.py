@@ -94,7 +94,8 @@ def test_project_gives_valid_plans_keeping_immutables(crafted):
         assert all(r.get("projected") is True for r in rec["recourses"])   # no real row shares calls
     csv_out = _plan(crafted, "--immutable-policy", "project", "--format", "csv")
     header = csv_out.stdout.splitlines()[0].split(",")
-    assert header[-3:] == ["projected", "n_changes", "partial"] and header[-5:-3] == ["cost", "probability"]
+    assert header[-4:] == ["projected", "n_changes", "partial", "largest_shift"]
+    assert header[-6:-4] == ["cost", "probability"]
     table = _plan(crafted, "--immutable-policy", "project", "--format", "table")
     assert "* prototype projected onto the applicant's" in table.stdout
 
@@ -132,4 +133,4 @@ def test_auto_is_the_default_and_projects_only_numeric_immutables(crafted):
         # every prototype came from the applicant's own region, never from the other one
         assert rec["method"] == "quad"
     header = _plan(crafted, "--format", "csv").stdout.splitlines()[0].split(",")
-    assert header[-3:] == ["projected", "n_changes", "partial"]
+    assert header[-4:] == ["projected", "n_changes", "partial", "largest_shift"]
