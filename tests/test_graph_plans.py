@@ -114,7 +114,10 @@ def check_paths(plans, training, graph, applicants, settings):
 def sample(sample_paths):
     from frpd_cli.schema import load_schema_file
 
-    spec = load_schema_file(sample_paths["schema"])
+    # graph mechanics on the sample's constraints without its limit relative to the applicant (age +0:+5), so
+    # the oracles below see every reachable candidate; test_graph_plans_keep_limits_relative_to_the_applicant
+    # covers the limit itself
+    spec = dataclasses.replace(load_schema_file(sample_paths["schema"]), ranges={})
     training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
     applicants = pd.read_csv(sample_paths["applicants"])
     graph = build_graph(training.X, training.codes, n_neighbors=10)
@@ -355,3 +358,26 @@ def test_german_graph_plans_hold_every_invariant(german, method, hubs):
     n_ok = check_invariants(_euclidean(training, denied, plans), training, model_path, denied, 3)
     assert n_ok >= 0.8 * len(denied)
     assert check_paths(plans, training, graph, denied, settings) >= 2 * n_ok
+
+
+@pytest.mark.parametrize("method", ["quad", "face"])
+def test_graph_plans_keep_limits_relative_to_the_applicant(sample_paths, method):
+    """The sample schema's age = "+0:+5": every graph recourse ages the applicant by 0 to 5 years, and an applicant
+    left without a recourse is told why."""
+    from frpd_cli.schema import load_schema_file
+
+    spec = load_schema_file(sample_paths["schema"])
+    assert spec.ranges.get("age") == "+0:+5"
+    training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
+    applicants = pd.read_csv(sample_paths["applicants"])
+    graph = build_graph(training.X, training.codes, n_neighbors=10)
+    plans = _plans(training, model, applicants, PlanSettings(method=method, k=3, scheme="graph"), graph)
+    n_recourses = 0
+    for plan, age0 in zip(plans, applicants["age"]):
+        if plan.status != "ok":
+            assert plan.reason
+            continue
+        for r in plan.recourses:
+            n_recourses += 1
+            assert 0 <= int(r.features["age"]) - int(age0) <= 5, (plan.applicant, age0, r.features["age"])
+    assert n_recourses > 0
