@@ -1,6 +1,6 @@
 """Plan throughput under the effort scale relative to the paper's min-max scale, measured in one run.
 
-Run: python benchmarks/bench_scale.py [--n-applicants N] [--rounds R]
+Run: python benchmarks/bench_encoding.py [--n-applicants N] [--rounds R]
 
 The workload of `bench_plan.py`'s library measurement (Adult from ../shared/datasets, 80/20 stratified split
 with seed 42, MLP (20, 50, 20), quad, K = 3, linear, sparse recourses, immutable marital_status and gender, age
@@ -9,7 +9,7 @@ increasing; applicants = the first N test rows predicted unfavourable), planned 
 a fast and a slow state on their own: only runs next to each other compare). Reported: each scale's best
 applicants per second, and the median over rounds of the ratio effort / minmax of adjacent runs; also the CPU
 time of fitting the encoder and encoding the training rows (`build_training_set` without the model call).
-Results go to docs/benchmarks.md (section bench_scale).
+Results go to docs/benchmarks.md (section bench_encoding).
 """
 
 from __future__ import annotations
@@ -87,8 +87,8 @@ def main(argv=None) -> int:
     n = len(applicants)
     ratios = [m / e for m, e in zip(seconds["minmax"], seconds["effort"])]
     lines = [
-        "## Plan throughput by scale (`benchmarks/bench_scale.py`)", "",
-        f"Machine: {machine_line()}, single-threaded BLAS. Command: `python benchmarks/bench_scale.py "
+        "## Plan throughput by scale (`benchmarks/bench_encoding.py`)", "",
+        f"Machine: {machine_line()}, single-threaded BLAS. Command: `python benchmarks/bench_encoding.py "
         f"--n-applicants {args.n_applicants} --rounds {args.rounds}`.", "",
         f"Adult ({len(frame)} training rows), the first {n} denied test applicants, quad, K = 3, linear, sparse, "
         "`--jobs 1`, library call; CPU time. Rounds alternate the order of the two scales.", "",
@@ -100,7 +100,7 @@ def main(argv=None) -> int:
                      f"{encode[scale] * 1000:.1f} |")
     lines += ["", f"Throughput effort / minmax, median over rounds of adjacent runs: {statistics.median(ratios):.2f} "
               f"(rounds: {', '.join(f'{x:.2f}' for x in ratios)}; target: at least 0.80)."]
-    publish("bench_scale", lines)
+    publish("bench_encoding", lines)
     return 0
 
 
