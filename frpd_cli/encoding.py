@@ -200,6 +200,11 @@ class Encoder:
                 z = np.where(below, qs[0] - (lo - x) / span, np.where(above, qs[-1] + (x - hi) / span, z))
             return z
 
+    def decode_values(self, j: int, z) -> np.ndarray:
+        """Raw values of numeric feature ``j`` from encoded values before its cost weight: the inverse of
+        :meth:`encode_values`, with :meth:`decode`'s clipping to the training range and rounding."""
+        return self._decode_numeric(j, self.schema.features[j], np.asarray(z, dtype=np.float64))
+
     def encoded_range(self, j: int) -> tuple[float, float]:
         """The encoded training minimum and maximum of numeric feature ``j`` (before its cost weight)."""
         z = self.encode_values(j, [self.minimum[j], self.maximum[j]])

@@ -21,6 +21,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -45,6 +46,9 @@ __all__ = [
     "PLAN_COUNTS",
     "plot_tradeoff",
     "repeated_plans",
+    "record_rows",
+    "score_records",
+    "ScoredRecords",
 ]
 
 #: Per-applicant metric columns, in table order.
@@ -240,6 +244,82 @@ def applicants_from_records(records, feature_names) -> tuple[pd.DataFrame, list,
     return pd.DataFrame(rows, columns=names), ids, missing
 
 
+class ScoredRecords(NamedTuple):
+    """The applicants and recourses of plan records, coerced, encoded and re-predicted (:func:`score_records`)."""
+
+    raw0: pd.DataFrame
+    """Applicants' raw rows coerced to the training types, shape (n_applicants, n_features)."""
+    X0: np.ndarray
+    """Encoded applicants, shape (n_applicants, n_features_out)."""
+    prob0: np.ndarray
+    """The model's favourable probability of each applicant, shape (n_applicants,)."""
+    owner: np.ndarray
+    """Record index of each recourse, int64 of shape (n_recourses,)."""
+    R_raw: pd.DataFrame
+    """Recourses' raw values coerced to the training types, shape (n_recourses, n_features)."""
+    R_enc: np.ndarray
+    """Encoded recourses (NaN rows where not encodable), shape (n_recourses, n_features_out)."""
+    probability: np.ndarray
+    """Favourable probability of each recourse (NaN where not encodable)."""
+    encodable: np.ndarray
+    """bool: the recourse holds only values the encoder reads."""
+    favorable: np.ndarray
+    """bool: encodable and predicted favourable at the model's threshold."""
+
+
+def record_rows(records, ids: Sequence[str], n_applicants: int) -> list[int]:
+    """The applicant row of each plan record, looked up by id.
+
+    Raises
+    ------
+    InputError
+        A record names an applicant that is not in the ids, or whose id is repeated there.
+    """
+    where = _applicant_index(ids, range(n_applicants))
+    rows_of = []
+    for rec in records:
+        key = str(rec["applicant"])
+        hits = where.get(key)
+        if not hits:
+            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
+            raise InputError(f"The plans name applicant {key!r}, which is not in the applicants (ids: {shown}). "
+                             "Pass the applicants file the plans were made for, with the same --id-column.")
+        if len(hits) > 1:
+            raise InputError(f"Applicant id {key!r} appears {len(hits)} times in the applicants; ids must be "
+                             "unique. Pass --id-column with a unique column.")
+        rows_of.append(hits[0])
+    return rows_of
+
+
+def score_records(records, training, model, applicants: pd.DataFrame) -> ScoredRecords:
+    """Coerce, encode and re-predict the applicants and every recourse of the records (one model call each).
+
+    Nothing of a recourse but its ``features`` is used; ``applicants`` must hold every feature column (row
+    order kept). Used by :func:`evaluate_plans` and :func:`frpd_cli.audit.audit_plans`.
+    """
+    schema, encoder = training.schema, training.encoder
+    names = list(schema.feature_names)
+    raw0 = _coerce(applicants.loc[:, names], schema)
+    X0 = encoder.encode(raw0, source="the applicants")
+    prob0 = np.asarray(model.favorable_probability(raw0), dtype=np.float64)
+    owner, rec_rows = [], []
+    for i, rec in enumerate(records):
+        for r in rec["recourses"] or []:
+            owner.append(i)
+            rec_rows.append({n: r["features"].get(n) for n in names})
+    owner = np.asarray(owner, dtype=np.int64)
+    R_raw = _coerce(pd.DataFrame(rec_rows, columns=names), schema) if rec_rows else pd.DataFrame(columns=names)
+    encodable = _encodable(R_raw, encoder) if rec_rows else np.zeros(0, dtype=bool)
+    R_enc = np.full((len(rec_rows), encoder.n_features_out), np.nan)
+    probability = np.full(len(rec_rows), np.nan)
+    if encodable.any():
+        ok_rows = R_raw.loc[encodable]
+        R_enc[encodable] = encoder.encode(ok_rows, source="the recourses")
+        probability[encodable] = np.asarray(model.favorable_probability(ok_rows), dtype=np.float64)
+    favorable = np.where(np.isnan(probability), False, probability >= model.threshold)
+    return ScoredRecords(raw0, X0, prob0, owner, R_raw, R_enc, probability, encodable, favorable)
+
+
 def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequence[str] | None = None, *,
                    k: int | None = None, graph=None, manifold: str = "favorable",
                    progress=None, also_models=None) -> pd.DataFrame:
@@ -320,46 +400,16 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
                          "the model was trained with them.")
     applicants = applicants.reset_index(drop=True)
     ids = [str(i) for i in range(len(applicants))] if ids is None else [str(i) for i in ids]
-    where = _applicant_index(ids, applicants)
     ks = _ks(records, k)
-
-    rows_of = []
-    for rec in records:
-        key = str(rec["applicant"])
-        hits = where.get(key)
-        if not hits:
-            shown = ", ".join(ids[:5]) + (", ..." if len(ids) > 5 else "")
-            raise InputError(f"The plans name applicant {key!r}, which is not in the applicants (ids: {shown}). "
-                             "Pass the applicants file the plans were made for, with the same --id-column.")
-        if len(hits) > 1:
-            raise InputError(f"Applicant id {key!r} appears {len(hits)} times in the applicants; ids must be "
-                             "unique. Pass --id-column with a unique column.")
-        rows_of.append(hits[0])
-
-    raw0 = _coerce(applicants.loc[:, names], schema)
-    X0 = encoder.encode(raw0, source="the applicants")
-    prob0 = np.asarray(model.favorable_probability(raw0), dtype=np.float64)
-
-    # every recourse of every record, coerced to the training types, scored in one call
-    owner, rec_rows = [], []
-    for i, rec in enumerate(records):
-        for r in rec["recourses"] or []:
-            owner.append(i)
-            rec_rows.append({n: r["features"].get(n) for n in names})
-    owner = np.asarray(owner, dtype=np.int64)
-    R_raw = _coerce(pd.DataFrame(rec_rows, columns=names), schema) if rec_rows else pd.DataFrame(columns=names)
-    encodable = _encodable(R_raw, encoder) if rec_rows else np.zeros(0, dtype=bool)
-    R_enc = np.full((len(rec_rows), encoder.n_features_out), np.nan)
-    probability = np.full(len(rec_rows), np.nan)
-    if encodable.any():
-        ok_rows = R_raw.loc[encodable]
-        R_enc[encodable] = encoder.encode(ok_rows, source="the recourses")
-        probability[encodable] = np.asarray(model.favorable_probability(ok_rows), dtype=np.float64)
-    favorable = np.where(np.isnan(probability), False, probability >= model.threshold)
+    rows_of = record_rows(records, ids, len(applicants))
+    scored = score_records(records, training, model, applicants)
+    raw0, X0, prob0 = scored.raw0, scored.X0, scored.prob0
+    owner, R_raw, R_enc = scored.owner, scored.R_raw, scored.R_enc
+    probability, encodable, favorable = scored.probability, scored.encodable, scored.favorable
     minmax = _minmax_costs(training, raw0, R_raw, encodable, owner, rows_of, len(records))
     accepted = {}           # each other model's verdict on every recourse (False where not encodable)
     for name, other in (also_models or {}).items():
-        verdict = np.zeros(len(rec_rows), dtype=bool)
+        verdict = np.zeros(len(R_raw), dtype=bool)
         if encodable.any():
             verdict[encodable] = np.asarray(other.favorable_probability(R_raw.loc[encodable]),
                                             dtype=np.float64) >= other.threshold

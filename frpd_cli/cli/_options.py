@@ -509,12 +509,13 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str) ->
             echo_err(message)
 
 
-def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8"):
+def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8",
+                    used=()):
     """Read and validate a whole applicants file; return the raw feature rows and the applicant ids.
 
     Ids are the id column's values (verbatim strings; unique, see ``ApplicantFile.scan``), or 0-based
     row numbers without one. Columns that are neither features nor the id column are ignored with a
-    warning.
+    warning, unless the command reads them itself (``used``, e.g. ``audit --by``).
     """
     import pandas as pd
 
@@ -522,8 +523,9 @@ def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *,
 
     source = ApplicantFile(path, training.encoder, id_column=id_column, encoding=encoding)
     scan = source.scan()
-    if scan.extra_columns:
-        echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{path}' (not features).")
+    ignored = [c for c in scan.extra_columns if c not in set(used)]
+    if ignored:
+        echo_err(f"Warning: ignoring column(s) {', '.join(ignored)} of '{path}' (not features).")
     chunks = list(source.chunks(max(scan.n_rows, 1)))
     frame = pd.concat([c.frame for c in chunks], ignore_index=True)
     ids = [a for c in chunks for a in c.ids]

@@ -24,6 +24,8 @@ __all__ = ["app", "main", "COMMANDS"]
 # in the order ``frpd --help`` lists them.
 COMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("evaluation", "Recompute the paper's metrics for plan files, per method (mean and std)."),
+    "audit": ("audit", "Audit a batch of plans: cost of recourse by group, and the actions that help the most "
+                       "denied applicants."),
     "build-graph": ("graph", "Build the actionability graph over the training rows (for sequential recourse and "
                              "FACE)."),
     "plan": ("plan", "Plan K diverse recourses for every applicant (select prototypes, then interpolate)."),

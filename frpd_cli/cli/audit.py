@@ -1,0 +1,262 @@
+"""``frpd audit``: who bears the cost of recourse in a batch of plans, and which actions help the most people."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from ..exceptions import InputError, OptionError
+from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
+from ..plans import read_plans
+from . import _options as o
+from ._errors import echo_err, handle_errors
+from ._output import busy, open_output, print_rows, resolve_format, write_records
+from .app import _flags, app
+
+__all__ = ["audit_command"]
+
+_AUDIT = "Audit"
+
+
+@app.command("audit")
+@handle_errors
+def audit_command(
+    data: o.DataArg,
+    model: o.ModelOpt,
+    plans: Annotated[Path, typer.Option("--plans", readable=False, help="Plans from plan/interpolate (csv or jsonl; several "
+                                        "methods may be concatenated).", show_default=False)],
+    applicants: Annotated[Optional[Path], typer.Option("--applicants", readable=False, help="The applicants file the plans were "
+                                                       "made for; a --by column may be any of its columns, also one "
+                                                       "the model does not use. Optional for jsonl/json plans "
+                                                       "(then --by must be a feature); needed for csv plans.")] = None,
+    by: Annotated[Optional[list[str]], typer.Option("--by", metavar="COL", help="Report by the groups of this "
+                                                    "column (repeatable; each column on its own). Numeric columns are "
+                                                    "cut into --bins quantile bins.", rich_help_panel=_AUDIT)] = None,
+    bins: Annotated[int, typer.Option("--bins", min=1, help="Quantile bins of a numeric --by column.",
+                                      rich_help_panel=_AUDIT)] = 4,
+    actions: Annotated[bool, typer.Option("--actions", help="Write the actions table: every change the plans make, "
+                                          "with the share of all denied applicants it alone gets accepted "
+                                          "(coverage).", rich_help_panel=_AUDIT)] = False,
+    pairs: Annotated[bool, typer.Option("--pairs", help="Write, per group of --by, the pair of actions (among the "
+                                        "10 of highest coverage) that gets most of the group accepted.",
+                                        rich_help_panel=_AUDIT)] = False,
+    top: Annotated[int, typer.Option("--top", min=0, help="Actions to write, by decreasing coverage (0: all).",
+                                     rich_help_panel=_AUDIT)] = 20,
+    min_group: Annotated[int, typer.Option("--min-group", min=1, help="Groups with fewer denied applicants holding "
+                                           "a valid recourse are reported as tiny, without interval.",
+                                           rich_help_panel=_AUDIT)] = 20,
+    bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples of the 95% intervals.",
+                                           rich_help_panel=_AUDIT)] = 1000,
+    k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan [default: per "
+                                             "method, the largest rank in the file].",
+                                             rich_help_panel="Selection")] = None,
+    plot: Annotated[Optional[Path], typer.Option("--plot", readable=False, help="Also draw each group's mean cost with "
+                                                 "its interval and the top actions' coverage to this PNG (needs "
+                                                 "frpd-cli[plot]).", rich_help_panel="Output")] = None,
+    fmt: o.FormatOpt = None,
+    quiet: o.QuietOpt = False,
+    output: o.OutputOpt = None,
+    jobs: o.JobsOpt = 1,
+    schema: o.SchemaOpt = None,
+    target: o.TargetOpt = None,
+    favorable: o.FavorableOpt = None,
+    immutable: o.ImmutableOpt = None,
+    increasing: o.IncreasingOpt = None,
+    decreasing: o.DecreasingOpt = None,
+    categorical: o.CategoricalOpt = None,
+    continuous: o.ContinuousOpt = None,
+    vary: o.VaryOpt = None,
+    range_: o.RangeOpt = None,
+    feature_weight: o.FeatureWeightOpt = None,
+    scale: o.ScaleOpt = "minmax",
+    id_column: o.IdColumnOpt = None,
+    threshold: o.ThresholdOpt = 0.5,
+    seed: o.SeedOpt = 0,
+    trust_type: o.TrustTypeOpt = None,
+    encoding: o.EncodingOpt = "utf-8",
+) -> None:
+    """Audit a batch of plans: cost of recourse by group, and the actions that help the most denied applicants.
+
+    Plans are re-checked as evaluate checks them (re-encoded, re-predicted, constraints); costs are in the
+    scale of --scale, the one the plans were made in. Tables: groups (with --by), actions (--actions), pairs
+    (--pairs); a terminal shows each asked for, csv/json/jsonl write the last of them.
+
+    Example: frpd audit sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
+    --applicants sample_data/applicants.csv --plans plans.jsonl --by housing --actions
+    """
+    from ..audit import audit_plans, group_labels, plot_audit
+
+    if not by and not actions:
+        raise OptionError("--by", "Nothing to audit: pass --by COL (a group report) and/or --actions.")
+    if pairs and not by:
+        raise OptionError("--pairs", "Pairs of actions are found per group: pass --by COL as well.")
+    if seed < 0:
+        raise OptionError("--seed", f"The seed must be an int >= 0. Got {seed} instead.")
+    for path in (output, plot):
+        if path is not None:
+            resolve_output(path)
+    check_not_inputs({"--output": output, "--plot": plot},
+                     {"data": data, "model": model, "plans": plans, "applicants": applicants, "schema": schema})
+    with lock_outputs(files=(output, plot)):
+        fmt = resolve_format(fmt, output)
+        if plot is not None:
+            try:
+                import matplotlib  # noqa: F401
+            except ImportError:
+                raise InputError("--plot needs matplotlib: install the plot extra with "
+                                 "`pip install 'frpd-cli[plot]'`.") from None
+        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
+                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
+        training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                                trusted_types=trust_type, quiet=quiet)
+        records = read_plans(plans)
+        from ..evaluation import applicants_from_records, repeated_plans
+
+        repeated = repeated_plans(records)
+        if repeated:
+            a, mth, n = repeated[0]
+            echo_err(f"Warning: {len(repeated)} (applicant, method) pair(s) have more than one plan in '{plans}' "
+                     f"(first: applicant {a!r}, method {mth!r}, {n} plans); each plan counts on its own.")
+        by = list(dict.fromkeys(by or ()))
+        features = list(training.schema.feature_names)
+        if applicants is not None:
+            frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding, used=by)
+            columns = _group_columns(applicants, [c for c in by if c not in features], len(frame), encoding)
+        else:
+            frame, ids, unknown = applicants_from_records(records, features)
+            if unknown:
+                echo_err(f"Warning: {len(unknown)} applicant(s) have no recourse to rebuild their values from "
+                         f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); their plans are left "
+                         "out. Pass --applicants to include them.")
+                gone = set(unknown)
+                records = [r for r in records if str(r["applicant"]) not in gone]
+            if not records:
+                raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
+            others = [c for c in by if c not in features]
+            if others:
+                raise InputError(f"--by {others[0]!r} is not a feature, and without --applicants only the features "
+                                 f"are known (features: {', '.join(features)}). Pass --applicants with the file "
+                                 "that has the column.")
+            columns = {}
+        groups = {}
+        for c in by:
+            if c in features:
+                groups[c] = group_labels(frame[c].tolist(), bins=bins,
+                                         numeric=training.schema.feature(c).is_numeric)
+            else:
+                groups[c] = group_labels(columns[c], bins=bins)
+        with busy("auditing the plans", quiet=quiet):
+            result = audit_plans(records, training, loaded, frame, ids, groups=groups, k=k,
+                                 actions=actions or pairs, pairs=pairs, min_group=min_group, n_bootstrap=bootstrap,
+                                 seed=seed, n_jobs=jobs)
+        shown_actions = result.actions if top == 0 else \
+            result.actions[result.actions["rank"] <= top]
+        if plot is not None:
+            from ..audit import Audit
+
+            with output_path(plot, suffix=".png") as path:
+                plot_audit(Audit(result.groups, shown_actions, result.pairs, result.summary), path)
+        tables = []
+        if by:
+            tables.append(("groups", "Cost of each denied applicant's cheapest recourse, by group (* the gap's "
+                           "interval excludes 0)", result.groups))
+        if actions:
+            tables.append(("actions", "Actions by coverage (share of the denied applicants one action alone gets "
+                           "accepted)", shown_actions))
+        if pairs:
+            tables.append(("pairs", "Best pair of actions per group", result.pairs))
+        with open_output(output) as stream:
+            if fmt == "table":
+                console = Console(file=stream)
+                for kind, title, table in tables:
+                    rows, names = _terminal(kind, table)
+                    print_rows(console, rows, names, title=title)
+            else:
+                _kind, _title, table = tables[-1]
+                write_records(stream, fmt, _records(table), list(table.columns))
+        if not quiet:
+            for r in result.summary.to_dict("records"):
+                line = (f"Audited {r['plans']} plan(s) of method {r['method']}: {r['denied']} denied applicant(s), "
+                        f"{r['already favorable']} plan(s) of applicants already favourable left out")
+                if r["recourses not counted"]:
+                    line += f", {r['recourses not counted']} recourse(s) not counted (not favourable or breaking a rule)"
+                if r["actions"] is not None:
+                    cover = ", ".join(f"{100 * r[f'top {n} coverage']:.1f}%" for n in (1, 3, 10))
+                    line += f"; {r['actions']} action(s); the top 1, 3 and 10 cover {cover} of the denied"
+                echo_err(line + ".")
+        tiny = result.groups[result.groups["note"].str.startswith("tiny")] if len(result.groups) else []
+        if len(tiny):
+            echo_err(f"Note: {len(tiny)} tiny group(s) (fewer than {min_group} denied applicants with a recourse) "
+                     "are reported without interval.")
+        if plot is not None:
+            echo_err(f"Wrote {plot}.")
+
+
+def _group_columns(path: Path, columns: list[str], n_rows: int, encoding: str) -> dict:
+    """The values of the --by columns that are not features, read from the applicants file as text."""
+    if not columns:
+        return {}
+    import pandas as pd
+
+    header = pd.read_csv(path, nrows=0, encoding=encoding).columns.tolist()
+    missing = [c for c in columns if c not in header]
+    if missing:
+        raise InputError(f"--by {missing[0]!r} is not a column of '{path}' (columns: {', '.join(header)}). "
+                         "Pass a column of the applicants file.")
+    table = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, encoding=encoding)
+    if len(table) != n_rows:
+        raise InputError(f"'{path}' has {len(table)} data rows but {n_rows} applicants were read from it; check "
+                         "for blank or malformed lines.")
+    return {c: table[c].tolist() for c in columns}
+
+
+def _plain(value):
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def _records(table) -> list[dict]:
+    return [{c: _plain(v) for c, v in r.items()} for r in table.to_dict("records")]
+
+
+def _pct(v) -> str:
+    return "–" if v is None else f"{100 * v:.1f}%"
+
+
+def _num(v) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def _interval(low, high) -> str:
+    return "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+
+
+def _terminal(kind: str, table) -> tuple[list[dict], list[str]]:
+    """The rows and columns a terminal shows: fewer columns than the data, intervals in one cell."""
+    rows = _records(table)
+    several = len({r["method"] for r in rows}) > 1
+    out = []
+    for r in rows:
+        if kind == "groups":
+            flag = " *" if r["gap excludes 0"] else ""
+            row = {"by": r["by"], "group": r["group"], "denied": r["denied"], "full": _pct(r["full"]),
+                   "partial": _pct(r["partial"]), "none": _pct(r["none"]),
+                   "cost mean [95%]": _num(r["cost mean"]) + _interval(r["cost low"], r["cost high"]),
+                   "median": _num(r["cost median"]), "changed": _num(r["changed"]),
+                   "gap to the rest [95%]": (_num(r["gap"]) + _interval(r["gap low"], r["gap high"]) + flag),
+                   "note": r["note"]}
+        elif kind == "actions":
+            row = {"rank": r["rank"], "action": r["action"], "plans": r["plans"], "cost": _num(r["cost"]),
+                   "coverage": _pct(r["coverage"]), "top-n coverage": _pct(r["cumulative coverage"])}
+        else:
+            row = {"by": r["by"], "group": r["group"], "denied": r["denied"], "first": r["first"] or "–",
+                   "second": r["second"] or "–", "coverage": _pct(r["coverage"]),
+                   "best single": r["best single"] or "–", "single coverage": _pct(r["single coverage"])}
+        out.append({"method": r["method"], **row} if several else row)
+    columns = list(out[0]) if out else list(table.columns)
+    return out, columns

@@ -1,0 +1,344 @@
+"""frpd audit: group gaps on constructed data with known answers, coverage against a brute-force count,
+quantile bins and tiny groups, determinism and the command's errors."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli import metrics as m
+from frpd_cli.audit import audit_plans, broken_rules, group_labels
+from frpd_cli.cli.app import app
+from frpd_cli.dataset import build_training_set
+from frpd_cli.evaluation import _audit_rules, _coerce
+from frpd_cli.exceptions import InputError
+from frpd_cli.schema import SchemaSpec, infer_schema
+
+runner = CliRunner()
+
+
+# --------------------------------------------------------------------------- constructed data
+
+
+class StepModel:
+    """Favourable iff x >= 5 (probability 0.9 above, 0.1 below); every other column is ignored."""
+
+    threshold = 0.5
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        return np.where(np.asarray(rows["x"], dtype=float) >= 5.0, 0.9, 0.1)
+
+
+def _training(model):
+    x = np.arange(11, dtype=float)            # x in [0, 10]: min-max cost of a move is |dx| / 10
+    frame = pd.DataFrame({"x": x, "y": x[::-1], "label": (x >= 5).astype(int)})
+    schema = infer_schema(frame, SchemaSpec(target="label", favorable=1, continuous=("x", "y")))
+    return build_training_set(frame, schema, model)
+
+
+def _batch(x0, groups):
+    """Applicants with values x0 (y = 3), each with the one-recourse plan x -> 5 (cost (5 - x0) / 10)."""
+    applicants = pd.DataFrame({"x": x0, "y": 3.0})
+    records = [{"applicant": str(i), "method": "m", "status": "ok",
+                "recourses": [{"rank": 1, "features": {"x": 5.0, "y": 3.0}}]} for i in range(len(x0))]
+    return applicants, records, {"g": group_labels(groups)}
+
+
+def test_group_that_needs_a_larger_change_has_a_positive_gap_excluding_zero():
+    model = StepModel()
+    training = _training(model)
+    rng = np.random.default_rng(7)
+    a = 4.0 - 0.5 * rng.random(40)            # group A needs +1.0 to +1.5 in x: costs 0.10 .. 0.15
+    b = 2.0 - 1.0 * rng.random(40)            # group B needs +3 to +4: costs 0.30 .. 0.40
+    applicants, records, groups = _batch(np.r_[a, b], ["A"] * 40 + ["B"] * 40)
+    out = audit_plans(records, training, model, applicants, groups=groups, seed=3).groups.set_index("group")
+    cost_a, cost_b = (5.0 - a) / 10.0, (5.0 - b) / 10.0
+    assert out.loc["A", "cost mean"] == pytest.approx(cost_a.mean())
+    assert out.loc["B", "cost median"] == pytest.approx(np.median(cost_b))
+    assert out.loc["B", "gap"] == pytest.approx(cost_b.mean() - cost_a.mean())
+    assert out.loc["B", "gap low"] > 0 and out.loc["B", "gap excludes 0"]
+    assert out.loc["A", "gap high"] < 0 and out.loc["A", "gap excludes 0"]
+    # the bootstrap interval of a mean is close to mean +- 1.96 standard errors (n = 40)
+    se = cost_b.std() / np.sqrt(40)
+    assert out.loc["B", "cost high"] - out.loc["B", "cost low"] == pytest.approx(2 * 1.96 * se, rel=0.2)
+    assert out.loc["B", "cost low"] < cost_b.mean() < out.loc["B", "cost high"]
+    assert out.loc["B", "full"] == 1.0 and out.loc["B", "none"] == 0.0 and out.loc["B", "changed"] == 1.0
+
+
+def test_groups_with_the_same_costs_have_an_interval_including_zero():
+    model = StepModel()
+    training = _training(model)
+    x0 = 4.0 - 3.5 * np.random.default_rng(1).random(30)
+    applicants, records, groups = _batch(np.r_[x0, x0], ["A"] * 30 + ["B"] * 30)
+    out = audit_plans(records, training, model, applicants, groups=groups, seed=0).groups.set_index("group")
+    for g in ("A", "B"):
+        assert out.loc[g, "gap"] == pytest.approx(0.0, abs=1e-12)
+        assert out.loc[g, "gap low"] < 0 < out.loc[g, "gap high"]
+        assert not out.loc[g, "gap excludes 0"]
+
+
+def test_full_partial_and_no_plan_shares_and_invalid_recourses_not_counted():
+    model = StepModel()
+    training = _training(model)
+    applicants = pd.DataFrame({"x": [1.0, 2.0, 3.0, 6.0], "y": 3.0})
+    records = [
+        {"applicant": "0", "method": "m", "recourses": [{"rank": 1, "features": {"x": 5.0, "y": 3.0}},
+                                                        {"rank": 2, "features": {"x": 7.0, "y": 3.0}}]},
+        # one recourse of two is not favourable: partial, the cheapest valid one costs 0.5
+        {"applicant": "1", "method": "m", "recourses": [{"rank": 1, "features": {"x": 4.0, "y": 3.0}},
+                                                        {"rank": 2, "features": {"x": 7.0, "y": 3.0}}]},
+        {"applicant": "2", "method": "m", "recourses": []},
+        {"applicant": "3", "method": "m", "recourses": []},          # already favourable: left out
+    ]
+    groups = {"g": group_labels(["a", "a", "a", "a"])}
+    audit = audit_plans(records, training, model, applicants, groups=groups)
+    row = audit.groups.iloc[0]
+    assert row["denied"] == 3 and row["with recourse"] == 2
+    assert (row["full"], row["partial"], row["none"]) == pytest.approx((1 / 3, 1 / 3, 1 / 3))
+    assert row["cost mean"] == pytest.approx((0.4 + 0.5) / 2)
+    summary = audit.summary.iloc[0]
+    assert summary["denied"] == 3 and summary["already favorable"] == 1 and summary["recourses not counted"] == 1
+
+
+def test_quantile_bins_and_tiny_groups_are_reported():
+    labels, order = group_labels(list(range(1, 101)), bins=4)
+    assert order == ["[1, 25.75]", "(25.75, 50.5]", "(50.5, 75.25]", "(75.25, 100]"]
+    assert [labels.count(g) for g in order] == [25, 25, 25, 25]
+    labels, order = group_labels(["3", "1", "", "2", "1"], bins=4)       # 3 distinct values <= 4 bins: categories
+    assert order == ["1", "2", "3", "(missing)"] and labels[2] == "(missing)"
+    with pytest.raises(InputError, match="bins"):
+        group_labels([1, 2], bins=0)
+
+    model = StepModel()
+    training = _training(model)
+    x0 = 4.0 - 3.5 * np.random.default_rng(2).random(43)
+    applicants, records, groups = _batch(x0, ["big"] * 40 + ["tiny"] * 3)
+    out = audit_plans(records, training, model, applicants, groups=groups, min_group=20).groups.set_index("group")
+    assert out.loc["tiny", "denied"] == 3 and out.loc["tiny", "note"].startswith("tiny group")
+    assert out.loc["tiny", "cost mean"] == pytest.approx(((5.0 - x0[40:]) / 10).mean())
+    assert pd.isna(out.loc["tiny", "cost low"]) and pd.isna(out.loc["tiny", "gap low"])
+    assert out.loc["big", "note"].startswith("the rest has 3")        # its rest is tiny: no gap interval
+
+
+def test_bootstrap_depends_on_the_seed_only():
+    model = StepModel()
+    training = _training(model)
+    x0 = 4.0 - 3.5 * np.random.default_rng(4).random(60)
+    applicants, records, groups = _batch(x0, ["A", "B", "C"] * 20)
+    one = audit_plans(records, training, model, applicants, groups=groups, seed=5, actions=True).groups
+    two = audit_plans(records, training, model, applicants, groups=groups, seed=5, actions=True, n_jobs=2).groups
+    other = audit_plans(records, training, model, applicants, groups=groups, seed=6).groups
+    pd.testing.assert_frame_equal(one, two)
+    assert not np.allclose(one["cost low"], other["cost low"])
+
+
+# --------------------------------------------------------------------------- coverage against brute force
+
+
+@pytest.fixture(scope="module")
+def sample_audit(sample_paths, tmp_path_factory):
+    from frpd_cli.cli._options import SchemaFlags, read_applicants, read_training
+    from frpd_cli.plans import read_plans
+
+    p = sample_paths
+    plans = tmp_path_factory.mktemp("audit") / "plans.jsonl"
+    result = runner.invoke(app, ["plan", str(p["data"]), "--model", str(p["model"]), "--schema", str(p["schema"]),
+                                 "--applicants", str(p["applicants"]), "--format", "jsonl", "--output", str(plans),
+                                 "--quiet"])
+    assert result.exit_code == 0, result.output
+    training, model, spec = read_training(p["data"], p["model"], SchemaFlags(schema=p["schema"]))
+    frame, ids = read_applicants(p["applicants"], training, spec.id_column)
+    records = read_plans(plans)
+    return training, model, frame, ids, records, plans
+
+
+def _brute_force_covered(action, training, model, raw0) -> int:
+    """Apply the action to each denied applicant on its own row, check the rules with metrics'
+    constraint_violations and predict that one row."""
+    schema, encoder = training.schema, training.encoder
+    rules = _audit_rules(training)
+    f = schema.feature(action["feature"])
+    j = schema.feature_names.index(f.name)
+    count = 0
+    for i in range(len(raw0)):
+        x = raw0.iloc[[i]].reset_index(drop=True)
+        if model.favorable_probability(x)[0] >= model.threshold:
+            continue
+        y = x.copy()
+        if f.is_numeric:
+            z = encoder.encode(x)
+            block = encoder.block(f.name)
+            sign = 1.0 if action["direction"] == "up" else -1.0
+            weight = 1.0 if encoder.column_scale is None else encoder.column_scale[block.start]
+            z[0, block.start] += sign * action["step"] * weight
+            y[f.name] = encoder.decode(z)[f.name].astype(float).to_numpy()
+        else:
+            if str(x[f.name].iloc[0]) != action["from"]:
+                continue
+            y[f.name] = next(level for level in f.levels if str(level) == action["to"])
+        same = m.sparsity(x.iloc[0], y, atol=1e-9).mean == 0
+        ranges = {name: (min(lo, x[name].iloc[0]), max(hi, x[name].iloc[0])) for name, (lo, hi) in rules["ranges"].items()}
+        if f.is_relative:
+            low, high = f.bounds([float(x[f.name].iloc[0])])
+            ranges[f.name] = (max(ranges[f.name][0], float(low[0])), min(ranges[f.name][1], float(high[0])))
+            ranges[f.name] = (min(ranges[f.name][0], x[f.name].iloc[0]), max(ranges[f.name][1], x[f.name].iloc[0]))
+        broken = m.constraint_violations(x.iloc[0], y, **{**rules, "ranges": ranges})["total"] > 0
+        if not same and not broken and model.favorable_probability(y)[0] >= model.threshold:
+            count += 1
+    return count
+
+
+def test_coverage_matches_a_brute_force_count(sample_audit):
+    training, model, frame, ids, records, _ = sample_audit
+    audit = audit_plans(records, training, model, frame, ids, actions=True)
+    raw0 = _coerce(frame.loc[:, list(training.schema.feature_names)], training.schema)
+    actions = audit.actions.to_dict("records")
+    assert len(actions) >= 5 and {a["direction"] for a in actions} >= {"", "down"}
+    for action in actions:
+        assert action["covered"] == _brute_force_covered(action, training, model, raw0), action["action"]
+    denied = audit.summary.iloc[0]["denied"]
+    assert all(a["coverage"] == pytest.approx(a["covered"] / denied) for a in actions)
+    # an increase of age (immutable-free but monotone and limited to +5 years) and a decrease: the decrease is
+    # never counted (monotone), whatever the model says
+    age = training.schema.feature("age")
+    assert age.mutability == "increasing"
+
+
+def test_top_n_coverage_is_the_union_of_the_top_actions(sample_audit):
+    training, model, frame, ids, records, _ = sample_audit
+    audit = audit_plans(records, training, model, frame, ids, actions=True)
+    actions = audit.actions
+    assert list(actions["coverage"]) == sorted(actions["coverage"], reverse=True)
+    assert actions["cumulative coverage"].is_monotonic_increasing
+    assert actions["cumulative coverage"].iloc[0] == actions["coverage"].iloc[0]
+    summary = audit.summary.iloc[0]
+    assert summary["top 1 coverage"] == actions["coverage"].iloc[0]
+    assert summary["top 10 coverage"] == actions["cumulative coverage"].iloc[min(10, len(actions)) - 1]
+
+
+def test_vectorised_rule_check_agrees_with_constraint_violations(sample_audit):
+    training, model, frame, ids, records, _ = sample_audit
+    schema = training.schema
+    names = list(schema.feature_names)
+    raw0 = _coerce(frame.loc[:, names], schema)
+    rng = np.random.default_rng(0)
+    rules = _audit_rules(training)
+    befores, afters, expected = [], [], []
+    for i in range(len(raw0)):
+        x = raw0.iloc[i]
+        for _ in range(10):
+            y = x.copy()
+            for f in schema.features:
+                if rng.random() < 0.4:
+                    y[f.name] = (float(x[f.name]) + rng.normal(0, 0.3) * (training.encoder.maximum[names.index(f.name)]
+                                 - training.encoder.minimum[names.index(f.name)])) if f.is_numeric \
+                        else f.levels[rng.integers(len(f.levels))]
+            ranges = {n: (min(lo, x[n]), max(hi, x[n])) for n, (lo, hi) in rules["ranges"].items()}
+            age = schema.feature("age")
+            low, high = age.bounds([float(x["age"])])
+            ranges["age"] = (min(max(ranges["age"][0], low[0]), x["age"]), max(min(ranges["age"][1], high[0]), x["age"]))
+            out = m.constraint_violations(x, y.to_frame().T.reset_index(drop=True), **{**rules, "ranges": ranges})
+            befores.append(x)
+            afters.append(y)
+            expected.append(out["total"] > 0)
+    got = broken_rules(pd.DataFrame(befores).reset_index(drop=True), pd.DataFrame(afters).reset_index(drop=True),
+                       training)
+    assert 0 < sum(expected) < len(expected)
+    assert got.tolist() == expected
+
+
+# --------------------------------------------------------------------------- command line
+
+
+@pytest.fixture(scope="module")
+def constructed(tmp_path_factory):
+    """A model that ignores the group column, which is in the applicants file only."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    folder = tmp_path_factory.mktemp("constructed")
+    x = np.arange(11, dtype=float)
+    train = pd.DataFrame({"x": np.tile(x, 3), "y": np.repeat([1.0, 5.0, 9.0], 11)})
+    train["label"] = (train["x"] >= 5).astype(int)
+    train.to_csv(folder / "train.csv", index=False)
+    tree = DecisionTreeClassifier(max_depth=1).fit(train[["x", "y"]], train["label"])
+    (folder / "model.pkl").write_bytes(pickle.dumps(tree))
+    rng = np.random.default_rng(11)
+    a = 4.0 - 0.5 * rng.random(30)
+    b = 2.0 - rng.random(30)
+    apps = pd.DataFrame({"id": [f"P{i:02d}" for i in range(60)], "x": np.round(np.r_[a, b], 3),
+                         "y": np.round(rng.uniform(0, 10, 60), 2), "region": ["north"] * 30 + ["south"] * 30})
+    apps.to_csv(folder / "applicants.csv", index=False)
+    with open(folder / "plans.jsonl", "w") as out:
+        for r in apps.to_dict("records"):
+            rec = {"applicant": r["id"], "method": "m", "status": "ok", "reason": None,
+                   "recourses": [{"rank": 1, "features": {"x": 5.0, "y": r["y"]}}]}
+            out.write(json.dumps(rec) + "\n")
+    return folder
+
+
+def _args(folder, *extra):
+    return ["audit", str(folder / "train.csv"), "--model", str(folder / "model.pkl"), "--target", "label",
+            "--continuous", "x", "--continuous", "y",
+            "--applicants", str(folder / "applicants.csv"), "--id-column", "id", "--plans",
+            str(folder / "plans.jsonl"), *extra]
+
+
+def test_cli_group_column_the_model_does_not_use(constructed):
+    result = runner.invoke(app, _args(constructed, "--by", "region", "--format", "csv"))
+    assert result.exit_code == 0, result.output
+    rows = {r["group"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+    assert set(rows) == {"north", "south"}
+    assert float(rows["south"]["gap"]) > 0 and float(rows["south"]["gap low"]) > 0
+    assert rows["south"]["gap excludes 0"] == "True"
+    assert "Audited 60 plan(s)" in result.stderr and "ignoring column" not in result.stderr
+
+
+def test_cli_numeric_group_column_is_binned_and_output_is_deterministic(constructed):
+    first = runner.invoke(app, _args(constructed, "--by", "y", "--bins", "3", "--format", "json", "--seed", "2"))
+    again = runner.invoke(app, _args(constructed, "--by", "y", "--bins", "3", "--format", "json", "--seed", "2",
+                                     "--jobs", "2"))
+    assert first.exit_code == 0, first.output
+    assert first.stdout == again.stdout
+    rows = json.loads(first.stdout)
+    assert [r["denied"] for r in rows] == [20, 20, 20]
+    assert rows[0]["group"].startswith("[") and rows[-1]["group"].endswith("]")
+
+
+def test_cli_actions_pairs_and_plot(constructed, tmp_path):
+    png = tmp_path / "audit.png"
+    result = runner.invoke(app, _args(constructed, "--by", "region", "--actions", "--format", "jsonl",
+                                      "--plot", str(png)))
+    assert result.exit_code == 0, result.output
+    actions = [json.loads(line) for line in result.stdout.splitlines()]
+    # every plan moves x up to 5: north needs +1.0 to +1.5 (0.1-0.25 of the range), south +3 to +4 (0.25-0.5)
+    assert {a["action"] for a in actions} == {"x ↑ 0.1–0.25", "x ↑ 0.25–0.5"}
+    big = next(a for a in actions if a["size"] == "0.25–0.5")
+    x0 = pd.read_csv(constructed / "applicants.csv")["x"].to_numpy()
+    step = np.mean((5.0 - x0[30:]) / 10.0)                         # the mean move of the south plans, applied
+    assert big["plans"] == 30 and big["step"] == pytest.approx(step)
+    assert big["covered"] == int(np.sum(x0 + 10 * step > 4.5))      # the tree accepts x > 4.5
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pairs = runner.invoke(app, _args(constructed, "--by", "region", "--pairs", "--format", "csv"))
+    assert pairs.exit_code == 0, pairs.output
+    rows = list(csv.DictReader(io.StringIO(pairs.stdout)))
+    assert [r["group"] for r in rows] == ["north", "south"]
+    assert "the top 1, 3 and 10 cover" in pairs.stderr
+
+
+@pytest.mark.parametrize("extra, code, message", [
+    ((), 2, "Nothing to audit"),
+    (("--pairs",), 2, "--by"),
+    (("--by", "nope"), 1, "'nope' is not a column"),
+    (("--by", "region", "--format", "xml"), 2, "xml"),
+])
+def test_cli_errors(constructed, extra, code, message):
+    result = runner.invoke(app, _args(constructed, *extra))
+    assert result.exit_code == code
+    assert message in result.stderr and result.stdout == ""
