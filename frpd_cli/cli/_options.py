@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Optional
 import typer
 
 from ._errors import echo_err
+from ._groups import OptionGroup
 
 if TYPE_CHECKING:  # annotations only
     from ..dataset import TrainingSet
@@ -24,7 +25,7 @@ __all__ = [
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
     "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
-    "SchemaFlags", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
+    "SchemaFlags", "SCHEMA_OPTIONS", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "ScaleOpt", "SCALES", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
     "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
@@ -439,6 +440,25 @@ class SchemaFlags:
 
 def _weights(values) -> dict:
     return {k: float(v) for k, v in parse_assignments(values).items()}
+
+
+#: The schema options, declared once: a command takes them as ``flags: SchemaFlags`` decorated with this group
+#: (or a part of it: ``SCHEMA_OPTIONS.without("scale")``).
+SCHEMA_OPTIONS = OptionGroup(SchemaFlags, (
+    ("schema", SchemaOpt, None),
+    ("target", TargetOpt, None),
+    ("favorable", FavorableOpt, None),
+    ("immutable", ImmutableOpt, None),
+    ("increasing", IncreasingOpt, None),
+    ("decreasing", DecreasingOpt, None),
+    ("categorical", CategoricalOpt, None),
+    ("continuous", ContinuousOpt, None),
+    ("vary", VaryOpt, None),
+    ("ranges", RangeOpt, None),
+    ("weights", FeatureWeightOpt, None),
+    ("scale", ScaleOpt, "minmax"),
+    ("id_column", IdColumnOpt, None),
+))
 
 
 def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bool = False, **options):

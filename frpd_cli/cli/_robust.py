@@ -8,8 +8,10 @@ from typing import Annotated, Optional
 
 import typer
 
+from ._groups import OptionGroup
+
 __all__ = ["AlsoValidForOpt", "RobustOpt", "RobustLevelOpt", "RefitsOpt", "ResampleOpt", "RobustModels",
-           "judge_for", "extra_inputs", "robust_params"]
+           "ROBUST_OPTIONS", "judge_for", "extra_inputs", "robust_params"]
 
 _SEL = "Selection"
 _ROBUST = "Robustness to model updates"
@@ -67,6 +69,22 @@ class RobustModels:
             raise OptionError("--resample", f"--resample must be one of {', '.join(RESAMPLES)}. "
                               f"Got {self.resample!r} instead.")
         return self
+
+
+def _robust_models(*, also_valid_for, robust, robust_level, refits, resample, seed, jobs) -> RobustModels:
+    return RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level, refits=refits,
+                        resample=resample, seed=seed, jobs=jobs).check()
+
+
+#: The other models a recourse must satisfy, declared once: a command takes them as ``others: RobustModels``
+#: decorated with this group (it also reads the command's --seed and --jobs).
+ROBUST_OPTIONS = OptionGroup(RobustModels, (
+    ("also_valid_for", AlsoValidForOpt, None),
+    ("robust", RobustOpt, None),
+    ("robust_level", RobustLevelOpt, 1.0),
+    ("refits", RefitsOpt, None),
+    ("resample", ResampleOpt, "bootstrap"),
+), build=_robust_models, shared=("seed", "jobs"))
 
 
 def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, trusted_types=None, frame=None,

@@ -139,16 +139,6 @@ def _root(
     """Feasible recourse plans via diverse interpolation."""
 
 
-def _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column, *,
-           vary=None, ranges=None, weights=None, scale="minmax"):
-    from ._options import SchemaFlags
-
-    return SchemaFlags(schema=schema, target=target, favorable=favorable, immutable=immutable,
-                       increasing=increasing, decreasing=decreasing, categorical=categorical,
-                       continuous=continuous, id_column=id_column, vary=vary, ranges=ranges, weights=weights,
-                       scale=scale)
-
-
 def main() -> None:
     """Entry point of the ``frpd`` console script.
 

@@ -15,7 +15,7 @@ from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import busy, open_output, print_rows, resolve_format, write_records
-from .app import _flags, app
+from .app import app
 
 __all__ = ["audit_command"]
 
@@ -24,6 +24,7 @@ _AUDIT = "Audit"
 
 @app.command("audit")
 @handle_errors
+@o.SCHEMA_OPTIONS
 def audit_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -61,19 +62,7 @@ def audit_command(
     quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
     jobs: o.JobsOpt = 1,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
-    vary: o.VaryOpt = None,
-    range_: o.RangeOpt = None,
-    feature_weight: o.FeatureWeightOpt = None,
-    scale: o.ScaleOpt = "minmax",
-    id_column: o.IdColumnOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     threshold: o.ThresholdOpt = 0.5,
     seed: o.SeedOpt = 0,
     trust_type: o.TrustTypeOpt = None,
@@ -100,7 +89,7 @@ def audit_command(
         if path is not None:
             resolve_output(path)
     check_not_inputs({"--output": output, "--plot": plot},
-                     {"data": data, "model": model, "plans": plans, "applicants": applicants, "schema": schema})
+                     {"data": data, "model": model, "plans": plans, "applicants": applicants, "schema": flags.schema})
     with lock_outputs(files=(output, plot)):
         fmt = resolve_format(fmt, output)
         if plot is not None:
@@ -109,8 +98,6 @@ def audit_command(
             except ImportError:
                 raise InputError("--plot needs matplotlib: install the plot extra with "
                                  "`pip install 'frpd-cli[plot]'`.") from None
-        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, quiet=quiet)
         records = read_plans(plans)

@@ -20,7 +20,7 @@ from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import open_output, render_rows_blocks, resolve_format, stderr_console, write_records
-from .app import _flags, app
+from .app import app
 
 __all__ = ["evaluate_command", "load_graph_artifact", "summary_cells"]
 
@@ -78,6 +78,7 @@ def _print_table(stream, summary) -> None:
 
 @app.command("evaluate")
 @handle_errors
+@o.SCHEMA_OPTIONS
 def evaluate_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -103,19 +104,7 @@ def evaluate_command(
     fmt: o.FormatOpt = None,
     quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
-    vary: o.VaryOpt = None,
-    range_: o.RangeOpt = None,
-    feature_weight: o.FeatureWeightOpt = None,
-    scale: o.ScaleOpt = "minmax",
-    id_column: o.IdColumnOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     threshold: o.ThresholdOpt = 0.5,
     seed: o.SeedOpt = 0,
     trust_type: o.TrustTypeOpt = None,
@@ -142,7 +131,7 @@ def evaluate_command(
             resolve_output(path)               # a folder or a missing folder is refused before the work
     check_not_inputs({"--output": output, "--plot": plot},
                      {"data": data, "model": model, "plans": plans, "applicants": applicants, "graph": graph,
-                      "schema": schema, "provenance": provenance,
+                      "schema": flags.schema, "provenance": provenance,
                       **{f"also_model_{i}": p for i, p in enumerate(also_model or (), start=1)}})
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(files=(output, plot)):
@@ -162,8 +151,6 @@ def evaluate_command(
             except ImportError:
                 raise InputError("--plot needs matplotlib: install the plot extra with "
                                  "`pip install 'frpd-cli[plot]'`.") from None
-        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, quiet=quiet)
         others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)

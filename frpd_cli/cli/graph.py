@@ -18,7 +18,7 @@ from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs, out
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._output import open_output, resolve_format, stderr_console, write_records
-from .app import _flags, app
+from .app import app
 
 __all__ = ["build_graph_command", "load_graph", "check_graph_payload", "category_blocks", "GRAPH_KIND", "GRAPH_HINT"]
 
@@ -180,6 +180,7 @@ def _write_graphml(graph, training, path: Path) -> None:
 
 @app.command("build-graph")
 @handle_errors
+@o.SCHEMA_OPTIONS.declaring(weights=o.GraphFeatureWeightOpt)
 def build_graph_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -216,19 +217,7 @@ def build_graph_command(
     = None,
     fmt: o.FormatOpt = None,
     quiet: o.QuietOpt = False,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
-    vary: o.VaryOpt = None,
-    range_: o.RangeOpt = None,
-    feature_weight: o.GraphFeatureWeightOpt = None,
-    scale: o.ScaleOpt = "minmax",
-    id_column: o.IdColumnOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     pool: o.PoolOpt = None,
@@ -251,15 +240,13 @@ def build_graph_command(
     if export is not None:
         resolve_output(export[1])
     check_not_inputs({"--out": out, "--export": None if export is None else export[1]},
-                     {"data": data, "model": model, "schema": schema, "pool": pool})
+                     {"data": data, "model": model, "schema": flags.schema, "pool": pool})
     check_artifact_folder(out)
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(files=(None if export is None else export[1],), folders=(out,)):
         if kde_bandwidth is not None and weight != "density":
             raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
         fmt_ = resolve_format(fmt, None)
-        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
         training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, pool=pool, quiet=quiet)
         if neighbors is None:

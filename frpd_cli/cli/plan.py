@@ -22,9 +22,8 @@ from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
 from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
-from ._robust import (AlsoValidForOpt, RefitsOpt, ResampleOpt, RobustLevelOpt, RobustModels, RobustOpt,
-                      extra_inputs, robust_params as _robust_params)
-from .app import _flags, app
+from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, robust_params as _robust_params
+from .app import app
 
 __all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
 
@@ -266,6 +265,8 @@ def _check_outputs(output: Path | None, inputs: dict) -> None:
 
 @app.command("plan")
 @handle_errors
+@o.SCHEMA_OPTIONS
+@ROBUST_OPTIONS
 def plan_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -306,19 +307,7 @@ def plan_command(
     endpoint: o.EndpointOpt = "prototype",
     max_hops: o.MaxHopsOpt = None,
     max_cost: o.MaxCostOpt = None,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
-    vary: o.VaryOpt = None,
-    range_: o.RangeOpt = None,
-    feature_weight: o.FeatureWeightOpt = None,
-    scale: o.ScaleOpt = "minmax",
-    id_column: o.IdColumnOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     drop_missing: o.DropMissingOpt = False,
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
@@ -326,11 +315,7 @@ def plan_command(
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
     provenance: o.ProvenanceOpt = None,
-    also_valid_for: AlsoValidForOpt = None,
-    robust: RobustOpt = None,
-    robust_level: RobustLevelOpt = 1.0,
-    refits: RefitsOpt = None,
-    resample: ResampleOpt = "bootstrap",
+    others: RobustModels = RobustModels(),
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
@@ -346,12 +331,10 @@ def plan_command(
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
     """
-    others = RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
-                          refits=refits, resample=resample, seed=seed, jobs=jobs).check()
-    _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": schema,
+    _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": flags.schema,
                             "graph": graph, "pool": pool, **extra_inputs(others)})
     check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
-                                                              "schema": schema, "graph": graph, "pool": pool,
+                                                              "schema": flags.schema, "graph": graph, "pool": pool,
                                                               **extra_inputs(others)})
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(files=(output, provenance)):
@@ -368,8 +351,6 @@ def plan_command(
                                 margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity).validate()
         if scheduler is not None and backend != "dask":
             raise InputError("--scheduler needs --backend dask.")
-        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
         loaded_graph = None
@@ -379,7 +360,7 @@ def plan_command(
             loaded_graph, _ = load_graph(graph, training, data=data, model=model)
         source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
                                drop_missing=drop_missing)
-        inputs = {"data": data, "model": model, "applicants": source.read_path, "schema": schema,
+        inputs = {"data": data, "model": model, "applicants": source.read_path, "schema": flags.schema,
                   "graph": None if graph is None else Path(graph) / "manifest.json", **extra_inputs(others)}
 
         def fingerprint() -> dict:
@@ -398,7 +379,7 @@ def plan_command(
         elif provenance is not None:
             from ..provenance import describe_file, plans_sha256, provenance_record
 
-            shown = {"data": data, "model": model, "applicants": applicants, "schema": schema, "graph": graph,
+            shown = {"data": data, "model": model, "applicants": applicants, "schema": flags.schema, "graph": graph,
                      **extra_inputs(others)}
             fmt_ = resolve_format(fmt, output)
             record = provenance_record(

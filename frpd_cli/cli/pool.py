@@ -10,29 +10,19 @@ import typer
 
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from .app import _flags, app
+from .app import app
 
 __all__ = ["build_pool_command"]
 
 
 @app.command("build-pool")
 @handle_errors
+@o.SCHEMA_OPTIONS.without("id_column")
 def build_pool_command(
     data: o.DataArg,
     model: o.ModelOpt,
     out: Annotated[Path, typer.Option("--out", readable=False, help="Folder to write the pool artifact to.", show_default=False)],
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
-    vary: o.VaryOpt = None,
-    range_: o.RangeOpt = None,
-    feature_weight: o.FeatureWeightOpt = None,
-    scale: o.ScaleOpt = "minmax",
+    flags: o.SchemaFlags = o.SchemaFlags(),
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
@@ -50,13 +40,11 @@ def build_pool_command(
     from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs
     from ..pool import write_pool
 
-    check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": schema})
+    check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": flags.schema})
     check_artifact_folder(out)
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(folders=(out,)):
         start = time.perf_counter()
-        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, None,
-                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
         training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                          trusted_types=trust_type, quiet=quiet)
         write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding)

@@ -11,13 +11,14 @@ import typer
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._robust import ResampleOpt, RobustModels
-from .app import _flags, app
+from .app import app
 
 __all__ = ["build_refits_command"]
 
 
 @app.command("build-refits")
 @handle_errors
+@o.SCHEMA_OPTIONS.only("schema", "target", "favorable", "categorical", "continuous")
 def build_refits_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -27,11 +28,7 @@ def build_refits_command(
     resample: ResampleOpt = "bootstrap",
     seed: o.SeedOpt = 0,
     jobs: o.JobsOpt = 1,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     encoding: o.EncodingOpt = "utf-8",
@@ -56,12 +53,11 @@ def build_refits_command(
     from ..schema import DeclarationError, infer_schema
 
     RobustModels(robust=robust, resample=resample).check()
-    check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": schema})
+    check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": flags.schema})
     check_artifact_folder(out)
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(folders=(out,)):
         start = time.perf_counter()
-        flags = _flags(schema, target, favorable, None, None, None, categorical, continuous, None)
         frame = read_training_frame(data, encoding=encoding)
         try:
             spec = infer_schema(frame, flags.spec(), source=f"'{data}'")

@@ -9,7 +9,7 @@ import typer
 
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from .app import _flags, app
+from .app import app
 
 __all__ = ["schema_command", "schema_rows"]
 
@@ -55,6 +55,7 @@ def schema_rows(report, *, table: bool) -> tuple[list[dict], list[str]]:
 
 @app.command("schema")
 @handle_errors
+@o.SCHEMA_OPTIONS.without("scale")
 def schema_command(
     data: o.DataArg,
     model: Annotated[Optional[Path], typer.Option("--model", readable=False, help="Also show the favourable class and how many "
@@ -66,18 +67,7 @@ def schema_command(
                                                   "table.", show_default=False, rich_help_panel="Output")] = None,
     fmt: o.FormatOpt = None,
     quiet: o.QuietOpt = False,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
-    vary: o.VaryOpt = None,
-    range_: o.RangeOpt = None,
-    feature_weight: o.FeatureWeightOpt = None,
-    id_column: o.IdColumnOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     seed: o.SeedOpt = 0,
@@ -100,13 +90,12 @@ def schema_command(
 
     if write is not None:
         resolve_output(write)
-    check_not_inputs({"--write": write}, {"data": data, "model": model, "schema": schema})
+    check_not_inputs({"--write": write}, {"data": data, "model": model, "schema": flags.schema})
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(files=(write,)):
         write_to_stdout = write is not None and is_stdio(write)
         fmt_ = resolve_format(fmt, None)
-        spec = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous,
-                      id_column, vary=vary, ranges=range_, weights=feature_weight).spec()
+        spec = flags.spec()
         frame = read_training_frame(data, encoding=encoding)
         report = inspect_schema(frame, spec, source=f"'{data}'")
         toml = schema_to_toml(report.schema, columns=list(frame.columns), source=f"'{Path(data).name}'")

@@ -32,9 +32,8 @@ from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
 from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console, write_records
-from ._robust import (AlsoValidForOpt, RefitsOpt, ResampleOpt, RobustLevelOpt, RobustModels, RobustOpt,
-                      extra_inputs, judge_for, robust_params)
-from .app import _flags, app
+from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, judge_for, robust_params
+from .app import app
 from .graph import load_graph
 
 __all__ = ["select_command", "interpolate_command"]
@@ -57,6 +56,8 @@ def _parse_thetas(text: str) -> list[float]:
 
 @app.command("select")
 @handle_errors
+@o.SCHEMA_OPTIONS
+@ROBUST_OPTIONS
 def select_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -84,29 +85,13 @@ def select_command(
     max_cost: o.MaxCostOpt = None,
     fmt: o.FormatOpt = None,
     quiet: o.QuietOpt = False,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
-    categorical: o.CategoricalOpt = None,
-    continuous: o.ContinuousOpt = None,
-    vary: o.VaryOpt = None,
-    range_: o.RangeOpt = None,
-    feature_weight: o.FeatureWeightOpt = None,
-    scale: o.ScaleOpt = "minmax",
-    id_column: o.IdColumnOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     threshold: o.ThresholdOpt = 0.5,
     trust_type: o.TrustTypeOpt = None,
     pool: o.PoolOpt = None,
     seed: o.SeedOpt = 0,
     encoding: o.EncodingOpt = "utf-8",
-    also_valid_for: AlsoValidForOpt = None,
-    robust: RobustOpt = None,
-    robust_level: RobustLevelOpt = 1.0,
-    refits: RefitsOpt = None,
-    resample: ResampleOpt = "bootstrap",
+    others: RobustModels = RobustModels(),
     jobs: o.JobsOpt = 1,
 ) -> None:
     """Select K diverse prototypes per applicant and save them as a selection artifact.
@@ -117,10 +102,8 @@ def select_command(
     With --graph DIR the prototypes are chosen among the favourable rows each applicant reaches on the graph
     (interpolate the artifact with --scheme graph --graph DIR); --method face needs it.
     """
-    others = RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
-                          refits=refits, resample=resample, seed=seed, jobs=jobs).check()
     _no_graph(others, graph)
-    check_not_inputs({"--out": out}, {"data": data, "model": model, "applicants": applicants, "schema": schema,
+    check_not_inputs({"--out": out}, {"data": data, "model": model, "applicants": applicants, "schema": flags.schema,
                                       "graph": graph, "--reuse-eigen": reuse_eigen, "pool": pool,
                                       **extra_inputs(others)})
     check_artifact_folder(out)
@@ -137,8 +120,6 @@ def select_command(
                                 scheme="linear" if graph is None else "graph", endpoint=endpoint, max_hops=max_hops,
                                 max_cost=max_cost, immutable_policy=immutable_policy, margin=margin,
                                 proximity=proximity).validate()
-        flags = _flags(schema, target, favorable, immutable, increasing, decreasing, categorical, continuous, id_column,
-                       vary=vary, ranges=range_, weights=feature_weight, scale=scale)
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
         loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
@@ -240,6 +221,8 @@ def _number_or_text(value):
 
 @app.command("interpolate")
 @handle_errors
+@o.SCHEMA_OPTIONS.only("schema", "target", "favorable", "immutable", "increasing", "decreasing")
+@ROBUST_OPTIONS
 def interpolate_command(
     selection: Annotated[Path, typer.Option("--selection", readable=False, help="Selection artifact folder from 'frpd select'.",
                                             show_default=False)],
@@ -262,19 +245,10 @@ def interpolate_command(
     layout: o.LayoutOpt = "auto",
     quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
-    schema: o.SchemaOpt = None,
-    target: o.TargetOpt = None,
-    favorable: o.FavorableOpt = None,
-    immutable: o.ImmutableOpt = None,
-    increasing: o.IncreasingOpt = None,
-    decreasing: o.DecreasingOpt = None,
+    flags: o.SchemaFlags = o.SchemaFlags(),
     seed: o.SeedOpt = 0,
     provenance: o.ProvenanceOpt = None,
-    also_valid_for: AlsoValidForOpt = None,
-    robust: RobustOpt = None,
-    robust_level: RobustLevelOpt = 1.0,
-    refits: RefitsOpt = None,
-    resample: ResampleOpt = "bootstrap",
+    others: RobustModels = RobustModels(),
     jobs: o.JobsOpt = 1,
 ) -> None:
     """Turn a selection artifact into recourse plans (a plan artifact, and the records on stdout).
@@ -286,21 +260,19 @@ def interpolate_command(
     """
     if output is not None:
         resolve_output(output)
-    others = RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
-                          refits=refits, resample=resample, seed=seed, jobs=jobs).check()
     _no_graph(others, graph)
-    if (robust is not None or refits is not None) and data is None:
+    if (others.robust is not None or others.refits is not None) and data is None:
         from ..exceptions import OptionError
 
         raise OptionError("--robust", "--robust and --refits need --data: the refits are fitted on (and checked "
                           "against) the training file.")
     check_not_inputs({"--out": out, "--output": output}, {"selection": selection, "model": model, "graph": graph,
-                                                          "data": data, "schema": schema, **extra_inputs(others)})
+                                                          "data": data, "schema": flags.schema, **extra_inputs(others)})
     if provenance is not None:
         from .plan import check_provenance_output
 
         check_provenance_output(provenance, {"--output": output, "--out": out},
-                                {"selection": selection, "model": model, "graph": graph, "data": data, "schema": schema})
+                                {"selection": selection, "model": model, "graph": graph, "data": data, "schema": flags.schema})
     check_artifact_folder(out)
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(files=(output, provenance), folders=(out,)):
@@ -329,8 +301,7 @@ def interpolate_command(
                              "selection made on the graph's reachable candidates: select --graph DIR, then "
                              "interpolate --scheme graph --graph DIR.")
         encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
-        _check_same_schema(encoder.schema, _flags(schema, target, favorable, immutable, increasing, decreasing, None,
-                                                  None, None).spec(), selection)
+        _check_same_schema(encoder.schema, flags.spec(), selection)
         names = list(encoder.schema.feature_names)
         margin = selected_at if margin is None else float(margin)   # default: the margin the selection was made at
         o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,
