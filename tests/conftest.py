@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -80,6 +83,7 @@ def german(tmp_path_factory) -> SimpleNamespace:
 
 
 _GATED_MODEL = '''
+import errno
 import os
 import time
 
@@ -88,13 +92,15 @@ MARKER = 123456.0
 
 class Gated:
     """Predicts like the wrapped model; a call on a batch holding the marker row (credit_amount MARKER) creates
-    the file ``reached`` and waits until the file ``release`` exists (at most ten minutes). With ``release``
-    present it never waits: the run is the same as with the wrapped model."""
+    the file ``reached``, writes the line ``held`` to the FIFO ``held`` when a test listens on it, and waits
+    until the file ``release`` exists (at most ten minutes). With ``release`` present it never waits: the run is
+    the same as with the wrapped model."""
 
-    def __init__(self, inner, reached, release):
+    def __init__(self, inner, reached, release, held=None):
         self.inner = inner
         self.reached = reached
         self.release = release
+        self.held = held
         self.classes_ = inner.classes_
         self.feature_names_in_ = inner.feature_names_in_
         self.n_features_in_ = inner.n_features_in_
@@ -103,6 +109,17 @@ class Gated:
         if (X["credit_amount"] == MARKER).any() and not os.path.exists(self.release):
             with open(self.reached, "a"):
                 pass
+            if self.held is not None:
+                try:
+                    fd = os.open(self.held, os.O_WRONLY | os.O_NONBLOCK)
+                except OSError as error:            # nobody listens: the file above is the only signal
+                    if error.errno != errno.ENXIO:
+                        raise
+                else:
+                    try:
+                        os.write(fd, b"held\\n")   # one atomic write, smaller than PIPE_BUF
+                    finally:
+                        os.close(fd)
             deadline = time.monotonic() + 600
             while not os.path.exists(self.release) and time.monotonic() < deadline:
                 time.sleep(0.01)
@@ -125,10 +142,10 @@ def gated(sample_paths, tmp_path_factory, monkeypatch):
     Attributes: ``model`` (path), ``reached`` (the file the model creates when it holds), ``release`` (create it to
     let the run go on; with it present, runs are not held), ``env`` (for subprocesses: imports the model's
     module), ``applicants(folder, n_copies, marker_at)`` (the sample applicants repeated under new ids B0000...,
-    the row ``marker_at`` made the marker).
+    the row ``marker_at`` made the marker), ``wait_held(process)`` (returns once the model holds that process's
+    run; fails if the run ends first), ``wait_exits(pids, timeout)`` (returns once those processes have exited).
     """
     import importlib
-    import os
 
     import joblib
     import pandas as pd
@@ -137,9 +154,13 @@ def gated(sample_paths, tmp_path_factory, monkeypatch):
     (folder / "frpd_test_gated_model.py").write_text(_GATED_MODEL)
     monkeypatch.syspath_prepend(str(folder))
     module = importlib.import_module("frpd_test_gated_model")
-    reached, release = folder / "reached", folder / "release"
+    reached, release, held = folder / "reached", folder / "release", folder / "held"
+    os.mkfifo(held)
+    # opened for reading and writing: the model's non-blocking open always finds a reader, and the FIFO never
+    # reports end-of-file between two holds (Linux semantics; the suite runs on Linux)
+    listener = os.open(held, os.O_RDWR | os.O_NONBLOCK)
     model = folder / "gated.pkl"
-    joblib.dump(module.Gated(joblib.load(sample_paths["model"]), str(reached), str(release)), model)
+    joblib.dump(module.Gated(joblib.load(sample_paths["model"]), str(reached), str(release), str(held)), model)
 
     def applicants(where: Path, n_copies: int = 55, marker_at: int = 600) -> Path:
         frame = pd.read_csv(sample_paths["applicants"])
@@ -151,6 +172,61 @@ def gated(sample_paths, tmp_path_factory, monkeypatch):
         return path
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(folder), os.environ.get("PYTHONPATH")) if p)}
+    def wait_held(process, timeout: float = 600.0) -> None:
+        """Block until the model holds the run (its line arrives on the FIFO); fail if the run ends first.
+
+        Woken by the line or by the process's exit (a pidfd), never by a clock: what the test does next happens
+        mid-run on any machine, however fast or loaded."""
+        if not wait_for_events(listener, process, timeout):
+            if process.poll() is not None:
+                detail = process.stderr.read().decode() if process.stderr is not None else ""
+                pytest.fail(f"the run ended (exit {process.returncode}) before the model held it: {detail}")
+            pytest.fail(f"the model did not hold the run within {timeout:.0f} s")
+        assert os.read(listener, 5) == b"held\n"
+
     yield SimpleNamespace(model=model, reached=reached, release=release, env=env, applicants=applicants,
-                          paths={**sample_paths, "model": model})
+                          paths={**sample_paths, "model": model}, wait_held=wait_held,
+                          wait_exits=wait_for_exits)
+    os.close(listener)
     sys.modules.pop("frpd_test_gated_model", None)
+
+
+def _pidfd(pid: int):
+    """A descriptor that becomes readable when process ``pid`` exits; None when it is already gone."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None
+
+
+def wait_for_events(fd: int, process, timeout: float) -> bool:
+    """Wait until ``fd`` is readable (True) or ``process`` exits or ``timeout`` seconds pass (False)."""
+    pidfd = _pidfd(process.pid)
+    try:
+        watched = [fd] if pidfd is None else [fd, pidfd]
+        deadline = time.monotonic() + timeout
+        while True:
+            wait = 0.0 if pidfd is None else max(0.0, deadline - time.monotonic())
+            ready = select.select(watched, [], [], wait)[0]
+            if fd in ready:
+                return True
+            if pidfd is None or pidfd in ready or time.monotonic() >= deadline:
+                process.poll()
+                return False
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def wait_for_exits(pids, timeout: float) -> None:
+    """Wait until every process of ``pids`` has exited, or ``timeout`` seconds pass (woken by pidfds)."""
+    fds = [fd for fd in map(_pidfd, pids) if fd is not None]
+    try:
+        deadline = time.monotonic() + timeout
+        while fds and time.monotonic() < deadline:
+            for fd in select.select(fds, [], [], max(0.0, deadline - time.monotonic()))[0]:
+                fds.remove(fd)
+                os.close(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)

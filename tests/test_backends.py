@@ -155,19 +155,13 @@ def test_workers_exit_when_the_parent_is_killed(gated, tmp_path):
     parent = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=gated.env)
     workers: set[int] = set()
     try:
-        deadline = time.monotonic() + 600
-        while not gated.reached.exists():                    # a worker holds the run: both are up
-            assert parent.poll() is None, f"the run ended (exit {parent.returncode}) before the model held it"
-            assert time.monotonic() < deadline, "the model did not hold the run within ten minutes"
-            time.sleep(0.01)
+        gated.wait_held(parent)                              # a worker holds the run: both are up
         workers = _children(parent.pid)
         assert len(workers) >= 2, "no worker processes were started"
         parent.stdout.read(1)                       # the workers produced plans before the held one
         os.kill(parent.pid, signal.SIGKILL)
         parent.wait()
-        deadline = time.monotonic() + 120           # each worker checks for its parent every 0.25 s
-        while _alive(workers) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        gated.wait_exits(workers, timeout=120)      # each worker checks for its parent every 0.25 s
         assert not _alive(workers), f"worker(s) {sorted(_alive(workers))} outlived their parent"
     finally:
         if parent.poll() is None:

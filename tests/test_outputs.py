@@ -19,7 +19,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import joblib
@@ -516,22 +515,6 @@ def _start(paths, applicants, out, *extra, env=None):
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, env=env)
 
 
-def _wait_until_held(process, gated, timeout=600) -> None:
-    """Wait until the gated model holds the run (the file it creates appears); fail if the run ends first.
-
-    The run cannot end while it is held, so what the test does next happens mid-run on any machine."""
-    deadline = time.monotonic() + timeout
-    while not gated.reached.exists():
-        if process.poll() is not None:
-            pytest.fail(f"the run ended (exit {process.returncode}) before the model held it: "
-                        f"{process.stderr.read().decode()}")
-        if time.monotonic() > deadline:
-            process.kill()
-            process.wait()
-            pytest.fail("the model did not hold the run within ten minutes")
-        time.sleep(0.01)
-
-
 def _progress_done(out: Path) -> int:
     try:
         return json.loads(sidecar_path(out).read_text())["done"]
@@ -548,7 +531,7 @@ def test_sigterm_leaves_previous_output_and_no_temporary_file(gated, tmp_path, f
     out.write_bytes(b"previous results\n")
     process = _start(gated.paths, applicants, out, "--format", fmt, env=gated.env)
     try:
-        _wait_until_held(process, gated)                   # planning the task of applicant 600: mid-run
+        gated.wait_held(process)                   # planning the task of applicant 600: mid-run
         if fmt == "csv":
             assert 0 < _progress_done(out) <= 600          # chunks before it are checkpointed
         else:
@@ -576,7 +559,7 @@ def test_resume_after_sigterm_refuses_an_edited_prefix_and_is_idempotent(gated, 
     out = folder / "plans.csv"
     process = _start(gated.paths, applicants, out, "--format", "csv", "--resume", env=gated.env)
     try:
-        _wait_until_held(process, gated)
+        gated.wait_held(process)
         assert 0 < _progress_done(out) <= 600
         process.send_signal(signal.SIGTERM)
         stderr = process.communicate(timeout=600)[1].decode()
