@@ -32,6 +32,7 @@ __all__ = [
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
     "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options", "resolve_margin",
     "ProximityOpt", "PROXIMITIES", "check_proximity",
+    "SCHEMA_PANEL", "TUNING_PANEL", "GRAPH_PANEL", "INPUT_PANEL", "RUNS_PANEL",
 ]
 
 # The allowed values of choice options. Every command imports this module for its option declarations, so
@@ -174,183 +175,179 @@ def parse_assignments(values) -> dict:
     return {k.strip(): v.strip() for k, v in (str(t).split("=", 1) for t in values or ())}
 
 
-_DATA = "Data and schema"
-_SEL = "Selection"
-_OUT = "Output"
-_GRAPH = "Graph (sequential recourse)"
+# Help panels. Options without a panel are the everyday ones, listed first ("Options"); the others follow in the
+# order a command first names one of them.
+SCHEMA_PANEL = "Schema flags (instead of, or on top of, --schema)"
+TUNING_PANEL = "Recourse tuning"
+GRAPH_PANEL = "Graph (sequential recourse)"
+INPUT_PANEL = "Input files"
+RUNS_PANEL = "Large runs"
 
 DataArg = Annotated[Path, typer.Argument(help="Training CSV (header row; features and the target column).", readable=False,
                                          show_default=False)]
 ModelOpt = Annotated[Path, typer.Option("--model", readable=False, help="Trusted model file (.pkl/.joblib run code when loaded; "
                                         ".skops with a trusted-type list; .onnx, extra 'onnx', runs no code).",
-                                        show_default=False,
-                                        rich_help_panel=_DATA)]
+                                        show_default=False)]
 SchemaOpt = Annotated[Optional[Path], typer.Option("--schema", readable=False, help="Schema TOML file (feature roles, target, "
-                                                   "favourable class). Flags override it.", rich_help_panel=_DATA)]
-TargetOpt = Annotated[Optional[str], typer.Option("--target", help="Target column [default: label].",
-                                                  rich_help_panel=_DATA)]
-FavorableOpt = Annotated[Optional[str], typer.Option("--favorable", help="Favourable class of the target "
-                                                     "[default: 1].", rich_help_panel=_DATA)]
-ImmutableOpt = Annotated[Optional[list[str]], typer.Option("--immutable", help="Feature that must not change "
-                                                           "(repeatable).", rich_help_panel=_DATA)]
-IncreasingOpt = Annotated[Optional[list[str]], typer.Option("--increasing", help="Feature that may only increase "
-                                                            "(repeatable; ordinal categoricals need a declared "
-                                                            "order).", rich_help_panel=_DATA)]
-DecreasingOpt = Annotated[Optional[list[str]], typer.Option("--decreasing", help="Feature that may only decrease "
-                                                            "(repeatable).", rich_help_panel=_DATA)]
-CategoricalOpt = Annotated[Optional[list[str]], typer.Option("--categorical", help="Treat a column as categorical "
-                                                             "(repeatable).", rich_help_panel=_DATA)]
-ContinuousOpt = Annotated[Optional[list[str]], typer.Option("--continuous", help="Treat a column as continuous "
-                                                            "(repeatable).", rich_help_panel=_DATA)]
-IdColumnOpt = Annotated[Optional[str], typer.Option("--id-column", help="Applicants' identifier column (kept in "
-                                                    "the output) [default: row number].", rich_help_panel=_DATA)]
+                                                   "favourable class, limits; frpd schema writes one). Flags "
+                                                   "override it.")]
+TargetOpt = Annotated[Optional[str], typer.Option("--target", help="Target column.", show_default="label",
+                                                  rich_help_panel=SCHEMA_PANEL)]
+FavorableOpt = Annotated[Optional[str], typer.Option("--favorable", help="Favourable class of the target.",
+                                                     show_default="1", rich_help_panel=SCHEMA_PANEL)]
+ImmutableOpt = Annotated[Optional[list[str]], typer.Option("--immutable", metavar="COL", help="Feature that must not "
+                                                           "change (repeatable).", rich_help_panel=SCHEMA_PANEL)]
+IncreasingOpt = Annotated[Optional[list[str]], typer.Option("--increasing", metavar="COL", help="Feature that may only "
+                                                            "increase (repeatable; ordinal categoricals need a declared "
+                                                            "order).", rich_help_panel=SCHEMA_PANEL)]
+DecreasingOpt = Annotated[Optional[list[str]], typer.Option("--decreasing", metavar="COL", help="Feature that may only "
+                                                            "decrease (repeatable).", rich_help_panel=SCHEMA_PANEL)]
+CategoricalOpt = Annotated[Optional[list[str]], typer.Option("--categorical", metavar="COL", help="Treat a column as "
+                                                             "categorical (repeatable).", rich_help_panel=SCHEMA_PANEL)]
+ContinuousOpt = Annotated[Optional[list[str]], typer.Option("--continuous", metavar="COL", help="Treat a column as "
+                                                            "continuous (repeatable).", rich_help_panel=SCHEMA_PANEL)]
+IdColumnOpt = Annotated[Optional[str], typer.Option("--id-column", metavar="COL", help="Applicants' identifier column "
+                                                    "(kept in the output, not a feature).",
+                                                    show_default="row number")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed of every random choice; same inputs and seed give "
-                                      "byte-identical outputs.", rich_help_panel=_DATA)]
+                                      "byte-identical outputs.")]
 ThresholdOpt = Annotated[float, typer.Option("--threshold", callback=_open_unit("threshold"),
                                              help="Favourable when the model's probability is >= this "
-                                             "(in (0, 1)).", rich_help_panel=_DATA)]
+                                             "(in (0, 1)).")]
 OptionalThresholdOpt = Annotated[Optional[float], typer.Option("--threshold", callback=_open_unit("threshold"),
-                                                               help="Favourable threshold in (0, 1) [default: "
-                                                               "the selection's].")]
+                                                               help="Favourable threshold in (0, 1).",
+                                                               show_default="the selection's")]
 EncodingOpt = Annotated[str, typer.Option("--encoding", callback=_check_encoding,
-                                          help="Text encoding of the CSV files.", rich_help_panel=_DATA)]
+                                          help="Text encoding of the CSV files.", rich_help_panel=INPUT_PANEL)]
 MethodOpt = Annotated[_choices(PLAN_METHODS), typer.Option("--method", case_sensitive=False,
-                                                          help="quad, quad-dp, quad-greedy, dpp-greedy, dpp-ls, "
-                                                          "nearest, exact, quad-paper, quad-dp-paper (the "
-                                                          "paper's plain QUAD procedures; face with --graph).",
-                                                          rich_help_panel=_SEL)]
-KOpt = Annotated[int, typer.Option("-k", "--k", min=1, help="Recourses per plan.", rich_help_panel=_SEL)]
+                                                          help="How the K prototypes are chosen: quad is the "
+                                                          "paper's; *-paper: its plain QUAD procedures; face needs "
+                                                          "--graph.")]
+KOpt = Annotated[int, typer.Option("-k", "--k", min=1, help="Recourses per plan.")]
 ThetaOpt = Annotated[float, typer.Option("--theta", min=0.0, max=1.0, help="Diversity weight (0: nearest, "
-                                         "1: most diverse).", rich_help_panel=_SEL)]
+                                         "1: most diverse).")]
 BandwidthOpt = Annotated[float, typer.Option("--bandwidth", callback=_positive("bandwidth"),
-                                             help="DPP proximity bandwidth h (> 0).", rich_help_panel=_SEL)]
+                                             help="DPP proximity bandwidth h (> 0).", rich_help_panel=TUNING_PANEL)]
 CandidatesOpt = Annotated[_choices(CANDIDATE_POOLS), typer.Option("--candidates", case_sensitive=False,
                                                                   help="Prototype pool: rows the model predicts "
                                             "favourable (predicted) or labelled favourable and predicted so "
-                                            "(labeled).", rich_help_panel=_SEL)]
+                                            "(labeled).", rich_help_panel=TUNING_PANEL)]
 FormatOpt = Annotated[Optional[_choices(FORMATS)], typer.Option("--format", case_sensitive=False,
-                                                                help="table, csv, json or jsonl [default: table on "
-                                                  "a terminal, csv otherwise].", rich_help_panel=_OUT)]
+                                                                help="table, csv, json or jsonl.",
+                                                                show_default="table on a terminal, csv otherwise")]
 LayoutOpt = Annotated[_choices(LAYOUTS), typer.Option("--layout", case_sensitive=False,
                                                       help="Table format: wide (a column per changed feature), "
                                                       "long (a block per recourse, one change per line) or auto "
                                                       "(wide when it fits the terminal width, COLUMNS "
-                                                      "respected).", rich_help_panel=_OUT)]
+                                                      "respected).")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary line and no progress bar on stderr "
-                                        "(warnings, hints and errors still show).", rich_help_panel=_OUT)]
+                                        "(warnings, hints and errors still show).")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", readable=False, help="Write the data to this file "
-                                                   "(atomically) instead of stdout.", rich_help_panel=_OUT)]
+                                                   "(atomically) instead of stdout.", show_default="stdout")]
 ProvenanceOpt = Annotated[Optional[Path], typer.Option("--provenance", readable=False, help="Also write a JSON document tying the "
-                                                       "plans to what made them: sha256 of the model, data and "
-                                                       "applicants files, the settings, the frpd version and the "
-                                                       "plans' own sha256 (written atomically when the run succeeds; "
-                                                       "plan records are unchanged).", rich_help_panel=_OUT)]
+                                                       "plans to what made them: the sha256 of every input and of "
+                                                       "the plans, the settings and the frpd version.",
+                                                       rich_help_panel=RUNS_PANEL)]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, help="Worker processes; results do not depend "
-                                      "on it.", rich_help_panel=_OUT)]
-TrustTypeOpt = Annotated[Optional[list[str]], typer.Option("--trust-type", help="For .skops models: a type to "
-                                                           "trust besides the built-in scikit-learn list "
-                                                           "(repeatable; e.g. mypackage.MyTransformer).",
-                                                           rich_help_panel=_DATA)]
+                                      "on it.")]
+TrustTypeOpt = Annotated[Optional[list[str]], typer.Option("--trust-type", metavar="TYPE", help="For .skops models: a "
+                                                           "type to trust besides the built-in scikit-learn list "
+                                                           "(repeatable; e.g. mypackage.Scaler).",
+                                                           rich_help_panel=INPUT_PANEL)]
 PolicyOpt = Annotated[_choices(IMMUTABLE_POLICIES), typer.Option("--immutable-policy", case_sensitive=False,
-                                                                 help="filter: prototypes are favourable rows that "
-                                         "already share the applicant's immutable values; project: also favourable "
-                                         "rows moved onto them and re-predicted (marked projected); auto: filter on "
-                                         "categorical immutables, project on numeric ones. Graph plans always keep "
-                                         "the strict edge rules.", rich_help_panel=_SEL)]
+                                                                 help="filter: prototypes share the applicant's "
+                                         "immutable values; project: favourable rows are also moved onto them and "
+                                         "re-predicted (marked projected); auto: filter on categorical immutables, "
+                                         "project on numeric ones. Not for graph plans.", rich_help_panel=TUNING_PANEL)]
 VaryOpt = Annotated[Optional[list[str]], typer.Option("--vary", metavar="COL", help="Only these features may change "
                                                       "(repeatable); every other feature becomes immutable.",
-                                                      rich_help_panel=_DATA)]
-RangeOpt = Annotated[Optional[list[str]], typer.Option("--range", callback=_check_ranges, metavar="COL=LO:HI|COL=a,b",
+                                                      rich_help_panel=SCHEMA_PANEL)]
+RangeOpt = Annotated[Optional[list[str]], typer.Option("--range", callback=_check_ranges, metavar="COL=RANGE",
                                                        help="COL=LO:HI (numeric; LO: or :HI leave a side open), "
                                                        "COL=-DOWN:+UP relative to the applicant's value (+0:+12: at "
                                                        "most 12 more, never less; -20%:+10%: in percent of it) or "
                                                        "COL=a,b,c (categorical levels): a recourse never moves the "
-                                                       "feature outside (repeatable).", rich_help_panel=_DATA)]
+                                                       "feature outside (repeatable).", rich_help_panel=SCHEMA_PANEL)]
 FeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--weight", "--feature-weight",
                                                                callback=_check_weights, metavar="COL=W",
                                                                help="COL=W: cost weight W > 0 of a feature in every "
                                                                "distance (selection, interpolation, graph, reported "
                                                                "cost; default 1; repeatable).",
-                                                               rich_help_panel=_DATA)]
+                                                               rich_help_panel=SCHEMA_PANEL)]
 GraphFeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--feature-weight", callback=_check_weights, metavar="COL=W",
                                                                     help="COL=W: cost weight W > 0 of a feature in "
                                                                     "every distance, edge lengths included (default "
                                                                     "1; repeatable; --weight is the edge weight "
-                                                                    "here).", rich_help_panel=_DATA)]
+                                                                    "here).", rich_help_panel=SCHEMA_PANEL)]
 DropMissingOpt = Annotated[bool, typer.Option("--drop-missing", help="Report applicants with missing feature values "
                                               "as invalid-input instead of refusing the file.",
-                                              rich_help_panel=_DATA)]
+                                              rich_help_panel=INPUT_PANEL)]
 PoolOpt = Annotated[Optional[Path], typer.Option("--pool", readable=False, help="Training pool folder from build-pool (same data, "
                                                 "model, schema flags and threshold): skips encoding and scoring the "
-                                                "training rows; results are identical.", rich_help_panel=_DATA)]
+                                                "training rows; results are identical.", rich_help_panel=RUNS_PANEL)]
 GraphOpt = Annotated[Optional[Path], typer.Option("--graph", readable=False, help="Actionability graph folder from build-graph: "
                                                  "recourses become shortest paths on it (sequential recourse), "
                                                  "prototypes are chosen among the favourable rows it reaches.",
-                                                 rich_help_panel=_GRAPH)]
+                                                 rich_help_panel=GRAPH_PANEL)]
 EndpointOpt = Annotated[_choices(ENDPOINTS), typer.Option("--endpoint", case_sensitive=False,
                                                           help="Where a graph recourse ends: prototype (the chosen "
                                           "row; keeps the plan's diversity) or first-favorable (the first node of "
                                           "the path the model accepts; cheaper, but paths that share it collapse).",
-                                          rich_help_panel=_GRAPH)]
+                                          rich_help_panel=GRAPH_PANEL)]
 MaxHopsOpt = Annotated[Optional[int], typer.Option("--max-hops", min=1, help="Only prototypes at most this many "
-                                                   "moves away (along the shortest path).", rich_help_panel=_GRAPH)]
+                                                   "moves away (along the shortest path).", show_default="no limit",
+                                                   rich_help_panel=GRAPH_PANEL)]
 MaxCostOpt = Annotated[Optional[float], typer.Option("--max-cost", callback=_positive("max-cost"),
                                                      help="Only prototypes "
                                                      "whose shortest path costs at most this (Dijkstra stops "
-                                                     "there).", rich_help_panel=_GRAPH)]
+                                                     "there).", show_default="no limit", rich_help_panel=GRAPH_PANEL)]
 
 MarginOpt = Annotated[Optional[float], typer.Option("--margin", callback=_check_margin,
                                                     help="Probability points above --threshold every recourse "
-                                                    "must reach: prototypes, interpolation and sparsification "
-                                                    "stop only where the model's probability is >= threshold + "
-                                                    "margin; 0 is the paper's first accepted point (on the "
-                                                    "model's boundary). [default: 0.05, or half the room above "
-                                                    "a --threshold of 0.95 or more]", show_default=False,
-                                                    rich_help_panel=_SEL)]
+                                                    "must reach (0: the paper's, on the model's boundary).",
+                                                    show_default="0.05, or half the room above a --threshold of "
+                                                    "0.95 or more", rich_help_panel=TUNING_PANEL)]
 SparsifyOpt = Annotated[bool, typer.Option("--sparsify/--no-sparsify",
-                                           help="Linear recourses: change the fewest features the model needs, "
-                                           "the others keep the applicant's value (never more cost nor more "
-                                           "changes than the plain recourse); --no-sparsify gives "
-                                           "the paper's plain interpolation. Graph recourses keep their paths.",
-                                           rich_help_panel=_SEL)]
+                                           help="Linear recourses change only the features the model needs "
+                                           "(never more cost); --no-sparsify: the paper's plain interpolation.",
+                                           rich_help_panel=TUNING_PANEL)]
 MaxChangesOpt = Annotated[Optional[int], typer.Option("--max-changes", min=1,
                                                       help="Linear recourses: at most this many changed "
                                                       "features; a longer recourse is sparsified further (then "
                                                       "it may cost more) or dropped, with a reason.",
-                                                      rich_help_panel=_SEL)]
+                                                      show_default="no limit", rich_help_panel=TUNING_PANEL)]
 ProximityOpt = Annotated[_choices(PROXIMITIES), typer.Option("--proximity", case_sensitive=False,
-                                                             help="Linear scheme: how selection prices a "
-                                                             "candidate prototype: distance (the paper's: the "
-                                                             "distance to it) or recourse (the cost of the "
-                                                             "recourse it leads to: the distance to where its "
-                                                             "segment turns favourable; cheaper plans, at most 8 "
-                                                             "model rows per candidate). Not with --graph (paths "
-                                                             "are priced by their cost).", rich_help_panel=_SEL)]
+                                                             help="How selection prices a candidate prototype: "
+                                                             "distance (the paper's) or recourse (the cost of the "
+                                                             "recourse it leads to: cheaper plans, at most 8 model "
+                                                             "rows per candidate). Not with --graph.",
+                                                             rich_help_panel=TUNING_PANEL)]
 
 OptionalEndpointOpt = Annotated[Optional[_choices(ENDPOINTS)],
                                 typer.Option("--endpoint", case_sensitive=False,
-                                             help="Graph scheme: prototype or first-favorable [default: the "
-                                             "selection's].", rich_help_panel=_GRAPH)]
+                                             help="Graph scheme: prototype or first-favorable.",
+                                             show_default="the selection's", rich_help_panel=GRAPH_PANEL)]
 BackendOpt = Annotated[_choices(BACKENDS), typer.Option("--backend", case_sensitive=False,
                                                         help=f"Where chunks run: {', '.join(BACKENDS)} (loky: "
                                                         "local processes; dask: a Dask cluster, extra 'dask').",
-                                                        rich_help_panel=_OUT)]
+                                                        rich_help_panel=RUNS_PANEL)]
 TolOpt = Annotated[float, typer.Option("--tol", callback=_open_unit("tol"),
                                        help="Interpolation tolerance, as a fraction of each segment (in (0, 1)).",
-                                       rich_help_panel=_SEL)]
+                                       rich_help_panel=TUNING_PANEL)]
 SchemeOpt = Annotated[_choices(SCHEMES), typer.Option("--scheme", case_sensitive=False,
                                                       help="linear, or graph (shortest paths on the graph the "
                                                       "selection was made on; needs --graph).")]
 ThetaListOpt = Annotated[str, typer.Option("--theta", callback=_check_theta_list,
                                            help="Diversity weight in [0, 1], or a comma list (e.g. 0.1,0.5,0.9): "
-                                           "the geometry is computed once per applicant.", rich_help_panel=_SEL)]
+                                           "the geometry is computed once per applicant.")]
 ManifoldOpt = Annotated[_choices(MANIFOLDS), typer.Option("--manifold", case_sensitive=False,
                                                           help="Training rows that stand for the data manifold: "
                                                           "favorable (predicted), labeled or all.")]
 ScaleOpt = Annotated[_choices(SCALES), typer.Option("--scale", case_sensitive=False,
                                                     help="How a move is priced: effort (the share of the training "
                                                     "population it crosses, so moves to a feature's extremes cost "
-                                                    "much) or minmax (min-max scaled, as in the paper).")]
+                                                    "much) or minmax (min-max scaled, as in the paper).",
+                                                    rich_help_panel=SCHEMA_PANEL)]
 WeightOpt = Annotated[_choices(WEIGHTS), typer.Option("--weight", case_sensitive=False,
                                                       help="Edge weight: euclidean (length in the encoded space) "
                                                       "or density (FACE: length / kernel density at the "
@@ -359,10 +356,11 @@ RadiusOpt = Annotated[Optional[float], typer.Option("--radius", callback=_positi
                                                     help="Instead of --neighbors: edges to every actionable row "
                                                     "within this Euclidean distance.", rich_help_panel="Graph")]
 MaxStepOpt = Annotated[Optional[float], typer.Option("--max-step", callback=_positive("max-step"),
-                                                     help="Drop edges longer than this.", rich_help_panel="Graph")]
+                                                     help="Drop edges longer than this.", show_default="no limit",
+                                                     rich_help_panel="Graph")]
 KdeBandwidthOpt = Annotated[Optional[float], typer.Option("--kde-bandwidth", callback=_positive("kde-bandwidth"),
-                                                          help="Kernel bandwidth of --weight density [default: "
-                                                          "median edge length].", rich_help_panel="Graph")]
+                                                          help="Kernel bandwidth of --weight density.",
+                                                          show_default="median edge length", rich_help_panel="Graph")]
 
 
 def resolve_margin(margin: float | None, threshold: float) -> float:

@@ -63,6 +63,22 @@ class _Command(TyperCommand):
         _convert_cheaply(self, ctx)
         return super().parse_args(ctx, args)
 
+    def collect_usage_pieces(self, ctx) -> list[str]:
+        # arguments by their names in capitals (typer 0.29 writes a required one as {data})
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                name = (param.metavar or param.name).upper()
+                pieces.append(name if param.required else f"[{name}]")
+            else:
+                pieces.extend(param.get_usage_pieces(ctx))
+        return pieces
+
+    def format_help(self, ctx, formatter) -> None:
+        from ._help import format_help
+
+        format_help(self, ctx)
+
 
 class _App(typer.Typer):
     """The ``frpd`` application: commands registered on it are :class:`_Command` unless they name a class."""

@@ -52,12 +52,11 @@ def audit_command(
                                            rich_help_panel=_AUDIT)] = 20,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples of the 95% intervals.",
                                            rich_help_panel=_AUDIT)] = 1000,
-    k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan [default: per "
-                                             "method, the largest rank in the file].",
-                                             rich_help_panel="Selection")] = None,
+    k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan.",
+                                             show_default="per method, the largest rank in the file")] = None,
     plot: Annotated[Optional[Path], typer.Option("--plot", readable=False, help="Also draw each group's mean cost with "
                                                  "its interval and the top actions' coverage to this PNG (needs "
-                                                 "frpd-cli[plot]).", rich_help_panel="Output")] = None,
+                                                 "frpd-cli[plot]).")] = None,
     fmt: o.FormatOpt = None,
     quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,

@@ -92,15 +92,13 @@ def evaluate_command(
     graph: Annotated[Optional[Path], typer.Option("--graph", readable=False, help="Actionability graph folder (build-graph): path "
                                                   "costs along its edge weights. Without it, graph plans' path "
                                                   "costs are sums of Euclidean step lengths.")] = None,
-    k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan [default: per "
-                                             "method, the largest rank in the file].",
-                                             rich_help_panel="Selection")] = None,
+    k: Annotated[Optional[int], typer.Option("-k", "--k", min=1, help="Recourses in a full plan.",
+                                             show_default="per method, the largest rank in the file")] = None,
     manifold: o.ManifoldOpt = "favorable",
     per_applicant: Annotated[bool, typer.Option("--per-applicant", help="Write one row per plan instead of the "
-                                                "per-method summary.", rich_help_panel="Output")] = False,
+                                                "per-method summary.")] = False,
     plot: Annotated[Optional[Path], typer.Option("--plot", readable=False, help="Also draw cost vs anti-diversity and cost vs DPP, "
-                                                 "one point per method, to this PNG (needs frpd-cli[plot]).",
-                                                 rich_help_panel="Output")] = None,
+                                                 "one point per method, to this PNG (needs frpd-cli[plot]).",)] = None,
     fmt: o.FormatOpt = None,
     quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,

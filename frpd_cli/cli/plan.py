@@ -273,63 +273,66 @@ def plan_command(
     applicants: Annotated[Path, typer.Option("--applicants", readable=False, help="CSV of applicants to plan for (feature "
                                              "columns; an id column with --id-column); - reads stdin.",
                                              show_default=False)],
+    flags: o.SchemaFlags = o.SchemaFlags(),
     method: o.MethodOpt = "quad",
     k: o.KOpt = 3,
     theta: o.ThetaOpt = 0.9,
-    bandwidth: o.BandwidthOpt = 1.0,
+    threshold: o.ThresholdOpt = 0.5,
+    fmt: o.FormatOpt = None,
+    layout: o.LayoutOpt = "auto",
+    output: o.OutputOpt = None,
+    quiet: o.QuietOpt = False,
+    jobs: o.JobsOpt = 1,
+    seed: o.SeedOpt = 0,
     candidates: o.CandidatesOpt = "predicted",
+    bandwidth: o.BandwidthOpt = 1.0,
     immutable_policy: o.PolicyOpt = "auto",
     margin: o.MarginOpt = None,
     sparsify: o.SparsifyOpt = True,
     max_changes: o.MaxChangesOpt = None,
     proximity: o.ProximityOpt = "distance",
-    fmt: o.FormatOpt = None,
-    layout: o.LayoutOpt = "auto",
-    quiet: o.QuietOpt = False,
-    output: o.OutputOpt = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run writing --output (csv or "
-                                         "jsonl); the result is byte-identical to an uninterrupted run. Safe to "
-                                         "pass every time: starts fresh when there is nothing to resume, does "
-                                         "nothing when the output is complete. With it, a run that fails on an "
-                                         "error keeps its partial and progress files too.",
-                                         rich_help_panel="Output")] = False,
-    jobs: o.JobsOpt = 1,
-    backend: o.BackendOpt = "loky",
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address "
-                                                     "(tcp://HOST:PORT); without it --backend dask starts a "
-                                                     "loopback cluster of --jobs workers.",
-                                                     rich_help_panel="Output")] = None,
-    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Applicants per batch (memory and "
-                                            "model-call size; part of what makes outputs identical).",
-                                            rich_help_panel="Output")] = 256,
     tol: o.TolOpt = 1e-3,
     graph: o.GraphOpt = None,
     endpoint: o.EndpointOpt = "prototype",
     max_hops: o.MaxHopsOpt = None,
     max_cost: o.MaxCostOpt = None,
-    flags: o.SchemaFlags = o.SchemaFlags(),
-    drop_missing: o.DropMissingOpt = False,
-    threshold: o.ThresholdOpt = 0.5,
-    trust_type: o.TrustTypeOpt = None,
-    pool: o.PoolOpt = None,
-    seed: o.SeedOpt = 0,
-    encoding: o.EncodingOpt = "utf-8",
-    provenance: o.ProvenanceOpt = None,
     others: RobustModels = RobustModels(),
+    trust_type: o.TrustTypeOpt = None,
+    encoding: o.EncodingOpt = "utf-8",
+    drop_missing: o.DropMissingOpt = False,
+    resume: Annotated[bool, typer.Option("--resume", help="Continue an interrupted run writing --output (csv or "
+                                         "jsonl), byte-identical to an uninterrupted one; safe to pass every time. "
+                                         "A run with it that fails on an error keeps its partial files too.",
+                                         rich_help_panel=o.RUNS_PANEL)] = False,
+    backend: o.BackendOpt = "loky",
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address "
+                                                     "(tcp://HOST:PORT); without it --backend dask starts a "
+                                                     "loopback cluster of --jobs workers.",
+                                                     rich_help_panel=o.RUNS_PANEL)] = None,
+    chunk_size: Annotated[int, typer.Option("--chunk-size", min=1, help="Applicants per batch (memory and "
+                                            "model-call size; part of what makes outputs identical).",
+                                            rich_help_panel=o.RUNS_PANEL)] = 256,
+    pool: o.PoolOpt = None,
+    provenance: o.ProvenanceOpt = None,
 ) -> None:
     """Plan K diverse recourses for every applicant (select prototypes, then interpolate).
 
-    Plans are written chunk by chunk in input order. With --output FILE in csv or jsonl, a run interrupted by
-    Ctrl-C, SIGTERM or SIGHUP keeps FILE.partial and FILE.resume.json (FILE itself is untouched) and prints the
-    command that continues it with --resume; a run that fails on an error leaves nothing behind. With --graph DIR
-    (from build-graph), every recourse is the shortest path on the actionability graph to its prototype, and the
-    output adds each path and its steps; --method face takes the K cheapest paths. Linear recourses are sparsified
-    (only the changes the model needs; --no-sparsify for the paper's plain interpolation); graph recourses keep
-    their paths. Every recourse reaches a probability of at least --threshold + --margin (default 0.05; --margin 0
-    gives the paper's boundary recourses).
+    For each applicant the model turns down, frpd picks K favourable training rows that differ from one another
+    (the prototypes) and moves the applicant towards each until the model accepts: K different changes, each one
+    enough on its own, none touching an immutable feature or moving a feature the wrong way or out of its range.
+    Every recourse reaches a probability of at least --threshold + --margin. Linear recourses change only the
+    features the model needs (--no-sparsify: the paper's plain interpolation).
+
+    With --graph DIR (from build-graph) every recourse is the shortest path of moves between training rows to its
+    prototype; --method face takes the K cheapest paths. With --output FILE in csv or jsonl, a run stopped by
+    Ctrl-C, SIGTERM or SIGHUP keeps its work and prints the command that continues it (--resume); a run that
+    fails on an error leaves nothing behind.
 
     Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv
+
+    Example: frpd plan sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
+    --applicants sample_data/applicants.csv -k 2 --format jsonl --output plans.jsonl
     """
     _check_outputs(output, {"data": data, "model": model, "applicants": applicants, "schema": flags.schema,
                             "graph": graph, "pool": pool, **extra_inputs(others)})

@@ -44,7 +44,7 @@ def build_refits_command(
     --also-valid-for.
 
     Example: frpd build-refits sample_data/credit.csv --model sample_data/model.pkl --schema
-    sample_data/schema.toml --robust 8 --out refits/
+    sample_data/schema.toml --robust 4 --out refits/
     """
     from ..dataset import read_training_frame
     from ..model import load_model

@@ -59,12 +59,11 @@ def schema_rows(report, *, table: bool) -> tuple[list[dict], list[str]]:
 def schema_command(
     data: o.DataArg,
     model: Annotated[Optional[Path], typer.Option("--model", readable=False, help="Also show the favourable class and how many "
-                                                  "training rows this model accepts.", show_default=False,
-                                                  rich_help_panel="Data and schema")] = None,
+                                                  "training rows this model accepts.", show_default=False)] = None,
     write: Annotated[Optional[Path], typer.Option("--write", readable=False, help="Also write the schema as a TOML file that "
                                                   "--schema accepts (every kind, order and mutability spelled "
                                                   "out, ready to edit); - writes it to stdout instead of the "
-                                                  "table.", show_default=False, rich_help_panel="Output")] = None,
+                                                  "table.", show_default=False)] = None,
     fmt: o.FormatOpt = None,
     quiet: o.QuietOpt = False,
     flags: o.SchemaFlags = o.SchemaFlags(),

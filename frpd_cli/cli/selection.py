@@ -71,11 +71,11 @@ def select_command(
     candidates: o.CandidatesOpt = "predicted",
     save_eigen: Annotated[bool, typer.Option("--save-eigen", help="Also store each applicant's "
                                              "eigendecomposition (float32) in eigen.npz.",
-                                             rich_help_panel="Selection")] = False,
+                                             rich_help_panel=o.RUNS_PANEL)] = False,
     reuse_eigen: Annotated[Optional[Path], typer.Option("--reuse-eigen", readable=False, help="A selection folder made with "
                                                         "--save-eigen on the same inputs: applicants whose "
                                                         "candidates are unchanged skip the decomposition.",
-                                                        rich_help_panel="Selection")] = None,
+                                                        rich_help_panel=o.RUNS_PANEL)] = None,
     immutable_policy: o.PolicyOpt = "auto",
     margin: o.MarginOpt = None,
     proximity: o.ProximityOpt = "distance",
@@ -98,6 +98,9 @@ def select_command(
 
     Example: frpd select sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv --out sel/ --theta 0.1,0.5,0.9
+
+    Graph example: frpd select sample_data/credit.csv --model sample_data/model.pkl --schema
+    sample_data/schema.toml --applicants sample_data/applicants.csv --graph graph/ --out graph-sel/
 
     With --graph DIR the prototypes are chosen among the favourable rows each applicant reaches on the graph
     (interpolate the artifact with --scheme graph --graph DIR); --method face needs it.
@@ -233,8 +236,8 @@ def interpolate_command(
     endpoint: o.OptionalEndpointOpt = None,
     data: Annotated[Optional[Path], typer.Option("--data", readable=False, help="The training CSV the selection was made from "
                                                  "(its contents are checked): every prototype must be the training "
-                                                 "row it names. Graph scheme [default: the path recorded in the "
-                                                 "selection]; linear scheme: optional.")] = None,
+                                                 "row it names. Optional for the linear scheme.",
+                                                 show_default="the path recorded in the selection")] = None,
     tol: o.TolOpt = 1e-3,
     threshold: o.OptionalThresholdOpt = None,
     margin: o.MarginOpt = None,
@@ -255,8 +258,8 @@ def interpolate_command(
 
     Example: frpd interpolate --selection sel/ --model sample_data/model.pkl --out plans/ --format jsonl
 
-    Graph example: frpd interpolate --selection sel/ --model sample_data/model.pkl --scheme graph --graph graph/
-    --out plans/
+    Graph example: frpd interpolate --selection graph-sel/ --model sample_data/model.pkl --scheme graph --graph
+    graph/ --out graph-plans/
     """
     if output is not None:
         resolve_output(output)
