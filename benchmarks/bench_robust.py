@@ -78,27 +78,31 @@ def _setup(name, tmp: Path, n_applicants: int):
     z = (z - z.mean()) / (z.std() or 1)
     w = np.exp(0.75 * z)
     shifted = train.iloc[np.random.default_rng(3).choice(len(train), size=len(half_a), p=w / w.sum())]
-    with threadpool_limits(1):
-        today = _recipe(features, numeric, 0).fit(half_a[features], half_a["label"])
-        updates = {"half": _recipe(features, numeric, 0).fit(half_b[features], half_b["label"]),
-                   "shift": _recipe(features, numeric, 0).fit(shifted[features], shifted["label"]),
-                   "seed": _recipe(features, numeric, 1).fit(half_a[features], half_a["label"])}
-    data = tmp / f"{name}_train.csv"
-    half_a.to_csv(data, index=False)
-    model = tmp / f"{name}.pkl"
-    joblib.dump(today, model)
+    data, model, kept = tmp / f"{name}_train.csv", tmp / f"{name}.pkl", tmp / f"{name}_updates.joblib"
+    if data.exists() and model.exists() and kept.exists():       # --work: fitted by an earlier run
+        today, updates = joblib.load(model), joblib.load(kept)
+    else:
+        with threadpool_limits(1):
+            today = _recipe(features, numeric, 0).fit(half_a[features], half_a["label"])
+            updates = {"half": _recipe(features, numeric, 0).fit(half_b[features], half_b["label"]),
+                       "shift": _recipe(features, numeric, 0).fit(shifted[features], shifted["label"]),
+                       "seed": _recipe(features, numeric, 1).fit(half_a[features], half_a["label"])}
+        half_a.to_csv(data, index=False)
+        joblib.dump(today, model)
+        joblib.dump(updates, kept)
     denied = test[features][today.predict_proba(test[features])[:, 1] < 0.5].head(n_applicants)
     return {"data": data, "model": model, "updates": updates, "applicants": denied.reset_index(drop=True),
             "features": features, "immutable": immutable, "increasing": increasing}
 
 
-def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bootstrap"):
+def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bootstrap", spread=1.0):
     from frpd_cli.cli._options import SchemaFlags, read_training
     from frpd_cli.cli._robust import RobustModels
     from frpd_cli.planning import PlanSettings, plan_applicants
 
     flags = SchemaFlags(target="label", favorable="1", immutable=case["immutable"], increasing=case["increasing"])
-    others = RobustModels(robust=robust, level=level, refits=refits, resample=resample) if robust else None
+    others = RobustModels(robust=robust, level=level, refits=refits, resample=resample, spread=spread) \
+        if robust else None
     t0 = time.process_time()
     training, model, _ = read_training(case["data"], case["model"], flags, robust=others)
     t1 = time.process_time()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +15,7 @@ from .encoding import DEFAULT_SCALE, Encoder, check_magnitude, fit_encoder
 from .exceptions import InputError, ModelOutputError, SchemaError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
-__all__ = ["TrainingSet", "build_training_set", "labeled_rows", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
+__all__ = ["TrainingSet", "build_training_set", "rescored", "labeled_rows", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
 
 CANDIDATE_POOLS = ("predicted", "labeled")
 
@@ -198,6 +198,19 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
     favorable = probability >= model.threshold
     return TrainingSet(frame=features, schema=schema, encoder=encoder, X=X, codes=codes,
                        probability=probability, favorable=favorable, labeled=labeled_rows(frame, schema))
+
+
+def rescored(training: TrainingSet, model, *, source: str = "the data file") -> TrainingSet:
+    """``training`` with every row scored again by ``model`` (encoded rows and codes kept).
+
+    A pool (:mod:`frpd_cli.pool`) holds the model's own verdict; with other models to satisfy
+    (:class:`frpd_cli.judge.Judge`) the rows are scored by the judge, exactly as :func:`build_training_set` would.
+    """
+    try:
+        probability = np.asarray(model.favorable_probability(training.frame), dtype=np.float64)
+    except ModelOutputError as exc:
+        raise exc.located(f"data row {exc.row + 1} (line {exc.row + 2}) of {source}") from None
+    return replace(training, probability=probability, favorable=probability >= model.threshold)
 
 
 def labeled_rows(frame: pd.DataFrame, schema: Schema) -> np.ndarray:

@@ -10,7 +10,10 @@ Its "probability" of a row is a score on the model's scale,
 where a model's margin is its favourable probability minus its threshold (plus any ``--margin``),
 and the worst margin is the smallest margin over the model and every ``--also-valid-for`` model, and,
 with refits (``--robust N``), the margin that at least a share ``q`` of the refits reach
-(the ``ceil(q * N)``-th largest). So ``score >= threshold`` exactly when every required model
+(the ``ceil(q * N)``-th largest). With a spread ``s`` (``--robust-spread``) a refit's probability is taken
+``s`` times as far from the model's as it is, ``p + s * (p_refit - p)``: a refit of today's data differs from
+today's model less than a model trained on other data of the same population does, and ``s > 1`` asks the
+recourse to hold against such wider deviations in the directions the refits show. So ``score >= threshold`` exactly when every required model
 accepts the row, and bisection on the score is bisection on the worst margin. Raising the judge's
 threshold by a margin (:func:`frpd_cli.planning.raised_threshold`) raises every model's threshold
 by it.
@@ -28,7 +31,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-__all__ = ["Judge", "make_judge", "primary_model", "annotate_plans", "judge_violations", "extra_model_names"]
+__all__ = ["DEFAULT_SPREAD", "Judge", "make_judge", "primary_model", "annotate_plans", "judge_violations", "extra_model_names"]
+
+#: ``--robust-spread`` when not given.
+DEFAULT_SPREAD = 1.0
 
 
 @dataclass(frozen=True, eq=False)
@@ -46,6 +52,9 @@ class Judge:
         must accept every recourse.
     level : float
         Share of the refits that must accept (``--robust-level``, in (0, 1]).
+    spread : float
+        How many times its deviation from the model's probability a refit's probability counts (>= 1;
+        ``--robust-spread``).
     threshold : float
         The level the score is compared with: the model's threshold, plus any margin
         (:func:`dataclasses.replace` raises it, as :func:`frpd_cli.planning.raised_threshold` does).
@@ -56,13 +65,14 @@ class Judge:
     refits: tuple = ()
     level: float = 1.0
     threshold: float = 0.5
+    spread: float = 1.0
 
     #: :meth:`favorable_probability` accepts what the models accept (a dict of column arrays included).
     takes_columns = True
 
     def __getattr__(self, name):
         # path, estimator, favorable, feature_names...: the model's (guarded during unpickling)
-        if name.startswith("__") or name in ("model", "others", "refits", "level", "threshold"):
+        if name.startswith("__") or name in ("model", "others", "refits", "level", "threshold", "spread"):
             raise AttributeError(name)
         return getattr(self.model, name)
 
@@ -97,13 +107,19 @@ class Judge:
             worst = d if worst is None else np.minimum(worst, d)
         if self.refits:
             names = self.names[1 + len(self.others):]
-            D = np.column_stack([probabilities[n] - (float(m.threshold) + raise_by)
-                                 for n, m in zip(names, self.refits)])
+            D = self._refit_margins(probabilities["model"], [probabilities[n] for n in names], raise_by)
             need = self.n_required_refits
             # the need-th largest margin: that many refits reach it
             kth = -np.partition(-D, need - 1, axis=1)[:, need - 1]
             worst = np.minimum(worst, kth)
         return worst
+
+    def _refit_margins(self, p_model: np.ndarray, p_refits: list, raise_by: float) -> np.ndarray:
+        """Margins of the refits, shape (n_rows, n_refits): each refit's probability, taken :attr:`spread` times
+        as far from the model's, minus its threshold (plus the margin)."""
+        s = float(self.spread)
+        return np.column_stack([(p if s == 1.0 else p_model + s * (p - p_model)) - (float(m.threshold) + raise_by)
+                                for p, m in zip(p_refits, self.refits)])
 
     def favorable_probability(self, rows) -> np.ndarray:
         """The score ``threshold + worst margin`` of each row (``>= threshold`` exactly when all accept).
@@ -124,11 +140,13 @@ class Judge:
         raise_by = self.margin
         worst = None
         alive = None            # positions of the rows every model so far accepted
+        p_model = None
         for m in (self.model, *self.others):
             part = rows if alive is None else _take(rows, alive)
-            d = np.asarray(m.favorable_probability(part), dtype=np.float64) - (float(m.threshold) + raise_by)
+            p = np.asarray(m.favorable_probability(part), dtype=np.float64)
+            d = p - (float(m.threshold) + raise_by)
             if worst is None:
-                worst = d
+                worst, p_model = d, p
                 alive = np.arange(d.size)
             else:
                 worst[alive] = np.minimum(worst[alive], d)
@@ -137,8 +155,8 @@ class Judge:
                 return worst
         if self.refits:
             part = _take(rows, alive)
-            D = np.column_stack([np.asarray(m.favorable_probability(part), dtype=np.float64)
-                                 - (float(m.threshold) + raise_by) for m in self.refits])
+            D = self._refit_margins(p_model[alive], [np.asarray(m.favorable_probability(part), dtype=np.float64)
+                                                     for m in self.refits], raise_by)
             need = self.n_required_refits
             kth = -np.partition(-D, need - 1, axis=1)[:, need - 1]
             worst[alive] = np.minimum(worst[alive], kth)
@@ -156,7 +174,9 @@ class Judge:
         if self.refits:
             share = "all" if self.n_required_refits == len(self.refits) else \
                 f"at least {self.n_required_refits}"
-            parts.append(f"{share} of the {len(self.refits)} refitted models (--robust)")
+            wide = "" if float(self.spread) == 1.0 else \
+                f", each refit's deviation from the model taken {float(self.spread):g} times (--robust-spread)"
+            parts.append(f"{share} of the {len(self.refits)} refitted models (--robust{wide})")
         return "favourable here means accepted by the model and " + " and ".join(parts)
 
 
@@ -169,12 +189,13 @@ def _take(rows, at: np.ndarray):
     return np.asarray(rows)[at]
 
 
-def make_judge(model, others=(), refits=(), *, level: float = 1.0):
+def make_judge(model, others=(), refits=(), *, level: float = 1.0, spread: float = 1.0):
     """``model`` itself when there is nothing else to satisfy, else a :class:`Judge` at the model's threshold."""
     others, refits = tuple(others), tuple(refits)
     if not others and not refits:
         return model
-    return Judge(model=model, others=others, refits=refits, level=float(level), threshold=float(model.threshold))
+    return Judge(model=model, others=others, refits=refits, level=float(level), threshold=float(model.threshold),
+                 spread=float(spread))
 
 
 def primary_model(model):
@@ -240,7 +261,9 @@ def judge_violations(judge, frame: pd.DataFrame, reported: list, tolerance: floa
                               f"{name} gives {p:.6g}"))
         if judge.refits:
             at = float(judge.threshold)
-            got = sum(float(probs[n][i]) >= float(m.threshold) + raise_by - tolerance
+            s, p0 = float(judge.spread), float(probs["model"][i])
+            got = sum((float(probs[n][i]) if s == 1.0 else p0 + s * (float(probs[n][i]) - p0))
+                      >= float(m.threshold) + raise_by - tolerance
                       for n, m in zip(judge.names[n_required:], judge.refits))
             if got < judge.n_required_refits:
                 found.append((i, f"accepted by at least {judge.n_required_refits} of {len(judge.refits)} refits "

@@ -35,9 +35,11 @@ __all__ = ["REFITS_KIND", "REFITS_HINT", "RESAMPLES", "fit_refits", "write_refit
 
 REFITS_KIND = "refits"
 REFITS_HINT = "frpd build-refits DATA --model MODEL --robust N --out DIR (with the same --seed)"
-#: How each refit's rows are drawn: ``bootstrap`` (n rows with replacement, the default) or ``shifted``
-#: (a bootstrap weighted towards one end of a random direction of the numeric features: a drifted population).
-RESAMPLES = ("bootstrap", "shifted")
+#: How each refit's rows are drawn: ``bootstrap`` (n rows with replacement, the default), ``subsample`` (half
+#: of the rows, without replacement: models that differ from today's as much as models trained on other data do,
+#: each fitted in about half the time) or ``shifted`` (a bootstrap weighted towards one end of a random direction
+#: of the numeric features: a drifted population).
+RESAMPLES = ("bootstrap", "subsample", "shifted")
 
 
 def refit_seed(seed: int, i: int) -> int:
@@ -78,6 +80,8 @@ def _resample(rng: np.random.Generator, frame: pd.DataFrame, numeric: list, how:
     n = len(frame)
     if how == "bootstrap":
         return rng.integers(0, n, size=n)
+    if how == "subsample":
+        return np.sort(rng.choice(n, size=max(n // 2, 2), replace=False))
     # shifted: weights grow along a random direction of the standardised numeric features
     Z = frame.loc[:, numeric].to_numpy(dtype=np.float64) if numeric else np.zeros((n, 1))
     Z = (Z - Z.mean(axis=0)) / np.where(Z.std(axis=0) > 0, Z.std(axis=0), 1.0)

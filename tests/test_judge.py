@@ -224,3 +224,30 @@ def test_verification_refuses_a_recourse_another_model_rejects(pair):
     unannotated = [plan({"x1": 8.0, "x2": 8.0, "x3": 5.0})]
     with pytest.raises(RecourseVerificationError):
         verify_plans(training, judge, unannotated)
+
+
+def test_judge_spread_takes_each_refit_s_times_as_far_from_the_model():
+    rows = pd.DataFrame({"i": np.arange(4)})
+    main = _Fixed([0.9, 0.7, 0.7, 0.52])
+    refit = _Fixed([0.7, 0.62, 0.75, 0.6])
+    plain = Judge(model=main, refits=(refit,), threshold=0.5)
+    wide = Judge(model=main, refits=(refit,), threshold=0.5, spread=3.0)
+    assert plain.is_favorable(rows).tolist() == [True, True, True, True]
+    # 0.9 + 3 (0.7 - 0.9) = 0.3; 0.7 + 3 (-0.08) = 0.46; 0.7 + 3 (0.05) = 0.85; 0.52 + 3 (0.08) = 0.76
+    assert wide.is_favorable(rows).tolist() == [False, False, True, True]
+    assert wide.favorable_probability(rows)[2] == pytest.approx(0.7)        # the model is the worst there
+    assert wide.worst_margin(wide.probabilities(rows)) == pytest.approx([-0.2, -0.04, 0.2, 0.02])
+    assert "--robust-spread" in wide.describe() and "--robust-spread" not in plain.describe()
+
+
+def test_judge_spread_lazy_score_has_the_sign_of_the_full_worst_margin():
+    rng = np.random.default_rng(4)
+    n = 300
+    rows = pd.DataFrame({"i": np.arange(n)})
+    main = _Fixed(rng.uniform(0.4, 1, n))
+    refits = tuple(_Fixed(rng.uniform(0.3, 1, n)) for _ in range(4))
+    judge = Judge(model=main, others=(_Fixed(rng.uniform(0.3, 1, n)),), refits=refits, threshold=0.5, spread=2.0)
+    full = judge.worst_margin(judge.probabilities(rows))
+    score = judge.favorable_probability(rows)
+    assert ((score >= 0.5) == (full >= 0)).all() and 0 < (full >= 0).sum() < n
+    assert np.allclose(score[full >= 0], 0.5 + full[full >= 0])

@@ -154,3 +154,67 @@ def test_robust_plans_are_the_same_bytes_for_any_jobs_and_chunk_size(setup, tmp_
     assert one.count("\n") > 240 and "probability_refit-3" in one.splitlines()[0]
     assert _run([*base, "--jobs", "2"]).stdout == one
     assert _run([*base, "--chunk-size", "7"]).stdout == one
+
+
+def test_robust_spread_holds_every_recourse_against_widened_refits(setup, tmp_path):
+    _, refits = _refits(setup, tmp_path / "refits")
+    rows = [r for line in _plan(setup, "--refits", tmp_path / "refits", "--robust-spread", "3").splitlines()
+            for r in json.loads(line)["recourses"]]
+    assert rows
+    frame = pd.DataFrame([r["features"] for r in rows], columns=FEATURES)
+    p0 = setup.estimator.predict_proba(frame)[:, 1]
+    for refit in refits:                     # oracle: each refit's deviation from the model, tripled
+        assert (p0 + 3 * (refit.predict_proba(frame)[:, 1] - p0) >= 0.5 - 1e-9).all()
+    # with the refits as they are (spread 1), some recourse would not hold against the tripled deviations
+    once = [r["features"] for line in _plan(setup, "--refits", tmp_path / "refits", "--robust-spread", "1")
+            .splitlines() for r in json.loads(line)["recourses"]]
+    once = pd.DataFrame(once, columns=FEATURES)
+    q0 = setup.estimator.predict_proba(once)[:, 1]
+    assert min((q0 + 3 * (refit.predict_proba(once)[:, 1] - q0) >= 0.5).mean() for refit in refits) < 1.0
+
+
+def test_robust_spread_out_of_range_is_a_usage_error(setup):
+    bad = _run(["plan", setup.data, "--model", setup.model, "--applicants", setup.applicants, "--target", "y",
+                "--robust", "2", "--robust-spread", "0.5"], code=2)
+    assert "--robust-spread" in bad.stderr
+
+
+def test_subsample_refits_draw_half_the_rows_and_the_artifact_keeps_the_resample(setup, tmp_path):
+    from frpd_cli.refits import _resample
+
+    rows = _resample(np.random.default_rng(0), pd.read_csv(setup.data), [], "subsample")
+    assert len(rows) == 250 and len(np.unique(rows)) == 250 and rows.max() < 500
+    manifest, refits = _refits(setup, tmp_path / "half", "--resample", "subsample")
+    assert manifest["params"]["resample"] == "subsample" and len(refits) == 4
+    # the same refits as a run fitting them itself, and refused for a run asking for bootstrap refits
+    assert _plan(setup, "--refits", tmp_path / "half", "--resample", "subsample") == \
+        _plan(setup, "--robust", "4", "--resample", "subsample")
+    stale = _run(["plan", setup.data, "--model", setup.model, "--applicants", setup.applicants, "--target", "y",
+                  "--refits", tmp_path / "half"], code=1)
+    assert "resample" in stale.stderr and "'subsample'" in stale.stderr and "build-refits" in stale.stderr
+
+
+def test_robust_with_a_pool_is_the_same_bytes_as_without(setup, tmp_path):
+    _run(["build-pool", setup.data, "--model", setup.model, "--target", "y", "--out", tmp_path / "pool"])
+    without = _plan(setup, "--robust", "3")
+    assert _plan(setup, "--robust", "3", "--pool", tmp_path / "pool") == without
+    assert _plan(setup, "--pool", tmp_path / "pool") != without             # the pool alone is the model's verdict
+
+
+def test_robust_graph_plans_end_where_every_refit_accepts(setup, tmp_path):
+    _run(["build-graph", setup.data, "--model", setup.model, "--target", "y", "--out", tmp_path / "graph",
+          "--neighbors", "12"])
+    manifest, refits = _refits(setup, tmp_path / "refits")
+    text = _plan(setup, "--graph", tmp_path / "graph", "--refits", tmp_path / "refits")
+    rows = [r["features"] for line in text.splitlines() for r in json.loads(line)["recourses"]]
+    assert rows
+    frame = pd.DataFrame(rows, columns=FEATURES)
+    assert (setup.estimator.predict_proba(frame)[:, 1] >= 0.5).all()
+    for refit in refits:
+        assert (refit.predict_proba(frame)[:, 1] >= 0.5).all()
+    plain = [r["features"] for line in _plan(setup, "--graph", tmp_path / "graph").splitlines()
+             for r in json.loads(line)["recourses"]]
+    plain = pd.DataFrame(plain, columns=FEATURES)
+    assert min((refit.predict_proba(plain)[:, 1] >= 0.5).mean() for refit in refits) < 1.0
+    # the same bytes for any --jobs
+    assert _plan(setup, "--graph", tmp_path / "graph", "--refits", tmp_path / "refits", "--jobs", "2") == text

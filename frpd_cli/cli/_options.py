@@ -497,11 +497,6 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     if robust is not None and robust.active:    # several models to satisfy: the judge scores the rows
         from ._robust import judge_for
 
-        if pool is not None:
-            from ..exceptions import OptionError
-
-            raise OptionError("--pool", "--pool with --also-valid-for or --robust: a pool holds the rows the model "
-                              "alone favours. Leave out --pool.")
         model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
                           data=data, model_path=model_path)
     if pool is not None:
@@ -509,6 +504,11 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 
         training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
                              encoding=encoding, source=f"'{data}'", scale=flags.scale)
+        if robust is not None and robust.active:
+            # the pool holds the model's verdict alone: its encoded rows are kept, the judge scores the rows
+            from ..dataset import rescored
+
+            training = rescored(training, model, source=f"'{data}'")
     else:
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale)
     _warn_about_training(frame, training, model, source=f"'{data}'")

@@ -10,7 +10,7 @@ import typer
 
 from ._groups import OptionGroup
 
-__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustLevelOpt", "RefitsOpt", "ResampleOpt", "RobustModels",
+__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustLevelOpt", "RobustSpreadOpt", "RefitsOpt", "ResampleOpt", "RobustModels",
            "ROBUST_OPTIONS", "judge_for", "extra_inputs", "robust_params"]
 
 _SEL = "Selection"
@@ -20,6 +20,12 @@ _ROBUST = "Robustness to model updates"
 def _check_level(value):
     if value is not None and not 0.0 < value <= 1.0:
         raise typer.BadParameter(f"must be a share in (0, 1] of the refits that accept every recourse. Got {value}.")
+    return value
+
+
+def _check_spread(value):
+    if value is not None and not 1.0 <= value <= 10.0:
+        raise typer.BadParameter(f"must be a factor in [1, 10] on the refits' deviation from the model. Got {value}.")
     return value
 
 
@@ -36,6 +42,11 @@ RobustOpt = Annotated[Optional[int], typer.Option(
 RobustLevelOpt = Annotated[float, typer.Option(
     "--robust-level", metavar="Q", callback=_check_level, help="Share of the --robust refits that must accept "
     "every recourse (1: all).", rich_help_panel=_ROBUST)]
+RobustSpreadOpt = Annotated[Optional[float], typer.Option(
+    "--robust-spread", metavar="S", callback=_check_spread, help="How far the next release may stray, in units of "
+    "the refits' own deviation from the model: a refit's probability counts S times as far from the model's as it "
+    "is (1: the refits as they are). Refits of today's data differ from today's model less than a model trained on "
+    "new data does. Default: 1.", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
@@ -51,6 +62,7 @@ class RobustModels:
     also_valid_for: tuple = field(default_factory=tuple)
     robust: Optional[int] = None
     level: float = 1.0
+    spread: Optional[float] = None
     refits: Optional[Path] = None
     resample: str = "bootstrap"
     seed: int = 0
@@ -59,6 +71,13 @@ class RobustModels:
     @property
     def active(self) -> bool:
         return bool(self.also_valid_for) or self.robust is not None or self.refits is not None
+
+    @property
+    def resolved_spread(self) -> float:
+        """``--robust-spread``, or its default (:data:`frpd_cli.judge.DEFAULT_SPREAD`)."""
+        from ..judge import DEFAULT_SPREAD
+
+        return DEFAULT_SPREAD if self.spread is None else float(self.spread)
 
     def check(self) -> "RobustModels":
         """Usage errors (exit 2)."""
@@ -71,9 +90,10 @@ class RobustModels:
         return self
 
 
-def _robust_models(*, also_valid_for, robust, robust_level, refits, resample, seed, jobs) -> RobustModels:
-    return RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level, refits=refits,
-                        resample=resample, seed=seed, jobs=jobs).check()
+def _robust_models(*, also_valid_for, robust, robust_level, robust_spread, refits, resample, seed,
+                   jobs) -> RobustModels:
+    return RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
+                        spread=robust_spread, refits=refits, resample=resample, seed=seed, jobs=jobs).check()
 
 
 #: The other models a recourse must satisfy, declared once: a command takes them as ``others: RobustModels``
@@ -82,6 +102,7 @@ ROBUST_OPTIONS = OptionGroup(RobustModels, (
     ("also_valid_for", AlsoValidForOpt, None),
     ("robust", RobustOpt, None),
     ("robust_level", RobustLevelOpt, 1.0),
+    ("robust_spread", RobustSpreadOpt, None),
     ("refits", RefitsOpt, None),
     ("resample", ResampleOpt, "bootstrap"),
 ), build=_robust_models, shared=("seed", "jobs"))
@@ -113,7 +134,7 @@ def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, t
         refits = [Model(estimator=e, path=f"{model.path} (refit {i})", favorable=model.favorable,
                         threshold=model.threshold, feature_names=model.feature_names, uses_proba=model.uses_proba)
                   for i, e in enumerate(fitted, start=1)]
-    return make_judge(model, others, refits, level=robust.level)
+    return make_judge(model, others, refits, level=robust.level, spread=robust.resolved_spread)
 
 
 def extra_inputs(robust: RobustModels | None) -> dict:
@@ -133,5 +154,6 @@ def robust_params(robust: RobustModels | None) -> dict:
         return {}
     out = {}
     if robust.robust is not None or robust.refits is not None:
-        out = {"robust": robust.robust, "robust_level": robust.level, "resample": robust.resample}
+        out = {"robust": robust.robust, "robust_level": robust.level, "resample": robust.resample,
+               "robust_spread": robust.resolved_spread}
     return out

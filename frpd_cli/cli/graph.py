@@ -14,6 +14,7 @@ from ..artifacts import read_artifact, write_artifact
 from ..constraints import actionable_pairs
 from ..exceptions import ArtifactError, InputError, OptionError, StaleArtifactError
 from ..graph import build_graph, default_neighbors, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
+from ..judge import primary_model
 from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
@@ -66,7 +67,7 @@ def category_blocks(encoder) -> list[tuple[int, int]]:
             for j, f in enumerate(encoder.schema.features) if f.is_categorical]
 
 
-def load_graph(graph_dir: Path, training, *, data: Path, model: Path):
+def load_graph(graph_dir: Path, training, *, data: Path, model: Path, scored_by=None):
     """Open a graph artifact and check it belongs to ``data``, ``model`` and the current schema.
 
     Returns
@@ -108,17 +109,23 @@ def load_graph(graph_dir: Path, training, *, data: Path, model: Path):
             f"The graph artifact '{graph_dir}' has {graph.n_nodes} nodes but '{data}' has {training.n_rows} rows. "
             f"Re-run: {GRAPH_HINT}"
         )
-    check_graph_payload(graph, arrays, training, graph_dir=graph_dir, threshold=artifact.params.get("threshold"))
+    own = None
+    if scored_by is not None and primary_model(scored_by) is not scored_by:
+        # the rows were scored by the judge of several models; the graph stores the model's own probabilities
+        own = np.asarray(primary_model(scored_by).favorable_probability(training.frame), dtype=np.float64)
+    check_graph_payload(graph, arrays, training, graph_dir=graph_dir, threshold=artifact.params.get("threshold"),
+                        probability=own)
     return graph, artifact
 
 
-def check_graph_payload(graph, arrays: dict, training, *, graph_dir, threshold=None) -> None:
+def check_graph_payload(graph, arrays: dict, training, *, graph_dir, threshold=None, probability=None) -> None:
     """Re-check a loaded graph against the training data it claims to be built from.
 
     Every edge must be actionable between the rows it joins (immutable features equal, monotone
     features moving their allowed way), and the stored probabilities (when present) must be finite,
     in [0, 1] and the model's own for each row; the favourable flags must agree with them at the
-    ``threshold`` the graph was built with.
+    ``threshold`` the graph was built with. ``probability``: the model's own probability of each training row
+    when ``training`` was scored by several models (:class:`frpd_cli.judge.Judge`); default its probabilities.
 
     Raises
     ------
@@ -142,6 +149,7 @@ def check_graph_payload(graph, arrays: dict, training, *, graph_dir, threshold=N
         raise fail(f"holds the edge {int(src[e])} -> {int(A.indices[e])}, which changes an immutable feature or moves "
                    "a monotone feature the wrong way")
     n = training.n_rows
+    own = training.probability if probability is None else probability
     if "probability" in arrays:
         stored = np.asarray(arrays["probability"])
         if stored.shape != (n,) or stored.dtype.kind != "f":
@@ -150,21 +158,21 @@ def check_graph_payload(graph, arrays: dict, training, *, graph_dir, threshold=N
         if bad.size:
             raise fail(f"array 'probability' holds {float(stored[bad[0]])!r} for node {int(bad[0])}; probabilities "
                        "must be finite and in [0, 1]")
-        off = np.flatnonzero(np.abs(stored - training.probability) > 1e-9)
+        off = np.flatnonzero(np.abs(stored - own) > 1e-9)
         if off.size:
             r = int(off[0])
             raise fail(f"array 'probability' gives node {r} probability {float(stored[r]):.6g}, but the model gives "
-                       f"{float(training.probability[r]):.6g} for that training row")
+                       f"{float(own[r]):.6g} for that training row")
     if "favorable" in arrays:
         flags = np.asarray(arrays["favorable"])
         if flags.shape != (n,) or flags.dtype.kind != "b":
             raise fail(f"array 'favorable' is {flags.dtype} {flags.shape}; expected {n} booleans")
         if isinstance(threshold, (int, float)) and not isinstance(threshold, bool):
-            off = np.flatnonzero(flags != (training.probability >= threshold))
+            off = np.flatnonzero(flags != (own >= threshold))
             if off.size:
                 r = int(off[0])
                 raise fail(f"array 'favorable' marks node {r} {'favourable' if flags[r] else 'unfavourable'}, unlike "
-                           f"its probability {float(training.probability[r]):.6g} at the graph's threshold {threshold:g}")
+                           f"its probability {float(own[r]):.6g} at the graph's threshold {threshold:g}")
 
 
 def _write_graphml(graph, training, path: Path) -> None:

@@ -344,10 +344,6 @@ def plan_command(
         margin = o.resolve_margin(margin, threshold)
         o.check_margin_options(threshold, margin, max_changes, graph=graph is not None)
         o.check_proximity(proximity, graph=graph is not None)
-        if others.active and graph is not None:
-            from .selection import _no_graph
-
-            _no_graph(others, graph)
         settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                                 tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                                 max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
@@ -360,7 +356,7 @@ def plan_command(
         if graph is not None:
             from .graph import load_graph
 
-            loaded_graph, _ = load_graph(graph, training, data=data, model=model)
+            loaded_graph, _ = load_graph(graph, training, data=data, model=model, scored_by=loaded)
         source = ApplicantFile(applicants, training.encoder, id_column=spec.id_column, encoding=encoding,
                                drop_missing=drop_missing)
         inputs = {"data": data, "model": model, "applicants": source.read_path, "schema": flags.schema,

@@ -105,7 +105,6 @@ def select_command(
     With --graph DIR the prototypes are chosen among the favourable rows each applicant reaches on the graph
     (interpolate the artifact with --scheme graph --graph DIR); --method face needs it.
     """
-    _no_graph(others, graph)
     check_not_inputs({"--out": out}, {"data": data, "model": model, "applicants": applicants, "schema": flags.schema,
                                       "graph": graph, "--reuse-eigen": reuse_eigen, "pool": pool,
                                       **extra_inputs(others)})
@@ -125,7 +124,8 @@ def select_command(
                                 proximity=proximity).validate()
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
-        loaded_graph = None if graph is None else load_graph(graph, training, data=data, model=model)[0]
+        loaded_graph = None if graph is None else \
+            load_graph(graph, training, data=data, model=model, scored_by=loaded)[0]
         names = list(training.schema.feature_names)
         raw, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
         stored = None
@@ -263,7 +263,6 @@ def interpolate_command(
     """
     if output is not None:
         resolve_output(output)
-    _no_graph(others, graph)
     if (others.robust is not None or others.refits is not None) and data is None:
         from ..exceptions import OptionError
 
@@ -327,7 +326,7 @@ def interpolate_command(
                                                                              "data": data}, command_hint=hint)
             training = build_training_set(read_training_frame(data), encoder.schema, loaded, source=f"'{data}'",
                                           scale=encoder.scale)
-            loaded_graph, _ = load_graph(graph, training, data=data, model=model)
+            loaded_graph, _ = load_graph(graph, training, data=data, model=model, scored_by=loaded)
             fields = {f: params[f] for f in PlanSettings.__dataclass_fields__ if f in params}
             if endpoint is not None:
                 fields["endpoint"] = endpoint
@@ -509,12 +508,3 @@ def _restore_types(frame: pd.DataFrame, encoder: Encoder) -> pd.DataFrame:
         else:
             frame[f.name] = pd.to_numeric(frame[f.name])
     return frame
-
-
-def _no_graph(others, graph) -> None:
-    """Several models with a graph: refused (the graph's favourable nodes were judged by the model alone)."""
-    if others.active and graph is not None:
-        from ..exceptions import OptionError
-
-        raise OptionError("--also-valid-for", "--also-valid-for and --robust apply to linear recourses for now; the "
-                          "graph's favourable end nodes were judged by the model alone. Leave out --graph.")
