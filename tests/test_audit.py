@@ -223,35 +223,55 @@ def test_top_n_coverage_is_the_union_of_the_top_actions(sample_audit):
     assert summary["top 10 coverage"] == actions["cumulative coverage"].iloc[min(10, len(actions)) - 1]
 
 
-def test_vectorised_rule_check_agrees_with_constraint_violations(sample_audit):
-    training, model, frame, ids, records, _ = sample_audit
-    schema = training.schema
-    names = list(schema.feature_names)
-    raw0 = _coerce(frame.loc[:, names], schema)
-    rng = np.random.default_rng(0)
-    rules = _audit_rules(training)
-    befores, afters, expected = [], [], []
+def _single_moves(training, raw0):
+    """Every applicant with one feature moved at a time: numbers by small and large steps both ways, categories
+    to every level."""
+    schema, enc = training.schema, training.encoder
+    befores, afters = [], []
     for i in range(len(raw0)):
         x = raw0.iloc[i]
-        for _ in range(10):
-            y = x.copy()
-            for f in schema.features:
-                if rng.random() < 0.4:
-                    y[f.name] = (float(x[f.name]) + rng.normal(0, 0.3) * (training.encoder.maximum[names.index(f.name)]
-                                 - training.encoder.minimum[names.index(f.name)])) if f.is_numeric \
-                        else f.levels[rng.integers(len(f.levels))]
-            ranges = {n: (min(lo, x[n]), max(hi, x[n])) for n, (lo, hi) in rules["ranges"].items()}
-            age = schema.feature("age")
-            low, high = age.bounds([float(x["age"])])
-            ranges["age"] = (min(max(ranges["age"][0], low[0]), x["age"]), max(min(ranges["age"][1], high[0]), x["age"]))
-            out = m.constraint_violations(x, y.to_frame().T.reset_index(drop=True), **{**rules, "ranges": ranges})
-            befores.append(x)
-            afters.append(y)
-            expected.append(out["total"] > 0)
-    got = broken_rules(pd.DataFrame(befores).reset_index(drop=True), pd.DataFrame(afters).reset_index(drop=True),
-                       training)
+        for j, f in enumerate(schema.features):
+            span = enc.maximum[j] - enc.minimum[j]
+            values = ([float(x[f.name]) + s * span for s in (-0.6, -0.1, -0.01, 0.01, 0.1, 0.6)] if f.is_numeric
+                      else list(f.levels))
+            for v in values:
+                y = x.copy()
+                y[f.name] = v
+                befores.append(x)
+                afters.append(y)
+    return pd.DataFrame(befores).reset_index(drop=True), pd.DataFrame(afters).reset_index(drop=True)
+
+
+def _scalar_verdicts(training, before, after) -> list:
+    """metrics.constraint_violations on each row, with evaluate's ranges for that applicant."""
+    from frpd_cli.evaluation import _ranges_for
+
+    rules = _audit_rules(training)
+    out = []
+    for i in range(len(after)):
+        x = before.iloc[i]
+        ranges = _ranges_for(rules["ranges"], x, training.schema)
+        out.append(m.constraint_violations(x, after.iloc[[i]].reset_index(drop=True),
+                                           **{**rules, "ranges": ranges})["total"] > 0)
+    return out
+
+
+def test_vectorised_rule_check_agrees_with_constraint_violations(sample_audit):
+    training, model, frame, ids, records, _ = sample_audit
+    raw0 = _coerce(frame.loc[:, list(training.schema.feature_names)], training.schema)
+    before, after = _single_moves(training, raw0.iloc[:8])
+    expected = _scalar_verdicts(training, before, after)
     assert 0 < sum(expected) < len(expected)
-    assert got.tolist() == expected
+    assert broken_rules(before, after, training).tolist() == expected
+    # a numeric monotone feature without any range, and a decreasing one
+    frame = pd.DataFrame({"x": np.arange(11.0), "y": np.arange(11.0)[::-1], "label": [0] * 5 + [1] * 6})
+    schema = infer_schema(frame, SchemaSpec(target="label", favorable=1, continuous=("x", "y"), increasing=("x",),
+                                            decreasing=("y",)))
+    plain = build_training_set(frame, schema, StepModel())
+    before, after = _single_moves(plain, pd.DataFrame({"x": [2.0, 7.5], "y": [3.0, 9.0]}))
+    expected = _scalar_verdicts(plain, before, after)
+    assert 0 < sum(expected) < len(expected)
+    assert broken_rules(before, after, plain).tolist() == expected
 
 
 # --------------------------------------------------------------------------- command line
