@@ -298,7 +298,7 @@ def constructed(tmp_path_factory):
     with open(folder / "plans.jsonl", "w") as out:
         for r in apps.to_dict("records"):
             rec = {"applicant": r["id"], "method": "m", "status": "ok", "reason": None,
-                   "recourses": [{"rank": 1, "features": {"x": 5.0, "y": r["y"]}}]}
+                   "recourses": [{"rank": 1, "features": {"x": 5.0, "y": r["y"]}, "changes": {"x": [r["x"], 5.0]}}]}
             out.write(json.dumps(rec) + "\n")
     return folder
 
@@ -350,6 +350,17 @@ def test_cli_actions_pairs_and_plot(constructed, tmp_path):
     rows = list(csv.DictReader(io.StringIO(pairs.stdout)))
     assert [r["group"] for r in rows] == ["north", "south"]
     assert "the top 1, 3 and 10 cover" in pairs.stderr
+
+
+def test_cli_without_applicants_groups_by_features_only(constructed):
+    args = ["audit", str(constructed / "train.csv"), "--model", str(constructed / "model.pkl"), "--target", "label",
+            "--continuous", "x", "--continuous", "y", "--plans", str(constructed / "plans.jsonl"), "--format", "csv"]
+    with_file = runner.invoke(app, _args(constructed, "--by", "y", "--format", "csv"))
+    alone = runner.invoke(app, [*args, "--by", "y"])
+    assert alone.exit_code == 0, alone.output
+    assert alone.stdout == with_file.stdout          # the applicants rebuilt from the jsonl recourses
+    refused = runner.invoke(app, [*args, "--by", "region"])
+    assert refused.exit_code == 1 and "Pass --applicants" in refused.stderr and refused.stdout == ""
 
 
 @pytest.mark.parametrize("extra, code, message", [

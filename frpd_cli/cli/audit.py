@@ -11,9 +11,9 @@ from rich.console import Console
 
 from ..exceptions import InputError, OptionError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
-from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
+from ._plan_files import read_plans_with_applicants, require_matplotlib
 from ._output import busy, open_output, print_rows, resolve_format, write_records
 from .app import app
 
@@ -92,42 +92,19 @@ def audit_command(
     with lock_outputs(files=(output, plot)):
         fmt = resolve_format(fmt, output)
         if plot is not None:
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                raise InputError("--plot needs matplotlib: install the plot extra with "
-                                 "`pip install 'frpd-cli[plot]'`.") from None
+            require_matplotlib()
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, quiet=quiet)
-        records = read_plans(plans)
-        from ..evaluation import applicants_from_records, repeated_plans
-
-        repeated = repeated_plans(records)
-        if repeated:
-            a, mth, n = repeated[0]
-            echo_err(f"Warning: {len(repeated)} (applicant, method) pair(s) have more than one plan in '{plans}' "
-                     f"(first: applicant {a!r}, method {mth!r}, {n} plans); each plan counts on its own.")
         by = list(dict.fromkeys(by or ()))
         features = list(training.schema.feature_names)
-        if applicants is not None:
-            frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding, used=by)
-            columns = _group_columns(applicants, [c for c in by if c not in features], len(frame), encoding)
-        else:
-            frame, ids, unknown = applicants_from_records(records, features)
-            if unknown:
-                echo_err(f"Warning: {len(unknown)} applicant(s) have no recourse to rebuild their values from "
-                         f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); their plans are left "
-                         "out. Pass --applicants to include them.")
-                gone = set(unknown)
-                records = [r for r in records if str(r["applicant"]) not in gone]
-            if not records:
-                raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
-            others = [c for c in by if c not in features]
-            if others:
-                raise InputError(f"--by {others[0]!r} is not a feature, and without --applicants only the features "
-                                 f"are known (features: {', '.join(features)}). Pass --applicants with the file "
-                                 "that has the column.")
-            columns = {}
+        others = [c for c in by if c not in features]
+        if others and applicants is None:
+            raise InputError(f"--by {others[0]!r} is not a feature, and without --applicants only the features are "
+                             f"known (features: {', '.join(features)}). Pass --applicants with the file that has "
+                             "the column.")
+        records, frame, ids = read_plans_with_applicants(plans, applicants, training, spec.id_column,
+                                                         encoding=encoding, used=by)
+        columns = _group_columns(applicants, others, len(frame), encoding) if others else {}
         groups = {}
         for c in by:
             if c in features:

@@ -12,13 +12,13 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ..artifacts import read_artifact
-from ..evaluation import (MANIFOLDS, applicants_from_records, evaluate_plans, plan_counts, plot_tradeoff,
-                          summarize_by_method, summary_metrics)
+from ..evaluation import (MANIFOLDS, evaluate_plans, plan_counts, plot_tradeoff, summarize_by_method,
+                          summary_metrics)
 from ..exceptions import ArtifactError, InputError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
-from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
+from ._plan_files import read_plans_with_applicants, require_matplotlib
 from ._output import open_output, render_rows_blocks, resolve_format, stderr_console, write_records
 from .app import app
 
@@ -144,35 +144,12 @@ def evaluate_command(
             raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
         fmt = resolve_format(fmt, output)
         if plot is not None:
-            try:
-                import matplotlib  # noqa: F401
-            except ImportError:
-                raise InputError("--plot needs matplotlib: install the plot extra with "
-                                 "`pip install 'frpd-cli[plot]'`.") from None
+            require_matplotlib()
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, quiet=quiet)
         others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)
-        records = read_plans(plans)
-        from ..evaluation import repeated_plans
-
-        repeated = repeated_plans(records)
-        if repeated:
-            a, mth, n = repeated[0]
-            echo_err(f"Warning: {len(repeated)} (applicant, method) pair(s) have more than one plan in '{plans}' (first: "
-                     f"applicant {a!r}, method {mth!r}, {n} plans); each plan is evaluated on its own, so these "
-                     "applicants weigh more in their method's means. Give each run its own method label (e.g. --theta, "
-                     "--graph, --endpoint) or evaluate the files separately.")
-        if applicants is not None:
-            frame, ids = o.read_applicants(applicants, training, spec.id_column, encoding=encoding)
-        else:
-            frame, ids, unknown = applicants_from_records(records, training.schema.feature_names)
-            if unknown:
-                echo_err(f"Warning: {len(unknown)} applicant(s) have no recourse to rebuild their values from "
-                         f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); their plans are left out. "
-                         "Pass --applicants to include them.")
-                records = [r for r in records if str(r["applicant"]) not in set(unknown)]
-            if not records:
-                raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
+        records, frame, ids = read_plans_with_applicants(plans, applicants, training, spec.id_column,
+                                                         encoding=encoding)
         loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 

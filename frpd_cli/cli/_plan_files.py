@@ -1,0 +1,60 @@
+"""Reading plan files with their applicants, as ``evaluate`` and ``audit`` do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..exceptions import InputError
+from ..plans import read_plans
+from . import _options as o
+from ._errors import echo_err
+
+__all__ = ["require_matplotlib", "read_plans_with_applicants"]
+
+
+def require_matplotlib() -> None:
+    """Refuse ``--plot`` before any work when matplotlib (the ``plot`` extra) is missing."""
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise InputError("--plot needs matplotlib: install the plot extra with "
+                         "`pip install 'frpd-cli[plot]'`.") from None
+
+
+def read_plans_with_applicants(plans: Path, applicants: Path | None, training, id_column: str | None, *,
+                               encoding: str = "utf-8", used=()):
+    """The plan records and the applicants' raw rows and ids they refer to.
+
+    The applicants come from ``--applicants`` (columns in ``used`` are read by the caller, not warned about), or
+    are rebuilt from jsonl/json recourses; plans of applicants that cannot be rebuilt are left out with a
+    warning. A repeated (applicant, method) pair is warned about.
+
+    Returns
+    -------
+    records : list of dict
+    frame : DataFrame of the applicants' raw feature rows
+    ids : list of str
+    """
+    from ..evaluation import applicants_from_records, repeated_plans
+
+    records = read_plans(plans)
+    repeated = repeated_plans(records)
+    if repeated:
+        a, mth, n = repeated[0]
+        echo_err(f"Warning: {len(repeated)} (applicant, method) pair(s) have more than one plan in '{plans}' (first: "
+                 f"applicant {a!r}, method {mth!r}, {n} plans); each plan counts on its own, so these "
+                 "applicants weigh more in their method's means. Give each run its own method label (e.g. --theta, "
+                 "--graph, --endpoint) or read the files separately.")
+    if applicants is not None:
+        frame, ids = o.read_applicants(applicants, training, id_column, encoding=encoding, used=used)
+        return records, frame, ids
+    frame, ids, unknown = applicants_from_records(records, training.schema.feature_names)
+    if unknown:
+        echo_err(f"Warning: {len(unknown)} applicant(s) have no recourse to rebuild their values from "
+                 f"({', '.join(unknown[:5])}{', ...' if len(unknown) > 5 else ''}); their plans are left out. "
+                 "Pass --applicants to include them.")
+        gone = set(unknown)
+        records = [r for r in records if str(r["applicant"]) not in gone]
+    if not records:
+        raise InputError("No plan in the file has a recourse to rebuild its applicant from; pass --applicants.")
+    return records, frame, ids
