@@ -425,7 +425,7 @@ def _group_table(batch: _Batch, mine, method, column, labels, order, *, min_grou
         if n_g == 0:
             row["note"] = "no denied applicant"
         elif c.size < min_group:
-            row["note"] = f"tiny group: {c.size} with a recourse (< {min_group}), no interval"
+            row["note"] = f"tiny group ({c.size} < {min_group}): no interval"
         else:
             means = sums[g] / c.size
             row["cost low"], row["cost high"] = _interval(means)
@@ -434,7 +434,7 @@ def _group_table(batch: _Batch, mine, method, column, labels, order, *, min_grou
                 low, high = _interval(gap)
                 row.update({"gap low": low, "gap high": high, "gap excludes 0": bool(low > 0 or high < 0)})
             else:
-                row["note"] = f"the rest has {rest.size} with a recourse (< {min_group}), no gap interval"
+                row["note"] = f"small rest ({rest.size} < {min_group}): no gap interval"
         rows.append(row)
     return rows
 

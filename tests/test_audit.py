@@ -124,7 +124,7 @@ def test_quantile_bins_and_tiny_groups_are_reported():
     assert out.loc["tiny", "denied"] == 3 and out.loc["tiny", "note"].startswith("tiny group")
     assert out.loc["tiny", "cost mean"] == pytest.approx(((5.0 - x0[40:]) / 10).mean())
     assert pd.isna(out.loc["tiny", "cost low"]) and pd.isna(out.loc["tiny", "gap low"])
-    assert out.loc["big", "note"].startswith("the rest has 3")        # its rest is tiny: no gap interval
+    assert out.loc["big", "note"].startswith("small rest (3 < 20)")   # its rest is tiny: no gap interval
 
 
 def test_bootstrap_depends_on_the_seed_only():
