@@ -8,6 +8,7 @@ An artifact is what one command leaves for the next (``build-graph`` -> graph,
                         inputs {name: {path, sha256}}, libraries {name: version},
                         payloads {file name: {sha256, size}}
       *.npz             dicts of arrays (no pickled objects; read with allow_pickle=False)
+      *.npy             one array, uncompressed, memory-mapped when read (large payloads: the pool)
       *.csv             tables
       *.json            JSON documents
       *.txt, *.jsonl    text
@@ -69,7 +70,7 @@ __all__ = [
 SCHEMA_VERSION = 1
 _KNOWN_SCHEMA_VERSIONS = frozenset({1})
 MANIFEST_NAME = "manifest.json"
-PAYLOAD_SUFFIXES = (".npz", ".csv", ".json", ".jsonl", ".txt", ".skops", ".joblib")
+PAYLOAD_SUFFIXES = (".npz", ".npy", ".csv", ".json", ".jsonl", ".txt", ".skops", ".joblib")
 #: Payloads written as the bytes given (saved estimators: the refits artifact, see frpd_cli.refits).
 _BYTES_SUFFIXES = (".skops", ".joblib")
 _LIBRARIES = ("numpy", "scipy", "pandas", "scikit-learn", "highspy", "joblib", "networkx", "skops")
@@ -214,6 +215,9 @@ def _write_locked(out_dir: Path, kind: str, payloads: dict, created, params_json
             tmp_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
         described = {}
         for name, content in payloads.items():
+            if Path(name).suffix == ".npy":
+                described[name] = _write_npy(tmp_dir / name, name, content)
+                continue
             data = _payload_bytes(name, content)
             _write_file(tmp_dir / name, data)
             described[name] = {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
@@ -395,6 +399,25 @@ def _npz_bytes(name: str, arrays: Mapping) -> bytes:
     return buffer.getvalue()
 
 
+def _write_npy(path: Path, name: str, content) -> dict:
+    """Write one array as an uncompressed ``.npy`` file (no pickles); its sha256 and size for the manifest.
+
+    The array's bytes go to the file as they are (no copy in memory beyond numpy's own buffering); the
+    file is then hashed from the page cache. Same array, same bytes.
+    """
+    if not isinstance(content, np.ndarray):
+        raise ArtifactError(f"The payload '{name}' must be a numpy array; got {type(content).__name__}.")
+    if content.dtype.hasobject:
+        raise ArtifactError(f"The payload '{name}' has dtype object, which would need pickling. Convert it to a "
+                            "numeric or fixed-width string dtype.")
+    with open(path, "xb") as handle:      # the temporary folder is ours and fresh: nothing may be there
+        np.lib.format.write_array(handle, np.ascontiguousarray(content), allow_pickle=False)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(path, _FILE_MODE)
+    return {"sha256": sha256_file(path), "size": path.stat().st_size}
+
+
 def _write_file(path: Path, data: bytes) -> None:
     with open(path, "wb") as handle:
         handle.write(data)
@@ -514,6 +537,18 @@ class Artifact:
         except (ValueError, OSError, zipfile.BadZipFile) as exc:
             raise ArtifactError(f"The payload '{name}' of the artifact '{self.path}' cannot be read: {exc}.") from exc
 
+    def load_npy(self, name: str) -> np.ndarray:
+        """A ``.npy`` payload memory-mapped read-only (``allow_pickle=False``): pages are read when touched and
+        shared by every process that maps the same file."""
+        path = self._payload_path(name, ".npy")
+        try:
+            array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise ArtifactError(f"The payload '{name}' of the artifact '{self.path}' cannot be read: {exc}.") from exc
+        if not isinstance(array, np.ndarray) or array.dtype.hasobject:
+            raise ArtifactError(f"The payload '{name}' of the artifact '{self.path}' is not a numeric array.")
+        return array
+
     def load_csv(self, name: str, **read_csv_kwargs) -> pd.DataFrame:
         """An ``.csv`` payload as a DataFrame (keyword arguments go to :func:`pandas.read_csv`)."""
         return pd.read_csv(self._payload_path(name, ".csv"), **read_csv_kwargs)
@@ -541,7 +576,8 @@ class Artifact:
         return self.path / name
 
 
-def read_artifact(path, *, kind: str, inputs: dict | None = None, command_hint: str) -> Artifact:
+def read_artifact(path, *, kind: str, inputs: dict | None = None, command_hint: str,
+                  hash_npy: bool = True) -> Artifact:
     """Open an artifact folder and check it before use.
 
     Parameters
@@ -556,6 +592,10 @@ def read_artifact(path, *, kind: str, inputs: dict | None = None, command_hint: 
     command_hint : str
         The command that (re)builds this artifact, quoted in error messages, e.g.
         ``"frpd build-graph DATA --model MODEL --out DIR"``.
+    hash_npy : bool, default=True
+        False: ``.npy`` payloads are checked by their size only (the manifest's), not by their sha256. Hashing
+        is a full read of the file (about 0.5 s for the 240 MB of a million-row pool), which memory-mapping
+        is meant to avoid; the reader then checks their header (dtype, shape) itself.
 
     Returns
     -------
@@ -613,6 +653,14 @@ def read_artifact(path, *, kind: str, inputs: dict | None = None, command_hint: 
         if not file.is_file() or file.resolve().parent != root:
             raise ArtifactError(f"The payload '{name}' of the artifact '{folder}' is missing. {remedy}")
         expected = entry.get("sha256") if isinstance(entry, dict) else None
+        if not hash_npy and name.endswith(".npy"):
+            size = entry.get("size") if isinstance(entry, dict) else None
+            if file.stat().st_size != size:
+                raise ArtifactError(
+                    f"The payload '{name}' of the artifact '{folder}' is corrupted (its size, "
+                    f"{file.stat().st_size} bytes, differs from the manifest's {size}). {remedy}"
+                )
+            continue
         if sha256_file(file) != expected:
             raise ArtifactError(
                 f"The payload '{name}' of the artifact '{folder}' is corrupted (its sha256 differs from the "

@@ -7,11 +7,17 @@ A *pool* (``frpd build-pool``) keeps the result::
     DIR/
       manifest.json   kind "pool"; params: threshold, text encoding, row count, constraint column names;
                       inputs: the data file and the model (sha256)
-      pool.npz        X (encoded rows), probability, immutable, monotone, direction
+      X.npy, probability.npy, immutable.npy, monotone.npy, direction.npy
+                      the encoded rows, their scores and constraint codes, one uncompressed array each
       encoder.json    the fitted encoder (schema, min-max ranges, decimals)
 
 and :func:`load_pool` turns it back into the same :class:`~frpd_cli.dataset.TrainingSet`, bit for bit,
 after checking that it was built from the data file, model, schema, threshold and text encoding given now.
+The arrays are memory-mapped read-only, not read: opening a pool of a million rows costs no read of its
+240 MB of encoded rows, pages are read when a candidate search touches them, and the worker processes of
+``--jobs`` (forked) share those pages instead of copying them. Their sha256 is recorded in the manifest
+but only their size is checked when a pool is opened (hashing would read every byte); the two input files
+are hashed and compared as before. Pools written by earlier versions (one compressed ``pool.npz``) still load.
 """
 
 from __future__ import annotations
@@ -64,8 +70,10 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
     params = {"threshold": float(threshold), "encoding": encoding, "scale": training.encoder.scale,
               "n_rows": training.n_rows,
               "immutable_names": list(codes.immutable_names), "monotone_names": list(codes.monotone_names)}
+    payloads = {f"{name}.npy": array for name, array in arrays.items()}
+    payloads["encoder.json"] = training.encoder.to_dict()
     return write_artifact(out_dir, kind=POOL_KIND, params=params, inputs={"data": data, "model": model},
-                          payloads={"pool.npz": arrays, "encoder.json": training.encoder.to_dict()})
+                          payloads=payloads)
 
 
 def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encoding: str = "utf-8",
@@ -107,7 +115,8 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     Costs reading and hashing the pool and the two input files, and refitting the encoder (one pass over
     the numeric columns) to check it; encoding the rows and calling the model are skipped.
     """
-    artifact = read_artifact(pool_dir, kind=POOL_KIND, inputs={"data": data, "model": model}, command_hint=POOL_HINT)
+    artifact = read_artifact(pool_dir, kind=POOL_KIND, inputs={"data": data, "model": model}, command_hint=POOL_HINT,
+                             hash_npy=False)
     params = artifact.params
     stored_threshold = params.get("threshold")
     if not isinstance(stored_threshold, (int, float)) or float(stored_threshold) != float(threshold):
@@ -132,10 +141,14 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     if difference:
         raise StaleArtifactError(f"The pool '{pool_dir}' was built with another schema: {difference}. Rebuild it "
                                  f"with the same schema flags: {POOL_HINT}")
-    arrays = artifact.load_npz("pool.npz")
+    arrays = _pool_arrays(artifact)
     missing = [name for name in _ARRAYS if name not in arrays]
     n_rows = len(features)
-    if missing or arrays["X"].shape != (n_rows, encoder.n_features_out) or arrays["probability"].shape != (n_rows,):
+    misshapen = not missing and (
+        arrays["X"].shape != (n_rows, encoder.n_features_out) or arrays["probability"].shape != (n_rows,)
+        or arrays["X"].dtype != np.float64 or arrays["probability"].dtype != np.float64
+        or arrays["immutable"].shape[0] != n_rows or arrays["monotone"].shape[0] != n_rows)
+    if missing or misshapen:
         raise ArtifactError(f"The pool '{pool_dir}' does not hold the arrays of {n_rows} rows this frpd expects "
                             f"(missing or misshapen: {', '.join(missing) or 'X or probability'}). "
                             f"Rebuild it: {POOL_HINT}")
@@ -146,6 +159,13 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     return TrainingSet(frame=features, schema=schema, encoder=encoder, X=arrays["X"], codes=codes,
                        probability=probability, favorable=probability >= threshold,
                        labeled=labeled_rows(frame, schema))
+
+
+def _pool_arrays(artifact) -> dict:
+    """The pool's arrays: memory-mapped ``.npy`` payloads, or the arrays of an older pool's ``pool.npz``."""
+    if "pool.npz" in artifact.payload_names:
+        return artifact.load_npz("pool.npz")
+    return {name: artifact.load_npy(f"{name}.npy") for name in _ARRAYS if f"{name}.npy" in artifact.payload_names}
 
 
 def pool_difference(stored: dict, encoder: Encoder) -> str | None:

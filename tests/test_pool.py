@@ -135,7 +135,39 @@ def test_corrupted_or_foreign_pool_is_refused(sample_paths, pool_dir, tmp_path):
     assert "expected a 'pool' artifact" in _refused(sample_paths, broken)
     manifest["kind"] = "pool"
     (broken / "manifest.json").write_text(json.dumps(manifest))
-    data = bytearray((broken / "pool.npz").read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    (broken / "pool.npz").write_bytes(bytes(data))
-    assert "corrupted" in _refused(sample_paths, broken)
+    text = bytearray((broken / "encoder.json").read_bytes())      # small payloads: sha256 checked
+    text[len(text) // 2] ^= 0x01
+    (broken / "encoder.json").write_bytes(bytes(text))
+    assert "encoder.json" in (message := _refused(sample_paths, broken)) and "corrupted" in message
+    (broken / "encoder.json").write_bytes((pool_dir / "encoder.json").read_bytes())
+    rows = (broken / "X.npy").read_bytes()                          # memory-mapped arrays: size checked
+    (broken / "X.npy").write_bytes(rows[:-8])
+    message = _refused(sample_paths, broken)
+    assert "X.npy" in message and "corrupted" in message and "size" in message
+
+
+def test_pool_arrays_are_memory_mapped_read_only(sample_paths, pool_dir):
+    frame, schema, _ = _training(sample_paths)
+    pooled = load_pool(pool_dir, frame, schema, data=sample_paths["data"], model=sample_paths["model"],
+                       threshold=0.5)
+    for array in (pooled.X, pooled.probability, pooled.codes.immutable, pooled.codes.monotone):
+        assert isinstance(array, np.memmap) and not array.flags.writeable
+    with pytest.raises(ValueError, match="read-only"):
+        pooled.X[0, 0] = 1.0
+
+
+def test_pool_of_an_earlier_version_still_loads(sample_paths, pool_dir, tmp_path):
+    """Pools written before the arrays were memory-mapped hold them in one compressed pool.npz."""
+    from frpd_cli.artifacts import write_artifact
+
+    current = read_artifact(pool_dir, kind=POOL_KIND, command_hint="-")
+    arrays = {name: np.array(current.load_npy(f"{name}.npy"))
+              for name in ("X", "probability", "immutable", "monotone", "direction")}
+    old = write_artifact(tmp_path / "old", kind=POOL_KIND, params=current.params,
+                         inputs={"data": sample_paths["data"], "model": sample_paths["model"]},
+                         payloads={"pool.npz": arrays, "encoder.json": current.load_json("encoder.json")})
+    frame, schema, _ = _training(sample_paths)
+    a, b = (load_pool(folder, frame, schema, data=sample_paths["data"], model=sample_paths["model"], threshold=0.5)
+            for folder in (pool_dir, old))
+    assert np.array_equal(a.X, b.X) and np.array_equal(a.probability, b.probability)
+    assert np.array_equal(a.codes.immutable, b.codes.immutable) and not isinstance(b.X, np.memmap)

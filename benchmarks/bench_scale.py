@@ -1,0 +1,230 @@
+"""frpd on training sets of growing size: Adult resampled to 26k, 100k, 1M (and 10M) rows.
+
+Run: python benchmarks/bench_scale.py [--sizes 26048,100000,1000000] [--with-10m] [--work DIR]
+                                      [--n-applicants 200] [--skip-generate]
+
+Data: Adult from ../shared/datasets, 80/20 stratified split with seed 42, the MLP (20, 50, 20) of
+`bench_plan.py` trained on the training split. A set of N rows draws N rows of the training split with
+replacement (seed 7; the 26,048-row set is the training split itself), jitters hours_per_week by an integer in
+[-2, 2] (kept in [1, 99]) and labels every row by the same MLP (label = its prediction at 0.5). Applicants: the
+first denied rows of the test split. Schema: immutable marital_status, gender and race, age increasing; `frpd
+plan` with quad, K = 3, the defaults otherwise. The sets are written once to the work folder (default
+/tmp/frpd-bench-scale) and reused (`--skip-generate`).
+
+Reported per size, from the command line (`frpd` in a fresh process each time; peak memory = the largest
+resident set of the process and its children, `ru_maxrss`):
+
+- `frpd build-pool`: wall time and peak memory;
+- one applicant: wall time of `frpd plan` without and with `--pool`;
+- the applicants (`--n-applicants`, default 200) with `--pool`: CPU per applicant beyond the one-applicant run
+  (user + system CPU of the process and its workers), `--jobs 1` and `--jobs 2`, and peak memory;
+- whether the plans of `--jobs 1` and `--jobs 2` are byte-identical.
+
+Results go to docs/benchmarks.md (section bench_scale).
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import argparse  # noqa: E402
+import hashlib  # noqa: E402
+import json  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from benchmarks._report import machine_line, publish  # noqa: E402
+from benchmarks.bench_plan import DATASETS  # noqa: E402
+
+IMMUTABLE = ("marital_status", "gender", "race")
+NUMERIC = ("age", "hours_per_week")
+SEED = 7
+
+# Runs frpd in this interpreter; at exit writes the CPU time and peak resident memory of its own process and of
+# its reaped children (the pool's workers) to the file named by FRPD_BENCH_RUSAGE.
+_WRAPPER = """
+import atexit, json, os, resource, sys
+
+def _report():
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(os.environ["FRPD_BENCH_RUSAGE"], "w") as f:
+        json.dump({"cpu": own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime,
+                   "rss_self_kb": own.ru_maxrss, "rss_children_kb": kids.ru_maxrss}, f)
+
+atexit.register(_report)
+sys.argv = ["frpd"] + sys.argv[1:]
+from frpd_cli.cli.app import main
+main()
+"""
+
+
+def _train(work: Path):
+    """The MLP of bench_plan.py on Adult's training split; returns (train frame, test frame, model path)."""
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.model_selection import train_test_split
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    frame = pd.read_csv(DATASETS / "adult.csv")
+    features = [c for c in frame.columns if c != "label"]
+    categorical = [c for c in features if c not in NUMERIC]
+    train, test = train_test_split(frame, test_size=0.2, random_state=42, stratify=frame["label"])
+    model_path = work / "adult_mlp.pkl"
+    if not model_path.exists():
+        pipe = Pipeline([
+            ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), categorical),
+                                        ("num", MinMaxScaler(), list(NUMERIC))])),
+            ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=0, max_iter=200)),
+        ]).fit(train[features], train["label"])
+        joblib.dump(pipe, model_path)
+    return train.reset_index(drop=True), test.reset_index(drop=True), model_path
+
+
+def generate(work: Path, sizes: list[int]) -> dict:
+    """Write the resampled sets, the applicants and the schema flags into ``work``; return their paths."""
+    import joblib
+
+    work.mkdir(parents=True, exist_ok=True)
+    train, test, model_path = _train(work)
+    pipe = joblib.load(model_path)
+    features = [c for c in train.columns if c != "label"]
+    paths = {"model": model_path, "sets": {}}
+    applicants = work / "applicants.csv"
+    if not applicants.exists():
+        denied = test[features][pipe.predict_proba(test[features])[:, 1] < 0.5].reset_index(drop=True)
+        denied.to_csv(applicants, index=False)
+    paths["applicants"] = applicants
+    for n in sizes:
+        path = work / f"adult_{n}.csv"
+        paths["sets"][n] = path
+        if path.exists():
+            continue
+        rng = np.random.default_rng(SEED)
+        tmp = path.with_suffix(".csv.part")
+        with open(tmp, "w", encoding="utf-8", newline="") as out:
+            header = True
+            block = 500_000
+            for start in range(0, n, block):
+                m = min(block, n - start)
+                if n == len(train):
+                    rows = train.iloc[start:start + m][features].reset_index(drop=True)
+                else:
+                    rows = train.iloc[rng.integers(0, len(train), size=m)][features].reset_index(drop=True)
+                    jitter = rng.integers(-2, 3, size=m)
+                    rows["hours_per_week"] = np.clip(rows["hours_per_week"].to_numpy() + jitter, 1, 99)
+                rows["label"] = pipe.predict(rows[features]).astype(int)
+                rows.to_csv(out, index=False, header=header)
+                header = False
+        os.replace(tmp, path)
+        print(f"wrote {path} ({n} rows)", file=sys.stderr)
+    return paths
+
+
+def _schema_flags() -> list[str]:
+    flags = ["--target", "label", "--increasing", "age"]
+    for name in IMMUTABLE:
+        flags += ["--immutable", name]
+    return flags
+
+
+def run_frpd(args: list[str], work: Path, *, stdout=None) -> dict:
+    """Run ``frpd ARGS`` in a fresh interpreter; wall seconds, CPU seconds and peak memory (MB)."""
+    usage = work / "rusage.json"
+    env = {**os.environ, "FRPD_BENCH_RUSAGE": str(usage)}
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", _WRAPPER, *args], env=env, stdout=stdout or subprocess.DEVNULL,
+                          stderr=subprocess.PIPE, text=True)
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"frpd {' '.join(args)} failed:\n{done.stderr[-2000:]}")
+    record = json.loads(usage.read_text())
+    return {"wall": wall, "cpu": record["cpu"],
+            "rss_mb": max(record["rss_self_kb"], record["rss_children_kb"]) / 1024.0}
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def measure(n: int, data: Path, paths: dict, work: Path, n_applicants: int) -> dict:
+    model, flags = str(paths["model"]), _schema_flags()
+    pool = work / f"pool_{n}"
+    one = work / "one_applicant.csv"
+    many = work / f"applicants_{n_applicants}.csv"
+    applicants = pd.read_csv(paths["applicants"])
+    applicants.head(1).to_csv(one, index=False)
+    applicants.head(n_applicants).to_csv(many, index=False)
+    row = {"rows": n}
+    build = run_frpd(["build-pool", str(data), "--model", model, *flags, "--out", str(pool)], work)
+    row["pool build s"], row["pool build MB"] = build["wall"], build["rss_mb"]
+    base = ["plan", str(data), "--model", model, *flags, "--method", "quad", "--k", "3", "--format", "csv"]
+    cold = run_frpd([*base, "--applicants", str(one)], work)
+    warm = run_frpd([*base, "--pool", str(pool), "--applicants", str(one)], work)
+    row["1 applicant s"], row["1 applicant MB"] = cold["wall"], cold["rss_mb"]
+    row["1 applicant --pool s"], row["1 applicant --pool MB"] = warm["wall"], warm["rss_mb"]
+    outputs = {}
+    for jobs in (1, 2):
+        out = work / f"plans_{n}_jobs{jobs}.csv"
+        with open(out, "w", encoding="utf-8") as handle:
+            res = run_frpd([*base, "--pool", str(pool), "--applicants", str(many), "--jobs", str(jobs)], work,
+                           stdout=handle)
+        outputs[jobs] = _digest(out)
+        row[f"CPU ms/applicant, jobs {jobs}"] = 1000.0 * (res["cpu"] - warm["cpu"]) / n_applicants
+        row[f"wall s, jobs {jobs}"] = res["wall"]
+        row[f"peak MB, jobs {jobs}"] = res["rss_mb"]
+    row["jobs 1 = jobs 2"] = "yes" if outputs[1] == outputs[2] else "NO"
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="26048,100000,1000000")
+    parser.add_argument("--with-10m", action="store_true", help="also 10,000,000 rows (about 600 MB of csv)")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/frpd-bench-scale"))
+    parser.add_argument("--n-applicants", type=int, default=200)
+    parser.add_argument("--generate-only", action="store_true")
+    args = parser.parse_args(argv)
+    if not (DATASETS / "adult.csv").exists():
+        print(f"adult.csv not found in {DATASETS}", file=sys.stderr)
+        return 1
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    if args.with_10m:
+        sizes.append(10_000_000)
+    paths = generate(args.work, sizes)
+    if args.generate_only:
+        return 0
+    rows = []
+    for n in sizes:
+        rows.append(measure(n, paths["sets"][n], paths, args.work, args.n_applicants))
+        print(rows[-1], file=sys.stderr)
+    columns = list(rows[0])
+    lines = [
+        "## Training sets of growing size (`benchmarks/bench_scale.py`)", "",
+        f"Machine: {machine_line()}, single-threaded BLAS. Command: `python benchmarks/bench_scale.py --sizes "
+        f"{args.sizes}{' --with-10m' if args.with_10m else ''} --n-applicants {args.n_applicants}`.", "",
+        "Adult resampled (hours jittered, labelled by the MLP), immutable marital_status, gender and race, age "
+        "increasing, quad, K = 3; each command in a fresh process.", "",
+        "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+    ]
+    for row in rows:
+        lines.append("| " + " | ".join(f"{row[c]:.2f}" if isinstance(row[c], float) else str(row[c])
+                                        for c in columns) + " |")
+    publish("bench_scale", lines)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
