@@ -46,7 +46,7 @@ FLAGS = ["--target", "label", "--immutable", "marital_status", "--immutable", "g
 
 
 def export_onnx(pickle_path: Path, frame: pd.DataFrame, out: Path, *, zipmap: bool) -> Path:
-    """The README's recipe: skl2onnx with one input per feature column."""
+    """The ONNX recipe of docs/models.md: skl2onnx with one input per feature column."""
     import joblib
     from skl2onnx import convert_sklearn
     from skl2onnx.common.data_types import FloatTensorType, StringTensorType

@@ -11,7 +11,7 @@ Two measurements: the library (plan_applicants in this process) and the command 
 run: `frpd plan` on the first N denied Adult applicants (default 2,000; quad, K = 3, linear, immutable
 marital_status and gender, age increasing), with --jobs 1, --jobs 2, --backend dask on a local cluster it starts
 itself, and --backend dask --scheduler on loopback clusters of 2 workers started beforehand (one with Dask's
-default settings, one with README's configuration file). A run's planning
+default settings, one with the configuration file of docs/batch.md). A run's planning
 time is its whole wall time minus the wall time of the same command on one applicant (start-up, reading and
 scoring the training set; --jobs 1 and 2 share that baseline, the least of their one-applicant runs, since one
 applicant starts no pool); a warm-up round runs every variant once (not counted: the first runs on a new
@@ -231,7 +231,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-#: README's Dask configuration file for a cluster that runs frpd (frpd_cli.backends.QUIET_SETTINGS, and glibc's
+#: The Dask configuration file of docs/batch.md for a cluster that runs frpd (frpd_cli.backends.QUIET_SETTINGS, and glibc's
 #: own memory trimming in the workers).
 _QUIET_YAML = """distributed:
   worker:
@@ -253,7 +253,7 @@ _QUIET_YAML = """distributed:
 def _loopback_cluster(n_workers: int, *, quiet: bool = False):
     """Start `dask scheduler` and n workers (1 thread each) on 127.0.0.1; return (address, processes).
 
-    ``quiet``: the scheduler and workers read README's configuration file (:data:`_QUIET_YAML`), else they run
+    ``quiet``: the scheduler and workers read the configuration file of docs/batch.md (:data:`_QUIET_YAML`), else they run
     with Dask's defaults.
     """
     port = _free_port()
@@ -298,7 +298,7 @@ def _stop(procs) -> None:
             proc.kill()
 
 
-#: Labels of the runs on a loopback Dask cluster started beforehand: Dask's default settings, and README's.
+#: Labels of the runs on a loopback Dask cluster started beforehand: Dask's default settings, and docs/batch.md's.
 _LOOPBACK = "--backend dask --scheduler"
 _LOOPBACK_QUIET = "--backend dask --scheduler, README's cluster settings"
 

@@ -133,7 +133,7 @@ _NOTHING = object()
 #: worker's environment).
 WORKER_PROFILE_KEY = "distributed.worker.profile.enabled"
 
-#: Settings of the local cluster frpd starts (README gives them as environment variables for your own cluster).
+#: Settings of the local cluster frpd starts (docs/batch.md gives them as a configuration file for your own cluster).
 #: Every process of a cluster runs timers for the dashboard and its own health: the worker profiler samples the
 #: running task's stack every 10 ms, each process measures its event loop every 20 ms ("tick"), and system and
 #: memory monitors run every 0.5 s and 0.1 s. A loopback cluster of 2 workers (scheduler, workers, nannies) idles

@@ -298,7 +298,7 @@ def _layout(inputs: dict, feature_names: tuple[str, ...], metadata: dict, path: 
                 f"The ONNX model '{path}' has one input, '{name}' ({kind}, rank {rank}), which is not a feature "
                 f"column. frpd feeds either one input per feature column, named like the column, or one numeric "
                 f"tensor of shape (rows, {len(feature_names)}) holding the feature columns. Export the pipeline "
-                "with one input per column (see the README's ONNX recipe).")
+                "with one input per column (see the ONNX recipe in docs/models.md).")
         columns = _declared_columns(metadata, feature_names, path) or feature_names
         return "tensor", tuple(columns)
     missing = [c for c in feature_names if c not in inputs]

@@ -32,7 +32,7 @@ def _skl2onnx():
 
 
 def _export(pipeline, frame: pd.DataFrame, path, *, zipmap: bool):
-    """The README's recipe: one input per column, float for numbers, string for text."""
+    """The ONNX recipe of docs/models.md: one input per column, float for numbers, string for text."""
     skl2onnx = _skl2onnx()
     from skl2onnx.common.data_types import FloatTensorType, StringTensorType
 

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # annotations only
 __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
-    "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "OutputOpt", "JobsOpt",
+    "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "PlanFormatOpt", "OutputOpt", "JobsOpt",
     "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
     "SchemaFlags", "SCHEMA_OPTIONS", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "ScaleOpt", "SCALES", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
@@ -47,6 +47,7 @@ MANIFOLDS = ("favorable", "labeled", "all")
 ENDPOINTS = ("prototype", "first-favorable")
 IMMUTABLE_POLICIES = ("filter", "project", "auto")
 FORMATS = ("table", "csv", "json", "jsonl")
+PLAN_FORMATS = (*FORMATS, "text")   # plan, interpolate: also each plan in plain words
 LAYOUTS = ("auto", "wide", "long")
 PROXIMITIES = ("distance", "recourse")
 
@@ -235,6 +236,9 @@ CandidatesOpt = Annotated[_choices(CANDIDATE_POOLS), typer.Option("--candidates"
 FormatOpt = Annotated[Optional[_choices(FORMATS)], typer.Option("--format", case_sensitive=False,
                                                                 help="table, csv, json or jsonl.",
                                                                 show_default="table on a terminal, csv otherwise")]
+PlanFormatOpt = Annotated[Optional[_choices(PLAN_FORMATS)], typer.Option(
+    "--format", case_sensitive=False, help="table, csv, json, jsonl, or text (each plan in plain words, for the "
+    "applicant).", show_default="table on a terminal, csv otherwise")]
 LayoutOpt = Annotated[_choices(LAYOUTS), typer.Option("--layout", case_sensitive=False,
                                                       help="Table format: wide (a column per changed feature), "
                                                       "long (a block per recourse, one change per line) or auto "

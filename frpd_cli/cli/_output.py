@@ -1,4 +1,4 @@
-"""Output formats: table on a terminal, csv/json/jsonl for pipes and files.
+"""Output formats: table on a terminal, csv/json/jsonl for pipes and files, text (plans in plain words).
 
 Data goes to stdout or to ``--output FILE`` through :mod:`frpd_cli.outputs` (a regular file is written
 under a temporary name and renamed when complete; a device, FIFO or ``-`` is written directly); messages
@@ -24,11 +24,13 @@ from .._csv import CsvWriter
 from ..exceptions import InputError
 from ..plans import Plan, csv_columns, escape_csv_text, plan_csv_rows, plan_record, python_value
 
-__all__ = ["FORMATS", "LAYOUTS", "busy", "resolve_format", "open_output", "PlanWriter", "stderr_console",
+__all__ = ["FORMATS", "PLAN_FORMATS", "LAYOUTS", "busy", "resolve_format", "open_output", "PlanWriter", "stderr_console",
            "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
            "render_plan", "print_plan", "encoder_decimals", "plan_steps", "render_rows_blocks", "print_rows"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
+#: Formats of the commands that print plans (``plan``, ``interpolate``): also ``text``, each plan in plain words.
+PLAN_FORMATS = (*FORMATS, "text")
 #: Table layouts: auto (wide when the changed features fit the width, else long), wide, long.
 LAYOUTS = ("auto", "wide", "long")
 
@@ -49,15 +51,15 @@ def busy(message: str, *, quiet: bool = False):
         yield lambda text: status.update(text)
 
 
-def resolve_format(fmt: str | None, output: Path | None) -> str:
-    """The format to use: the one asked for, else table on a terminal, csv otherwise."""
+def resolve_format(fmt: str | None, output: Path | None, formats: tuple = FORMATS) -> str:
+    """The format to use: the one asked for (one of ``formats``), else table on a terminal, csv otherwise."""
     if fmt is None:
         if (output is None or outputs.is_stdio(output)) and sys.stdout.isatty():
             return "table"
         return "csv"
     fmt = fmt.lower()
-    if fmt not in FORMATS:
-        raise InputError(f"The 'format' option must be one of {', '.join(FORMATS)}. Got {fmt!r} instead.")
+    if fmt not in formats:
+        raise InputError(f"The 'format' option must be one of {', '.join(formats)}. Got {fmt!r} instead.")
     return fmt
 
 
@@ -73,12 +75,14 @@ class PlanWriter:
     """Writes plans chunk by chunk in the chosen format; memory is bounded by one chunk in every format.
 
     ``json`` is streamed as ``[``, the records separated by ``,`` and ``]`` (the same bytes as dumping the
-    whole list with ``indent=2``); ``table`` prints each plan's table as its chunk arrives.
+    whole list with ``indent=2``); ``table`` prints each plan's table as its chunk arrives; ``text`` writes
+    each plan in plain words (:func:`frpd_cli.cli._text.plan_text`), using ``schema`` for the direction of
+    each change and the features to keep.
     """
 
     def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None,
                  projected: bool = False, header_written: bool = False, layout: str = "auto",
-                 decimals: dict | None = None, models=()):
+                 decimals: dict | None = None, models=(), schema=None):
         if layout not in LAYOUTS:
             raise InputError(f"The 'layout' option must be one of {', '.join(LAYOUTS)}. Got {layout!r} instead.")
         self.layout = layout
@@ -91,6 +95,7 @@ class PlanWriter:
         self._table_console = None
         self.projected = projected
         self.models = tuple(models)     # other models to satisfy: probability_<name> columns
+        self.schema = schema            # text: kinds, ordinal orders, mutability
         if fmt == "csv":
             self._csv = CsvWriter(stream)
 
@@ -111,6 +116,11 @@ class PlanWriter:
                 text = json.dumps(plan_record(plan), ensure_ascii=False, indent=2).replace("\n", "\n  ")
                 self.stream.write(("[\n  " if not self._started else ",\n  ") + text)
                 self._started = True
+        elif self.fmt == "text":
+            from ._text import plan_text
+
+            for plan in plans:
+                self.stream.write(plan_text(plan, self.schema, self.values))
         else:
             if self._table_console is None:
                 self._table_console = Console(file=self.stream, force_terminal=None, soft_wrap=False)

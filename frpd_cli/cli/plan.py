@@ -21,7 +21,7 @@ from ..planning import PlanSettings, plan_stream
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
-from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
+from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
 from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, robust_params as _robust_params
 from .app import app
 
@@ -112,7 +112,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     ``layout`` is the table layout; ``quiet`` drops the progress bar and the summary line.
     Returns False when ``--resume`` found ``output`` already complete (nothing was planned), else True.
     """
-    fmt = resolve_format(fmt, output)
+    fmt = resolve_format(fmt, output, PLAN_FORMATS)
     target = None if output is None else resolve_output(output)   # a folder, a missing folder: refused now
     scan = applicants.scan(chunk_size=max(chunk_size, 4096))       # refuses bad input before writing anything
     if scan.extra_columns:
@@ -135,7 +135,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     progress = Progress(TextColumn("planning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                         console=console, transient=True,
                         disable=quiet or not (scan.n_rows > 1 and console.is_terminal))
-    decimals = encoder_decimals(training.encoder) if fmt == "table" else None
+    decimals = encoder_decimals(training.encoder) if fmt in ("table", "text") else None
     models = getattr(model, "names", ("model",))[1:]       # other models to satisfy: their csv columns
 
     def consume(plans, writer):
@@ -167,7 +167,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                         echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
                     writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
                                         header_written=out.resumed_offset > 0, layout=layout, decimals=decimals,
-                                        models=models)
+                                        models=models, schema=training.schema)
                     done = out.done
                     for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
                                              graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler):
@@ -189,7 +189,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
 
                     stream = HashingWriter(stream, digest)
                 writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected, layout=layout,
-                                    decimals=decimals, models=models)
+                                    decimals=decimals, models=models, schema=training.schema)
                 done = 0
                 for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
                                          n_jobs=jobs, backend=backend, scheduler=scheduler):
@@ -278,7 +278,7 @@ def plan_command(
     k: o.KOpt = 3,
     theta: o.ThetaOpt = 0.9,
     threshold: o.ThresholdOpt = 0.5,
-    fmt: o.FormatOpt = None,
+    fmt: o.PlanFormatOpt = None,
     layout: o.LayoutOpt = "auto",
     output: o.OutputOpt = None,
     quiet: o.QuietOpt = False,
@@ -380,7 +380,7 @@ def plan_command(
 
             shown = {"data": data, "model": model, "applicants": applicants, "schema": flags.schema, "graph": graph,
                      **extra_inputs(others)}
-            fmt_ = resolve_format(fmt, output)
+            fmt_ = resolve_format(fmt, output, PLAN_FORMATS)
             record = provenance_record(
                 "plan",
                 inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},

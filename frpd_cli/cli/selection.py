@@ -31,7 +31,7 @@ from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
-from ._output import PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console, write_records
+from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console, write_records
 from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, judge_for, robust_params
 from .app import app
 from .graph import load_graph
@@ -244,7 +244,7 @@ def interpolate_command(
     sparsify: o.SparsifyOpt = True,
     max_changes: o.MaxChangesOpt = None,
     trust_type: o.TrustTypeOpt = None,
-    fmt: o.FormatOpt = None,
+    fmt: o.PlanFormatOpt = None,
     layout: o.LayoutOpt = "auto",
     quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
@@ -343,7 +343,7 @@ def interpolate_command(
         prob0 = primary_model(loaded).favorable_probability(raw)
         thetas = params["thetas"]
         method = params["method"]
-        fmt_ = resolve_format(fmt, output)
+        fmt_ = resolve_format(fmt, output, PLAN_FORMATS)
         all_plans = []
         start = time.perf_counter()
         for theta in thetas:
@@ -409,7 +409,7 @@ def interpolate_command(
                 stream = HashingWriter(stream, digest)
             writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder),
                                 projected=scheme == "linear" and "projected" in prototypes.columns,
-                                models=getattr(loaded, "names", ("model",))[1:])
+                                models=getattr(loaded, "names", ("model",))[1:], schema=encoder.schema)
             writer.write(all_plans)
             writer.close()
         if provenance is not None:

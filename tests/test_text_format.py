@@ -1,0 +1,221 @@
+"""``--format text``: every plan in plain words, checked against the same run's records (no golden files).
+
+Each applicant's paragraph must name every change of every recourse with its from/to values at the column's
+precision and the right word (raise, lower, change), hold one numbered entry per recourse, list as "keep" the
+applicant's mutable features at their values and never an immutable one, and say in words why a plan is
+partial, empty or not needed.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from typer.testing import CliRunner
+
+from frpd_cli.cli._output import ValueFormat
+from frpd_cli.cli._text import change_verb, plan_text
+from frpd_cli.cli.app import app
+from frpd_cli.plans import Plan, Recourse
+from frpd_cli.schema import Feature, Schema
+
+runner = CliRunner()
+ORDER = {"savings": ["none", "little", "moderate", "rich"]}
+NOMINAL = {"personal_status", "housing", "job"}
+ACTION = re.compile(r"\b(raise|lower|change) (\S+) from (\S+) to (\S+?)(?=,|;| and |\.$|\. |$)")
+
+
+def _run(paths, *extra, fmt):
+    args = ["plan", str(paths["data"]), "--model", str(paths["model"]), "--schema", str(paths["schema"]),
+            "--applicants", str(paths["applicants"]), "--format", fmt, *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+def _records_and_text(paths, *extra):
+    records = [json.loads(line) for line in _run(paths, *extra, fmt="jsonl").splitlines()]
+    text = _run(paths, *extra, fmt="text")
+    return records, text
+
+
+def _paragraphs(text: str) -> list[str]:
+    assert text.endswith("\n\n")
+    return text[:-2].split("\n\n")
+
+
+def _entries(paragraph: str) -> dict[int, str]:
+    """The numbered options of a paragraph, continuation lines joined."""
+    entries, current = {}, None
+    for line in paragraph.split("\n")[1:]:
+        match = re.match(r"^  (\d+)\. (.*)$", line)
+        if match:
+            current = int(match.group(1))
+            entries[current] = match.group(2)
+        elif current is not None and line.startswith("     ") and not line.startswith("  Each"):
+            entries[current] += " " + line.strip()
+        else:
+            current = None
+    return entries
+
+
+def _kept(paragraph: str) -> dict[str, str]:
+    joined = " ".join(line.strip() for line in paragraph.split("\n"))
+    match = re.search(r"keeps everything it does not mention as it is now: (.*?)\.(?: |$)", joined)
+    if not match:
+        return {}
+    return dict(item.rsplit(" ", 1) for item in match.group(1).split(", "))
+
+
+def _same_value(shown: str, value) -> bool:
+    if isinstance(value, str):
+        return shown == value
+    decimals = len(shown.split(".")[1]) if "." in shown else 0
+    return abs(float(shown) - value) <= 0.5 * 10 ** -decimals + 1e-9
+
+
+def _expected_verb(name, old, new) -> str:
+    if name in ORDER:
+        return "raise" if ORDER[name].index(new) > ORDER[name].index(old) else "lower"
+    if name in NOMINAL:
+        return "change"
+    return "raise" if new > old else "lower"
+
+
+def _check_plan(record: dict, paragraph: str, immutable: set) -> None:
+    assert paragraph.startswith(f"Applicant {record['applicant']}: ")
+    entries = _entries(paragraph)
+    assert sorted(entries) == [r["rank"] for r in record["recourses"]]       # one entry per recourse
+    for recourse in record["recourses"]:
+        actions = ACTION.findall(entries[recourse["rank"]])
+        named = {name: (verb, a, b) for verb, name, a, b in actions}
+        assert len(named) == len(actions) == len(recourse["changes"]), (entries[recourse["rank"]], recourse)
+        for name, (old, new) in recourse["changes"].items():
+            verb, a, b = named[name]
+            assert _same_value(a, old) and _same_value(b, new), (name, a, b, old, new)
+            assert verb == _expected_verb(name, old, new), (name, verb, old, new)
+        assert not immutable & set(named)
+    if record["recourses"]:
+        kept = _kept(paragraph)
+        applicant = _applicant_values(record)
+        assert set(kept) == set(applicant) - immutable
+        for name, shown in kept.items():
+            assert _same_value(shown, applicant[name]), (name, shown, applicant[name])
+
+
+def recourse_changes(record: dict) -> dict:
+    """The applicant's own value of every feature some recourse changes."""
+    return {n: old for r in record["recourses"] for n, (old, _new) in r["changes"].items()}
+
+
+def _applicant_values(record: dict) -> dict:
+    return record["recourses"][0]["features"] | recourse_changes(record)
+
+
+def test_every_change_is_written_with_its_values_and_direction(sample_paths):
+    records, text = _records_and_text(sample_paths)
+    paragraphs = _paragraphs(text)
+    assert len(paragraphs) == len(records) == 20
+    assert sum(len(r["recourses"]) for r in records) >= 40
+    for record, paragraph in zip(records, paragraphs):
+        _check_plan(record, paragraph, {"personal_status"})
+    words = set(re.findall(r"\b(raise|lower|change) ", text))
+    assert words == {"raise", "lower", "change"}       # the sample's plans move features both ways
+
+
+def test_an_immutable_feature_is_never_advice(sample_paths):
+    records, text = _records_and_text(sample_paths, "--immutable", "job", "--immutable", "age")
+    for record, paragraph in zip(records, _paragraphs(text)):
+        _check_plan(record, paragraph, {"personal_status", "job", "age"})
+        if record["status"] == "ok" and not record["partial"]:
+            for name in ("personal_status", "job", "age"):
+                assert name not in paragraph
+
+
+def test_infeasible_and_already_favourable_are_said_in_words(sample_paths):
+    records, text = _records_and_text(sample_paths, "--immutable", "credit_amount", "--immutable-policy", "filter")
+    assert {r["status"] for r in records} == {"infeasible"}
+    for record, paragraph in zip(records, _paragraphs(text)):
+        assert paragraph.startswith(f"Applicant {record['applicant']}: no change was found that would get this "
+                                    "application accepted")
+        assert not _entries(paragraph) and "keeps everything" not in paragraph
+        assert f"Details: {record['reason'].split()[0]}" in " ".join(paragraph.split())
+    text = _run(sample_paths, "--favorable", "0", fmt="text")
+    assert all(p.split("\n")[0].endswith("the model already accepts this application; nothing needs to change.")
+               and not _entries(p) for p in _paragraphs(text))
+
+
+def test_a_partial_plan_says_how_many_options_were_found(sample_paths):
+    records, text = _records_and_text(sample_paths)
+    partial = [(r, p) for r, p in zip(records, _paragraphs(text)) if r["partial"]]
+    assert partial, "the sample's default run has partial plans"
+    for record, paragraph in partial:
+        n = len(record["recourses"])
+        assert f"Only {n} different option{'s were' if n != 1 else ' was'} found" in paragraph
+        assert "Details: " in paragraph
+    full = [p for r, p in zip(records, _paragraphs(text)) if not r["partial"]]
+    assert full and not any("Only " in p or "Details:" in p for p in full)
+
+
+def test_text_to_a_file_and_from_interpolate(sample_paths, tmp_path):
+    text = _run(sample_paths, fmt="text")
+    out = tmp_path / "plans.txt"
+    _run(sample_paths, "--output", str(out), fmt="text")
+    assert out.read_text(encoding="utf-8") == text
+    selection = tmp_path / "selection"
+    result = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--applicants",
+                                 str(sample_paths["applicants"]), "--out", str(selection)])
+    assert result.exit_code == 0, result.stderr
+    result = runner.invoke(app, ["interpolate", "--selection", str(selection), "--model", str(sample_paths["model"]),
+                                 "--out", str(tmp_path / "plans"), "--format", "text"])
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in (tmp_path / "plans" / "plans.jsonl").read_text().splitlines()]
+    paragraphs = _paragraphs(result.stdout)
+    assert len(paragraphs) == len(records)
+    for record, paragraph in zip(records, paragraphs):
+        _check_plan(record, paragraph, {"personal_status"})
+
+
+def test_text_is_only_for_plans_and_cannot_resume(sample_paths, tmp_path):
+    result = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--plans", str(tmp_path / "none.jsonl"), "--format", "text"])
+    assert result.exit_code == 2
+    args = ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--applicants", str(sample_paths["applicants"]), "--format", "text",
+            "--output", str(tmp_path / "p.txt"), "--resume"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1 and "--resume needs" in result.stderr
+
+
+def _schema() -> Schema:
+    return Schema(features=(Feature("age", "integer", mutability="increasing"),
+                            Feature("group", "categorical", levels=("a", "b"), mutability="immutable"),
+                            Feature("savings", "ordinal", levels=tuple(ORDER["savings"])),
+                            Feature("housing", "categorical", levels=("own", "rent")),
+                            Feature("amount", "continuous")), target="label", favorable=1)
+
+
+def test_verbs_follow_the_feature_kind():
+    schema = _schema()
+    assert change_verb(schema.feature("savings"), "rich", "little") == "lower"
+    assert change_verb(schema.feature("savings"), "none", "moderate") == "raise"
+    assert change_verb(schema.feature("housing"), "rent", "own") == "change"
+    assert change_verb(schema.feature("amount"), 2.5, 1.0) == "lower"
+    assert change_verb(schema.feature("age"), 30, 31) == "raise"
+    assert change_verb(None, 1, 2) == "change"
+
+
+def test_a_graph_recourse_lists_its_steps_in_order():
+    features = {"age": 30, "group": "a", "savings": "none", "housing": "rent", "amount": 1234.5}
+    end = {**features, "savings": "little", "amount": 1000.25}
+    recourse = Recourse(rank=1, features=end, changes={"savings": ("none", "little"), "amount": (1234.5, 1000.25)},
+                        cost=0.5, probability=0.7, prototype=3, path=[7, 3],
+                        steps=[{"amount": (1234.5, 1000.25)}, {"savings": ("none", "little")}])
+    plan = Plan("X1", "ok", None, "quad+graph", (recourse,), features)
+    text = plan_text(plan, _schema(), ValueFormat({"amount": 2, "age": 0}))
+    assert text == ("Applicant X1: to be accepted, this would do:\n"
+                    "  1. raise savings from none to little and lower amount from 1234.50 to 1000.25, all together, "
+                    "in 2\n     steps: lower amount from 1234.50 to 1000.25; then raise savings from none to little.\n"
+                    "  It keeps everything it does not mention as it is now: age 30, savings none, housing rent, "
+                    "amount\n  1234.50.\n\n")
