@@ -431,7 +431,7 @@ def _check_graph(training: TrainingSet, settings: PlanSettings, graph) -> None:
 
 def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], settings: PlanSettings, *,
                 graph=None, n_jobs: int = 1, backend: str = "loky", scheduler: str | None = None,
-                ) -> Iterator[list[Plan]]:
+                task_applicants: int | None = None) -> Iterator[list[Plan]]:
     """Plan a stream of applicant chunks; yield each chunk's plans, in order.
 
     Parameters
@@ -451,6 +451,10 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
         See :func:`frpd_cli.backends.map_ordered`.
     scheduler : str, optional
         Address of an existing Dask scheduler: work always goes to it.
+    task_applicants : int, optional
+        Applicants per task [default: :data:`TASK_APPLICANTS`]: smaller tasks let the caller report progress
+        sooner (a chunk is yielded once its tasks are done) at the price of more fixed costs; plans do not
+        depend on it.
 
     Notes
     -----
@@ -500,11 +504,11 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     sizes: deque = deque()          # applicants of every chunk read, in order: results are regrouped by them
     if n_jobs == 1 and scheduler is None:
         with one_thread():
-            results = (_run_task(shared, *task) for task in _tasks(stream, 1, sizes))
+            results = (_run_task(shared, *task) for task in _tasks(stream, 1, sizes, task_applicants))
             yield from _regrouped(results, sizes)
         return
     with open_workers(n_jobs, backend, scheduler=scheduler, shared=shared) as workers:
-        results = workers.map(_run_task, _tasks(stream, workers.n_workers, sizes))
+        results = workers.map(_run_task, _tasks(stream, workers.n_workers, sizes, task_applicants))
         yield from _regrouped(results, sizes)
 
 
@@ -521,7 +525,8 @@ def _regrouped(results: Iterator[list], sizes: deque) -> Iterator[list]:
         yield done[:sizes.popleft()]
 
 
-def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> Iterator[tuple]:
+def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque,
+           size: int | None = None) -> Iterator[tuple]:
     """Cut a stream of chunks into tasks ``(frame, ids, invalid)``; append each chunk's length to ``sizes``.
 
     Tasks do not follow the chunks: consecutive applicants are gathered into
@@ -532,7 +537,9 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
     tasks; once its end is in sight, the applicants left are cut as
     :func:`_tail_sizes` says: equal tasks for one worker; for several, large
     tasks and then a small one per worker, so that the workers finish together.
+    ``size`` replaces :data:`TASK_APPLICANTS`.
     """
+    size = size or TASK_APPLICANTS
     ahead: deque = deque()          # chunks read and not yet fully cut
     first = 0                       # applicants of ahead[0] already in tasks
     n_ahead, exhausted = 0, False   # applicants read and not yet in tasks
@@ -559,11 +566,11 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
         return frame.reset_index(drop=True), ids, invalid or None
 
     while True:
-        while not exhausted and n_ahead < 2 * n_workers * TASK_APPLICANTS:
+        while not exhausted and n_ahead < 2 * n_workers * size:
             chunk = next(stream, None)
             if chunk is None:
                 exhausted = True
-                tail.extend(_tail_sizes(n_ahead, n_workers))
+                tail.extend(_tail_sizes(n_ahead, n_workers, size))
             else:
                 sizes.append(len(chunk.ids))
                 if len(chunk.ids):
@@ -571,10 +578,10 @@ def _tasks(stream: Iterator[ApplicantChunk], n_workers: int, sizes: deque) -> It
                     n_ahead += len(chunk.ids)
         if not n_ahead:
             return
-        yield take(tail.popleft() if exhausted else TASK_APPLICANTS)
+        yield take(tail.popleft() if exhausted else size)
 
 
-def _tail_sizes(n: int, n_workers: int) -> list[int]:
+def _tail_sizes(n: int, n_workers: int, size: int | None = None) -> list[int]:
     """Sizes of the tasks for the last ``n`` applicants of a stream planned on ``n_workers``.
 
     One worker: as few tasks as :data:`TASK_APPLICANTS` allows, of equal size (sizes differ by at most one,
@@ -585,23 +592,25 @@ def _tail_sizes(n: int, n_workers: int) -> list[int]:
     parent writes a small task's results after the last worker is done. Each task costs a few model calls
     whatever its size (about 60 ms of CPU on Adult, ``docs/benchmarks.md``), so there are few of them. A run of
     at most ``2 * n_workers * MIN_TASK_APPLICANTS`` applicants is cut into equal tasks of at least that minimum,
-    at most two per worker (and one per worker when that leaves each at least half the minimum).
+    at most two per worker (and one per worker when that leaves each at least half the minimum). ``size``
+    replaces :data:`TASK_APPLICANTS` (and caps the minimum).
     """
+    size = size or TASK_APPLICANTS
     if n <= 0:
         return []
     if n_workers <= 1:
-        count = -(-n // TASK_APPLICANTS)
+        count = -(-n // size)
         base, extra = divmod(n, count)
         return [base + (i < extra) for i in range(count)]
-    least = MIN_TASK_APPLICANTS
+    least = min(MIN_TASK_APPLICANTS, size)
     if n <= 2 * n_workers * least:
         # 200 applicants on two workers: two tasks of 100, not one of 200 and an idle worker
         count = max(1, min(2 * n_workers, n // least), min(n_workers, -(-n // least)))
         base, extra = divmod(n, count)
         return [base + (i < extra) for i in range(count)]
-    small = min(TASK_APPLICANTS, max(least, math.ceil(n * TAIL_SHARE / n_workers)))
+    small = min(size, max(least, math.ceil(n * TAIL_SHARE / n_workers)))
     head = n - n_workers * small
-    count = -(-head // TASK_APPLICANTS)
+    count = -(-head // size)
     count = -(-count // n_workers) * n_workers
     base, extra = divmod(head, count)
     return [base + (i < extra) for i in range(count)] + [small] * n_workers

@@ -7,6 +7,7 @@ import hashlib
 import io
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import Annotated, Callable, Optional
@@ -17,7 +18,7 @@ from .. import __version__
 from ..applicants import ApplicantFile
 from ..exceptions import InputError
 from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
-from ..planning import PlanSettings, plan_stream
+from ..planning import TASK_APPLICANTS, PlanSettings, plan_stream
 from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint
@@ -26,6 +27,12 @@ from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, robust_params a
 from .app import app
 
 __all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
+
+#: With a progress bar, applicants are planned in about PROGRESS_STEPS tasks of at least PROGRESS_MIN_TASK
+#: applicants, so that the bar advances (plans do not depend on the tasks; each task costs a few model calls,
+#: so a run of N applicants pays at most PROGRESS_STEPS - 1 of them more, and none when N <= PROGRESS_MIN_TASK).
+PROGRESS_STEPS = 5
+PROGRESS_MIN_TASK = 25
 
 _REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of) ([^ (;,]+)")
 
@@ -132,13 +139,19 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     counts: dict = {}
     reasons: dict = {}
     console = stderr_console()
+    shown = not quiet and scan.n_rows > 1 and console.is_terminal
     progress = Progress(TextColumn("planning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                        console=console, transient=True,
-                        disable=quiet or not (scan.n_rows > 1 and console.is_terminal))
+                        console=console, transient=True, disable=not shown)
+    # with a bar, the applicants are planned in steps, so that it advances (PROGRESS_STEPS); records for this
+    # terminal are printed while the bar is cleared, never through it
+    step = min(max(-(-scan.n_rows // PROGRESS_STEPS), PROGRESS_MIN_TASK), TASK_APPLICANTS) if shown else None
+    if step is not None:
+        chunk_size = min(chunk_size, step)
+    under_bar = shown and (output is None or is_stdio(output)) and sys.stdout.isatty()
     decimals = encoder_decimals(training.encoder) if fmt in ("table", "text") else None
     models = getattr(model, "names", ("model",))[1:]       # other models to satisfy: their csv columns
 
-    def consume(plans, writer):
+    def consume(plans, writer, done):
         for p in plans:
             counts[p.status] = counts.get(p.status, 0) + 1
             if p.partial:
@@ -146,7 +159,13 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             if p.status == "infeasible":
                 key = _reason_key(p.reason)
                 reasons[key] = reasons.get(key, 0) + 1
-        writer.write(plans)
+        progress.update(task, completed=done)
+        if under_bar:
+            progress.stop()             # the bar is erased; the records go where it was, then it is drawn below
+            writer.write(plans)
+            progress.start()
+        else:
+            writer.write(plans)
 
     with progress:
         task = progress.add_task("plan", total=scan.n_rows)
@@ -170,11 +189,11 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                                         models=models, schema=training.schema)
                     done = out.done
                     for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
-                                             graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler):
-                        consume(plans, writer)
+                                             graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler,
+                                             task_applicants=step):
                         done += len(plans)
+                        consume(plans, writer, done)
                         out.checkpoint(done)
-                        progress.update(task, completed=done)
                     writer.close()
                     out.finish()
             except BaseException:
@@ -192,10 +211,9 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                                     decimals=decimals, models=models, schema=training.schema)
                 done = 0
                 for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
-                                         n_jobs=jobs, backend=backend, scheduler=scheduler):
-                    consume(plans, writer)
+                                         n_jobs=jobs, backend=backend, scheduler=scheduler, task_applicants=step):
                     done += len(plans)
-                    progress.update(task, completed=done)
+                    consume(plans, writer, done)
                 writer.close()
     n = sum(v for key, v in counts.items() if key != "partial")
     if not quiet:
