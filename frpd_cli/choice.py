@@ -131,6 +131,11 @@ class PlanSettings:
         candidate leads to, the distance to where its segment first turns
         favourable (``"recourse"``, :mod:`frpd_cli.recourse_cost`). Graph plans
         always use the path cost.
+    max_candidates : int or None
+        Linear scheme, ``filter`` policy: search only this many candidates per
+        applicant, the nearest ones (:func:`frpd_cli.candidates.nearest_rows`);
+        None searches them all. Applicants with at most this many candidates
+        get the same plans either way.
     """
 
     method: str = "quad"
@@ -151,6 +156,7 @@ class PlanSettings:
     sparsify: bool = True
     max_changes: int | None = None
     proximity: str = "distance"
+    max_candidates: int | None = None
 
     def validate(self) -> "PlanSettings":
         if self.method not in PLAN_METHODS:
@@ -191,6 +197,14 @@ class PlanSettings:
                              f"Got {self.immutable_policy!r} instead.")
         self._validate_sparsity()
         self._validate_proximity()
+        if self.max_candidates is not None:
+            if isinstance(self.max_candidates, bool) or not isinstance(self.max_candidates, (int, np.integer)) \
+                    or self.max_candidates < self.k:
+                raise InputError(f"The 'max_candidates' option must be an int >= k ({self.k}). "
+                                 f"Got {self.max_candidates!r} instead.")
+            if self.scheme == "graph":
+                raise InputError("The 'max_candidates' option applies to linear recourses; graph candidates are "
+                                 "the rows the applicant reaches. Leave out --graph, or --max-candidates.")
         return self
 
     def _validate_proximity(self) -> None:

@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # annotations only
 __all__ = [
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
-    "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "PlanFormatOpt", "OutputOpt", "JobsOpt",
+    "MaxCandidatesOpt", "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "PlanFormatOpt",
+    "OutputOpt", "JobsOpt",
     "GraphOpt", "EndpointOpt", "MaxHopsOpt", "MaxCostOpt", "PolicyOpt", "DropMissingOpt", "TrustTypeOpt",
     "SchemaFlags", "SCHEMA_OPTIONS", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "ScaleOpt", "SCALES", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
@@ -315,6 +316,11 @@ SparsifyOpt = Annotated[bool, typer.Option("--sparsify/--no-sparsify",
                                            help="Linear recourses change only the features the model needs "
                                            "(never more cost); --no-sparsify: the paper's plain interpolation.",
                                            rich_help_panel=TUNING_PANEL)]
+MaxCandidatesOpt = Annotated[Optional[int], typer.Option(
+    "--max-candidates", min=1, help="Linear scheme: search only the N candidates nearest to each applicant: the "
+    "selection's cost per applicant stops growing with the training set. "
+    "Applicants with at most N candidates get the same plans as without it; the others' may differ.",
+    show_default="all", rich_help_panel=TUNING_PANEL)]
 MaxChangesOpt = Annotated[Optional[int], typer.Option("--max-changes", min=1,
                                                       help="Linear recourses: at most this many changed "
                                                       "features; a longer recourse is sparsified further (then "

@@ -308,6 +308,7 @@ def plan_command(
     margin: o.MarginOpt = None,
     sparsify: o.SparsifyOpt = True,
     max_changes: o.MaxChangesOpt = None,
+    max_candidates: o.MaxCandidatesOpt = None,
     proximity: o.ProximityOpt = "distance",
     tol: o.TolOpt = 1e-3,
     graph: o.GraphOpt = None,
@@ -365,7 +366,8 @@ def plan_command(
         settings = PlanSettings(method=method, k=k, theta=theta, bandwidth=bandwidth, candidates=candidates,
                                 tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                                 max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
-                                margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity).validate()
+                                margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity,
+                                max_candidates=max_candidates).validate()
         if scheduler is not None and backend != "dask":
             raise InputError("--scheduler needs --backend dask.")
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
