@@ -468,15 +468,21 @@ class _PoolIndex:
             return
         usable = np.flatnonzero(~np.isnan(immutable).any(axis=1))   # NaN equals nothing: never a candidate
         if usable.size:
-            keys, inverse = np.unique(immutable[usable], axis=0, return_inverse=True)
+            # one integer key per row from the columns' value codes (mixed radix): a 1-D sort instead of a sort of
+            # rows (np.unique(axis=0) takes about 1 s on the 200,000 favourable rows of a million); 0.0 and -0.0
+            # are one value of a column, as the lookup by tuple treats them
+            values = immutable[usable]
+            code = np.zeros(usable.size, dtype=np.int64)
+            for j in range(values.shape[1]):
+                levels, inverse = np.unique(values[:, j], return_inverse=True)
+                # renumbered after each column: codes stay below the row count, whatever the columns
+                code = np.unique(code * levels.size + inverse.reshape(-1), return_inverse=True)[1].reshape(-1)
+            keys, start, inverse = np.unique(code, return_index=True, return_inverse=True)
             order = np.argsort(inverse.reshape(-1), kind="stable")
-            bounds = np.searchsorted(inverse.reshape(-1)[order], np.arange(keys.shape[0] + 1))
-            for g, key in enumerate(keys.tolist()):
-                members = usable[order[bounds[g]:bounds[g + 1]]]
-                key = tuple(key)
-                if key in self.groups:                # 0.0 and -0.0: equal values, one group (ascending rows)
-                    members = np.sort(np.concatenate([self.groups[key], members]))
-                self.groups[key] = members
+            bounds = np.searchsorted(inverse.reshape(-1)[order], np.arange(keys.size + 1))
+            for g in range(keys.size):
+                key = tuple(float(v) for v in values[start[g]].tolist())
+                self.groups[key] = usable[order[bounds[g]:bounds[g + 1]]]
         self.empty = np.zeros(0, dtype=np.int64)
 
     def group(self, codes0) -> np.ndarray:

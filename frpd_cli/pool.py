@@ -10,6 +10,7 @@ A *pool* (``frpd build-pool``) keeps the result::
       X.npy, probability.npy, immutable.npy, monotone.npy, direction.npy
                       the encoded rows, their scores and constraint codes, one uncompressed array each
       encoder.json    the fitted encoder (schema, min-max ranges, decimals)
+      population.json the population shares of every feature (``largest_shift``, :mod:`frpd_cli.population`)
 
 and :func:`load_pool` turns it back into the same :class:`~frpd_cli.dataset.TrainingSet`, bit for bit,
 after checking that it was built from the data file, model, schema, threshold and text encoding given now.
@@ -31,6 +32,7 @@ from .constraints import ConstraintCodes
 from .dataset import TrainingSet, labeled_rows
 from .encoding import DEFAULT_SCALE, Encoder, fit_encoder
 from .exceptions import ArtifactError, StaleArtifactError
+from .population import PopulationShares, population_of
 
 __all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "pool_difference"]
 
@@ -72,6 +74,7 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
               "immutable_names": list(codes.immutable_names), "monotone_names": list(codes.monotone_names)}
     payloads = {f"{name}.npy": array for name, array in arrays.items()}
     payloads["encoder.json"] = training.encoder.to_dict()
+    payloads["population.json"] = population_of(training).to_dict()
     return write_artifact(out_dir, kind=POOL_KIND, params=params, inputs={"data": data, "model": model},
                           payloads=payloads)
 
@@ -156,9 +159,12 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
                             direction=arrays["direction"], immutable_names=tuple(params["immutable_names"]),
                             monotone_names=tuple(params["monotone_names"]))
     probability = arrays["probability"]
-    return TrainingSet(frame=features, schema=schema, encoder=encoder, X=arrays["X"], codes=codes,
-                       probability=probability, favorable=probability >= threshold,
-                       labeled=labeled_rows(frame, schema))
+    training = TrainingSet(frame=features, schema=schema, encoder=encoder, X=arrays["X"], codes=codes,
+                           probability=probability, favorable=probability >= threshold,
+                           labeled=labeled_rows(frame, schema))
+    if "population.json" in artifact.payload_names:      # the same rows and schema: the same shares
+        object.__setattr__(training, "_population", PopulationShares.from_dict(artifact.load_json("population.json")))
+    return training
 
 
 def _pool_arrays(artifact) -> dict:

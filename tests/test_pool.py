@@ -56,6 +56,10 @@ def test_pool_holds_the_training_set_bit_for_bit(sample_paths, pool_dir):
                                                                          pooled.codes.monotone_names)
     assert fresh.encoder.to_dict() == pooled.encoder.to_dict()
     pd.testing.assert_frame_equal(fresh.frame, pooled.frame)
+    from frpd_cli.population import fit_population, population_of
+
+    assert "_population" in pooled.__dict__          # read from the pool, not refitted over the rows
+    assert population_of(pooled).to_dict() == fit_population(frame, schema).to_dict()
     assert read_artifact(pool_dir, kind=POOL_KIND, command_hint="-").params["n_rows"] == 2000
 
 
