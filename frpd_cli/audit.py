@@ -164,7 +164,8 @@ def _differs(f, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         na, nb = np.isnan(a), np.isnan(b)
         with np.errstate(invalid="ignore"):
             return np.where(na | nb, na != nb, np.abs(b - a) > _ATOL)
-    return np.array([not (x is y or x == y or (pd.isna(x) and pd.isna(y))) for x, y in zip(a, b)], dtype=bool)
+    a, b = np.asarray(a, dtype=object), np.asarray(b, dtype=object)
+    return (a != b) & ~(pd.isna(a) & pd.isna(b))
 
 
 def _feature_broken(f, rules: dict, before: np.ndarray, after: np.ndarray, changed: np.ndarray) -> np.ndarray:
@@ -199,7 +200,7 @@ def _feature_broken(f, rules: dict, before: np.ndarray, after: np.ndarray, chang
     return out
 
 
-def broken_rules(before: pd.DataFrame, after: pd.DataFrame, training) -> np.ndarray:
+def broken_rules(before: pd.DataFrame, after: pd.DataFrame, training, *, features=None) -> np.ndarray:
     """Which rows of ``after`` break a rule of the applicant in the same row of ``before``.
 
     The checks of :func:`frpd_cli.metrics.constraint_violations` with the rules ``evaluate`` derives from the
@@ -212,6 +213,8 @@ def broken_rules(before: pd.DataFrame, after: pd.DataFrame, training) -> np.ndar
     before, after : DataFrame of shape (n, n_features)
         Applicants and the rows they would become, raw values coerced to the training types.
     training : frpd_cli.dataset.TrainingSet
+    features : iterable of str, optional
+        Check only these features (the others are known to be unchanged). Default: all.
 
     Returns
     -------
@@ -219,10 +222,13 @@ def broken_rules(before: pd.DataFrame, after: pd.DataFrame, training) -> np.ndar
     """
     schema = training.schema
     rules = _audit_rules(training)
-    changed = _changed_matrix(before, after, schema)
+    wanted = None if features is None else set(features)
     out = np.zeros(len(after), dtype=bool)
-    for j, f in enumerate(schema.features):
-        out |= _feature_broken(f, rules, before[f.name].to_numpy(), after[f.name].to_numpy(), changed[:, j])
+    for f in schema.features:
+        if wanted is not None and f.name not in wanted:
+            continue
+        a, b = before[f.name].to_numpy(), after[f.name].to_numpy()
+        out |= _feature_broken(f, rules, a, b, _differs(f, a, b))
     return out
 
 
@@ -461,9 +467,10 @@ def _bootstrap_sums(values: np.ndarray, n_bootstrap: int, seed: np.random.SeedSe
     n = values.size
     out = np.empty(n_bootstrap)
     step = max(1, _DRAWS // n)
+    index = np.int32 if n < 2**31 else np.int64        # half the memory traffic of int64 indices
     for start in range(0, n_bootstrap, step):
         stop = min(start + step, n_bootstrap)
-        out[start:stop] = values[rng.integers(0, n, size=(stop - start, n))].sum(axis=1)
+        out[start:stop] = values[rng.integers(0, n, size=(stop - start, n), dtype=index)].sum(axis=1)
     return out
 
 
@@ -565,12 +572,15 @@ def _applied(move, base: pd.DataFrame, training) -> tuple[np.ndarray, pd.DataFra
     return applies, moved
 
 
-def _accepted(before: pd.DataFrame, after: pd.DataFrame, training, model) -> np.ndarray:
-    """bool per row: a real change, no rule broken, and the model accepts the new row."""
+def _accepted(before: pd.DataFrame, after: pd.DataFrame, training, model, moved: set) -> np.ndarray:
+    """bool per row: a real change of the ``moved`` features, no rule broken, and the model accepts the row."""
     if not len(after):
         return np.zeros(0, dtype=bool)
-    schema = training.schema
-    real = _changed_matrix(before, after, schema).any(axis=1) & ~broken_rules(before, after, training)
+    real = np.zeros(len(after), dtype=bool)
+    for f in training.schema.features:
+        if f.name in moved:
+            real |= _differs(f, before[f.name].to_numpy(), after[f.name].to_numpy())
+    real &= ~broken_rules(before, after, training, features=moved)
     out = np.zeros(len(after), dtype=bool)
     idx = np.flatnonzero(real)
     for start in range(0, idx.size, _CHUNK):
@@ -590,8 +600,9 @@ def _covered_by(moves, base, training, model) -> np.ndarray:
         applies[idx[~hit]] = False
         current = moved
     out = np.zeros(len(base), dtype=bool)
+    moved = {training.schema.features[move[0]].name for move in moves}
     out[applies] = _accepted(base.loc[applies].reset_index(drop=True), current.reset_index(drop=True), training,
-                             model)
+                             model, moved)
     return out
 
 

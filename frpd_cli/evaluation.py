@@ -91,9 +91,26 @@ def _coerce(frame: pd.DataFrame, schema) -> pd.DataFrame:
             out[f.name] = pd.to_numeric(values.replace("", np.nan), errors="coerce").astype(np.float64)
         else:
             lookup = {category_key(level): level for level in f.levels}
-            out[f.name] = pd.Series([lookup.get(category_key(v), v) for v in values.tolist()], index=values.index,
-                                    dtype=object)
+            out[f.name] = pd.Series(_per_distinct(values.tolist(), lambda v: lookup.get(category_key(v), v)),
+                                    index=values.index, dtype=object)
     return pd.DataFrame(out, index=frame.index)
+
+
+def _per_distinct(values: list, function) -> list:
+    """``[function(v) for v in values]``, computed once per distinct value (of the same type: 1, 1.0 and True
+    are told apart): a column of a few categories repeated over many rows."""
+    seen: dict = {}
+    out = []
+    for v in values:
+        key = (type(v), v)
+        try:
+            out.append(seen[key])
+        except KeyError:
+            seen[key] = result = function(v)
+            out.append(result)
+        except TypeError:               # an unhashable value
+            out.append(function(v))
+    return out
 
 
 def _encodable(R: pd.DataFrame, encoder) -> np.ndarray:
@@ -110,7 +127,8 @@ def _encodable(R: pd.DataFrame, encoder) -> np.ndarray:
                     ok &= numbers == np.round(numbers)
         else:
             levels = set(category_key(level) for level in f.levels)
-            ok &= np.array([category_key(v) in levels and v is not None for v in values.tolist()], dtype=bool)
+            ok &= np.array(_per_distinct(values.tolist(), lambda v: v is not None and category_key(v) in levels),
+                           dtype=bool)
     return ok
 
 

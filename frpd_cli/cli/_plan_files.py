@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+from contextlib import contextmanager
 from pathlib import Path
 
 from ..exceptions import InputError
@@ -21,6 +23,24 @@ def require_matplotlib() -> None:
                          "`pip install 'frpd-cli[plot]'`.") from None
 
 
+@contextmanager
+def _records_kept():
+    """No cyclic garbage collection while plan records are built, and none over them afterwards.
+
+    A plans file of 100,000 plans is millions of small dicts and lists, which live until the command ends and
+    hold no reference cycles (reference counting frees them). Left to the collector, each full collection
+    walks all of them again: reading took 3x the CPU. They are moved to the permanent generation instead.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
+
+
 def read_plans_with_applicants(plans: Path, applicants: Path | None, training, id_column: str | None, *,
                                encoding: str = "utf-8", used=()):
     """The plan records and the applicants' raw rows and ids they refer to.
@@ -37,7 +57,8 @@ def read_plans_with_applicants(plans: Path, applicants: Path | None, training, i
     """
     from ..evaluation import applicants_from_records, repeated_plans
 
-    records = read_plans(plans)
+    with _records_kept():
+        records = read_plans(plans)
     repeated = repeated_plans(records)
     if repeated:
         a, mth, n = repeated[0]
