@@ -28,7 +28,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import _audit_rules, _check_records, _ks, _method_of, record_rows, score_records
+from .evaluation import (_audit_rules, _check_records, _ks, _method_of, checked_applicants, record_rows,
+                         score_records)
 from .exceptions import InputError
 
 __all__ = [
@@ -314,13 +315,7 @@ def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *,
     groups = dict(groups or {})
     if pairs and not groups:
         raise InputError("Pairs of actions are found per group: pass at least one group column (--by).")
-    names = list(training.schema.feature_names)
-    missing = [n for n in names if n not in applicants.columns]
-    if missing:
-        raise InputError(f"Column(s) {', '.join(repr(n) for n in missing)} missing from the applicants; "
-                         "the model was trained with them.")
-    applicants = applicants.reset_index(drop=True)
-    ids = [str(i) for i in range(len(applicants))] if ids is None else [str(i) for i in ids]
+    applicants, ids = checked_applicants(applicants, ids, training.schema.feature_names)
     for column, (labels, _order) in groups.items():
         if len(labels) != len(applicants):
             raise InputError(f"The group column {column!r} has {len(labels)} values for {len(applicants)} "

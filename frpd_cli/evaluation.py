@@ -47,6 +47,7 @@ __all__ = [
     "plot_tradeoff",
     "repeated_plans",
     "record_rows",
+    "checked_applicants",
     "score_records",
     "ScoredRecords",
 ]
@@ -285,6 +286,23 @@ class ScoredRecords(NamedTuple):
     """bool: encodable and predicted favourable at the model's threshold."""
 
 
+def checked_applicants(applicants: pd.DataFrame, ids, feature_names) -> tuple[pd.DataFrame, list[str]]:
+    """The applicants (index reset) and their ids as text (default: row numbers), after checking that every
+    feature is a column.
+
+    Raises
+    ------
+    InputError
+        A feature column is missing.
+    """
+    missing = [n for n in feature_names if n not in applicants.columns]
+    if missing:
+        raise InputError(f"Column(s) {', '.join(repr(n) for n in missing)} missing from the applicants; "
+                         "the model was trained with them.")
+    applicants = applicants.reset_index(drop=True)
+    return applicants, [str(i) for i in range(len(applicants))] if ids is None else [str(i) for i in ids]
+
+
 def record_rows(records, ids: Sequence[str], n_applicants: int) -> list[int]:
     """The applicant row of each plan record, looked up by id.
 
@@ -412,12 +430,7 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
     schema, encoder = training.schema, training.encoder
     names = list(schema.feature_names)
-    missing = [n for n in names if n not in applicants.columns]
-    if missing:
-        raise InputError(f"Column(s) {', '.join(repr(n) for n in missing)} missing from the applicants; "
-                         "the model was trained with them.")
-    applicants = applicants.reset_index(drop=True)
-    ids = [str(i) for i in range(len(applicants))] if ids is None else [str(i) for i in ids]
+    applicants, ids = checked_applicants(applicants, ids, names)
     ks = _ks(records, k)
     rows_of = record_rows(records, ids, len(applicants))
     scored = score_records(records, training, model, applicants)

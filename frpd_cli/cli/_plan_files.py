@@ -5,13 +5,19 @@ from __future__ import annotations
 import gc
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Annotated
+
+import typer
 
 from ..exceptions import InputError
 from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err
 
-__all__ = ["require_matplotlib", "read_plans_with_applicants"]
+__all__ = ["PlansOpt", "require_matplotlib", "read_plans_with_applicants"]
+
+PlansOpt = Annotated[Path, typer.Option("--plans", readable=False, help="Plans from plan/interpolate (csv or jsonl; "
+                                        "several methods may be concatenated).", show_default=False)]
 
 
 def require_matplotlib() -> None:

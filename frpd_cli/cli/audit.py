@@ -13,7 +13,7 @@ from ..exceptions import InputError, OptionError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._plan_files import read_plans_with_applicants, require_matplotlib
+from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
 from ._output import busy, open_output, print_rows, resolve_format, write_records
 from .app import app
 
@@ -28,8 +28,7 @@ _AUDIT = "Audit"
 def audit_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    plans: Annotated[Path, typer.Option("--plans", readable=False, help="Plans from plan/interpolate (csv or jsonl; several "
-                                        "methods may be concatenated).", show_default=False)],
+    plans: PlansOpt,
     applicants: Annotated[Optional[Path], typer.Option("--applicants", readable=False, help="The applicants file the plans were "
                                                        "made for; a --by column may be any of its columns, also one "
                                                        "the model does not use. Optional for jsonl/json plans "

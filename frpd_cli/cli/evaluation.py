@@ -18,7 +18,7 @@ from ..exceptions import ArtifactError, InputError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._plan_files import read_plans_with_applicants, require_matplotlib
+from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
 from ._output import open_output, render_rows_blocks, resolve_format, stderr_console, write_records
 from .app import app
 
@@ -82,8 +82,7 @@ def _print_table(stream, summary) -> None:
 def evaluate_command(
     data: o.DataArg,
     model: o.ModelOpt,
-    plans: Annotated[Path, typer.Option("--plans", readable=False, help="Plans from plan/interpolate (csv or jsonl; several "
-                                        "methods may be concatenated).", show_default=False)],
+    plans: PlansOpt,
     applicants: Annotated[Optional[Path], typer.Option("--applicants", readable=False, help="The applicants file the plans were "
                                                        "made for (each plan's applicant is looked up by id). "
                                                        "Optional for jsonl/json plans, whose recourses carry the "
