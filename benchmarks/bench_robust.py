@@ -14,7 +14,8 @@ training file frpd is given. Simulated updates, each the same recipe retrained:
 - ``seed``:  on half A again with random_state 1 (the same data, another initialisation).
 
 Applicants are the first N test rows today's model denies. Configurations: plain frpd (N = 0), --margin 0.1 and
-0.2, --robust N for N in {4, 8, 16} and --robust-level q in {1, 0.9}, and --robust 8 with --resample shifted.
+0.2, --robust N for N in {4, 8, 16} and --robust-level q in {1, 0.9}, --robust 8 and --robust 16 --robust-level
+0.9 with --resample subsample, --robust 8 with --resample shifted, with --margin 0.05 and with --robust-spread 2.
 Each recourse is scored by each updated model (validity = share of recourses it accepts; plans = share of plans
 with a recourse in which it accepts at least one). Cost and changed features are means over recourses; CPU is
 the planning CPU time (refits loaded from an artifact built once; their fitting CPU is reported apart).
@@ -95,7 +96,8 @@ def _setup(name, tmp: Path, n_applicants: int):
             "features": features, "immutable": immutable, "increasing": increasing}
 
 
-def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bootstrap", spread=1.0):
+def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bootstrap", spread=1.0,
+          policy="auto"):
     from frpd_cli.cli._options import SchemaFlags, read_training
     from frpd_cli.cli._robust import RobustModels
     from frpd_cli.planning import PlanSettings, plan_applicants
@@ -106,7 +108,7 @@ def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bo
     t0 = time.process_time()
     training, model, _ = read_training(case["data"], case["model"], flags, robust=others)
     t1 = time.process_time()
-    settings = PlanSettings(method="quad", k=3, margin=margin).validate()
+    settings = PlanSettings(method="quad", k=3, margin=margin, immutable_policy=policy).validate()
     ids = [str(i) for i in range(len(case["applicants"]))]
     plans = [p for chunk in plan_applicants(training, model, case["applicants"], ids, settings) for p in chunk]
     t2 = time.process_time()
@@ -150,13 +152,13 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
             schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))
             model = load_model(case["model"], favorable=schema.favorable, feature_names=schema.feature_names)
             refit_dirs, fit_cpu = {}, {}
-            for how in ("bootstrap", "shifted") if shifted else ("bootstrap",):
+            for how in ("bootstrap", "subsample", "shifted") if shifted else ("bootstrap", "subsample"):
                 if (tmp / f"{name}_{how}" / "manifest.json").exists():       # --work: built by an earlier run
                     refit_dirs[how], fit_cpu[how] = tmp / f"{name}_{how}", (float("nan"), float("nan"))
                     continue
                 t0 = time.process_time()
                 start = time.perf_counter()
-                fitted = fit_refits(model, frame, schema, n=16 if how == "bootstrap" else 8, seed=0, resample=how,
+                fitted = fit_refits(model, frame, schema, n=8 if how == "shifted" else 16, seed=0, resample=how,
                                     n_jobs=jobs)
                 fit_cpu[how] = (time.process_time() - t0, time.perf_counter() - start)
                 refit_dirs[how] = write_refits(tmp / f"{name}_{how}", fitted, data=case["data"], model=case["model"],
@@ -166,10 +168,14 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
                 for q in (1.0, 0.9):
                     configs.append((f"robust {n} q {q:g}",
                                     {"robust": n, "level": q, "refits": refit_dirs["bootstrap"]}))
+            for n, q in ((8, 1.0), (16, 0.9)):
+                configs.append((f"robust {n} subsample" + (f" q {q:g}" if q < 1 else ""),
+                                {"robust": n, "level": q, "refits": refit_dirs["subsample"], "resample": "subsample"}))
             if shifted:
                 configs.append(("robust 8 shifted", {"robust": 8, "refits": refit_dirs["shifted"],
                                                      "resample": "shifted"}))
             configs.append(("robust 8 margin 0.05", {"robust": 8, "refits": refit_dirs["bootstrap"], "margin": 0.05}))
+            configs.append(("robust 8 spread 2", {"robust": 8, "refits": refit_dirs["bootstrap"], "spread": 2.0}))
             for label, kwargs in configs:
                 if only and label not in only:
                     continue
@@ -182,8 +188,9 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
                 print(f"{name:7s} {label:18s} " + " ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}"
                                                             for k, v in row.items() if k not in ("dataset", "config")),
                       file=sys.stderr, flush=True)
-            print(f"{name}: fitting 16 bootstrap refits took {fit_cpu['bootstrap'][1]:.1f} s wall (--jobs {jobs})",
-                  file=sys.stderr, flush=True)
+            for how, (cpu, wall) in fit_cpu.items():
+                print(f"{name}: fitting the {how} refits took {cpu:.1f} s CPU, {wall:.1f} s wall (--jobs {jobs})",
+                      file=sys.stderr, flush=True)
     return pd.DataFrame(results)
 
 

@@ -36,8 +36,7 @@ __all__ = ["REFITS_KIND", "REFITS_HINT", "RESAMPLES", "fit_refits", "write_refit
 REFITS_KIND = "refits"
 REFITS_HINT = "frpd build-refits DATA --model MODEL --robust N --out DIR (with the same --seed)"
 #: How each refit's rows are drawn: ``bootstrap`` (n rows with replacement, the default), ``subsample`` (half
-#: of the rows, without replacement: models that differ from today's as much as models trained on other data do,
-#: each fitted in about half the time) or ``shifted`` (a bootstrap weighted towards one end of a random direction
+#: of the rows, without replacement: more varied refits, each fitted in about half the time) or ``shifted`` (a bootstrap weighted towards one end of a random direction
 #: of the numeric features: a drifted population).
 RESAMPLES = ("bootstrap", "subsample", "shifted")
 

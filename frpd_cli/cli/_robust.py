@@ -46,13 +46,14 @@ RobustSpreadOpt = Annotated[Optional[float], typer.Option(
     "--robust-spread", metavar="S", callback=_check_spread, help="How far the next release may stray, in units of "
     "the refits' own deviation from the model: a refit's probability counts S times as far from the model's as it "
     "is (1: the refits as they are). Refits of today's data differ from today's model less than a model trained on "
-    "new data does. Default: 1.", rich_help_panel=_ROBUST)]
+    "new data does.", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
 ResampleOpt = Annotated[str, typer.Option(
-    "--resample", help="How refits draw their rows: bootstrap, or shifted (a bootstrap tilted along a random "
-    "direction of the numeric features: a drifted population).", rich_help_panel=_ROBUST)]
+    "--resample", help="How refits draw their rows: bootstrap; subsample (half the rows without replacement: "
+    "more varied refits, each fitted in half the time); or shifted (a bootstrap tilted along a random direction "
+    "of the numeric features: a drifted population).", rich_help_panel=_ROBUST)]
 
 
 @dataclass(frozen=True)

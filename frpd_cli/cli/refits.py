@@ -36,8 +36,8 @@ def build_refits_command(
 ) -> None:
     """Refit copies of the model on resamples of the training data and save them as a refits artifact.
 
-    Each refit is sklearn.base.clone of the model's estimator fitted on a bootstrap resample of the data file's
-    rows and target column, with every random_state set from --seed and the refit's number: the same data,
+    Each refit is sklearn.base.clone of the model's estimator fitted on a resample of the data file's rows and
+    target column (--resample: bootstrap, subsample or shifted), with every random_state set from --seed and the refit's number: the same data,
     model, seed and N give the same refits, whatever --jobs. plan, select and interpolate given --refits DIR
     require every recourse to be favourable under them (--robust-level: a share of them). Models frpd cannot
     refit (ONNX, classes without fit/get_params) are refused: pass models trained elsewhere with
