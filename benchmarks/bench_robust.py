@@ -189,6 +189,8 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
                                                             for k, v in row.items() if k not in ("dataset", "config")),
                       file=sys.stderr, flush=True)
             for how, (cpu, wall) in fit_cpu.items():
+                if np.isnan(cpu):                # read from --work
+                    continue
                 print(f"{name}: fitting the {how} refits took {cpu:.1f} s CPU, {wall:.1f} s wall (--jobs {jobs})",
                       file=sys.stderr, flush=True)
     return pd.DataFrame(results)

@@ -218,3 +218,16 @@ def test_robust_graph_plans_end_where_every_refit_accepts(setup, tmp_path):
     assert min((refit.predict_proba(plain)[:, 1] >= 0.5).mean() for refit in refits) < 1.0
     # the same bytes for any --jobs
     assert _plan(setup, "--graph", tmp_path / "graph", "--refits", tmp_path / "refits", "--jobs", "2") == text
+
+
+def test_subsample_and_spread_plans_are_the_same_bytes_for_any_jobs_and_chunk_size(setup, tmp_path):
+    rng = np.random.default_rng(6)
+    many = tmp_path / "many.csv"
+    pd.DataFrame({c: rng.uniform(0, 5, 120).round(2) for c in FEATURES}).to_csv(many, index=False)
+    base = ["plan", setup.data, "--model", setup.model, "--applicants", many, "--target", "y", "--format", "csv",
+            "--robust", "3", "--resample", "subsample", "--robust-spread", "1.5"]
+    one = _run([*base, "--jobs", "1"]).stdout
+    assert one.count("\n") > 120
+    assert _run([*base, "--jobs", "2"]).stdout == one
+    assert _run([*base, "--chunk-size", "7"]).stdout == one
+    assert _run([*base[:-2], "--jobs", "2"]).stdout != one          # the spread changes plans
