@@ -1,4 +1,4 @@
-"""Sparse, effort-priced recourses and the probability margin, side by side with DiCE random on the same model and
+"""Sparse, effort-priced recourses, the probability margin and the move bound, side by side with DiCE random on the same model and
 applicants.
 
 Run: python benchmarks/bench_sparsity.py [--n-applicants N] [--datasets german,sba,bank,adult,compas] [--no-dice]
@@ -7,9 +7,10 @@ Per dataset (the protocol of `paper_tables.py`: 80/20 split stratified on the la
 its immutable features, applicants = the first N test rows the model predicts unfavourable, K = 3, theta = 0.9):
 
 - quad with the paper's plain interpolation (`--no-sparsify`) in the paper's min-max scale;
-- quad with sparse recourses in the min-max scale (`--scale minmax`), at margins 0 and 0.05;
-- quad with sparse recourses in the effort scale (`--scale effort`: a move costs the share of the training
-  population it crosses), at margins 0 and 0.05;
+- quad with sparse recourses at margin 0.05 in the min-max scale (`--scale minmax`) and in the effort scale
+  (`--scale effort`: a move costs the share of the training population it crosses), each without a move bound
+  and with `frpd`'s default one (`--max-move 0.25`: no numeric feature moves by more than 25% of its training
+  range);
 - DiCE random (`features_to_vary` = the mutable features, seed 42), when dice-ml is installed.
 
 Every recourse is re-predicted by the model (`frpd_cli.evaluation`); the constraint audit counts immutable,
@@ -54,18 +55,23 @@ from benchmarks.paper_tables import (  # noqa: E402
     run_method,
 )
 from frpd_cli.evaluation import NEAR_THRESHOLD, evaluate_plans, summarize_by_method  # noqa: E402
+from frpd_cli.schema import DEFAULT_MAX_MOVE, SchemaSpec, infer_schema  # noqa: E402
 
 WANTED = ("German", "SBA", "Bank", "Adult", "COMPAS")
-RUNS = (  # label, scale, settings
-    ("quad plain minmax", "minmax", {"sparsify": False, "margin": 0.0}),
-    ("quad sparse minmax", "minmax", {"sparsify": True, "margin": 0.0}),
-    ("quad sparse minmax M=0.05", "minmax", {"sparsify": True, "margin": 0.05}),
-    ("quad sparse effort", "effort", {"sparsify": True, "margin": 0.0}),
-    ("quad sparse effort M=0.05", "effort", {"sparsify": True, "margin": 0.05}),
+#: The move bound of `frpd`'s commands (`--max-move`, a share of each numeric feature's training range).
+BOUND = DEFAULT_MAX_MOVE
+RUNS = (  # label, scale, settings, move bound (None: none)
+    ("quad plain minmax", "minmax", {"sparsify": False, "margin": 0.0}, None),
+    ("quad sparse minmax M=0.05", "minmax", {"sparsify": True, "margin": 0.05}, None),
+    (f"quad sparse minmax M=0.05 max-move {BOUND:g}", "minmax", {"sparsify": True, "margin": 0.05}, BOUND),
+    ("quad sparse effort M=0.05", "effort", {"sparsify": True, "margin": 0.05}, None),
+    (f"quad sparse effort M=0.05 max-move {BOUND:g}", "effort", {"sparsify": True, "margin": 0.05}, BOUND),
 )
-MARGINS = {label: extra.get("margin", 0.0) for label, _, extra in RUNS}
-#: The default configuration the targets are about: effort scale, sparse recourses, margin 0.05.
-DEFAULT_RUN = "quad sparse effort M=0.05"
+MARGINS = {label: extra.get("margin", 0.0) for label, _, extra, _ in RUNS}
+#: The default configuration the targets are about: `frpd plan`'s defaults (min-max scale, sparse recourses,
+#: margin 0.05, the move bound), and the same in the effort scale.
+DEFAULT_RUN = f"quad sparse minmax M=0.05 max-move {BOUND:g}"
+EFFORT_RUN = f"quad sparse effort M=0.05 max-move {BOUND:g}"
 #: A move is far when it crosses more than this share of a numeric feature's training range.
 FAR = 0.3
 
@@ -142,6 +148,16 @@ def _far_shares(p, records) -> dict:
     return out
 
 
+def _empty_plans(records) -> dict:
+    """Per method: the applicants (needing recourse) whose plan holds no recourse."""
+    out = {}
+    for rec in records:
+        out.setdefault(rec["method"], 0)
+        if not rec["recourses"] and rec.get("status") != "already-favorable":
+            out[rec["method"]] += 1
+    return out
+
+
 def _violation_kinds(problems) -> dict:
     """Violations of each rule (immutable, monotone, range, vocabulary), read from `evaluate_plans`' problems."""
     out = {}
@@ -164,9 +180,14 @@ def run_dataset(spec, tmp: Path, n_applicants: int, use_dice: bool):
     log(f"{spec.name}: training the MLP")
     p = prepare(spec, tmp, n_applicants)
     effort = replace(p, training=build_training_set(p.train, p.training.schema, p.model, scale="effort"))
+    bounded = infer_schema(p.train, SchemaSpec(target=spec.target, favorable=1, categorical=spec.categorical,
+                                               immutable=spec.immutable, max_move=BOUND))
+    prepared = {("minmax", None): p, ("effort", None): effort}
+    for scale in ("minmax", "effort"):
+        prepared[scale, BOUND] = replace(p, training=build_training_set(p.train, bounded, p.model, scale=scale))
     records, seconds, sparse_seconds = [], {}, {}
-    for label, scale, extra in RUNS:
-        q = effort if scale == "effort" else p
+    for label, scale, extra, bound in RUNS:
+        q = prepared[scale, bound]
         with _SparseClock() as clock:
             (recs, _), cpu = _cpu(lambda extra=extra, label=label, q=q: run_method(q, "quad", label=label,
                                                                                     extra=extra))
@@ -187,6 +208,7 @@ def run_dataset(spec, tmp: Path, n_applicants: int, use_dice: bool):
     summary = summarize_by_method(per)
     probabilities = _recourse_probabilities(p, records)
     far = _far_shares(p, records)
+    empty = _empty_plans(records)
     threshold = p.model.threshold
     rows = []
     for _, r in summary.iterrows():
@@ -198,6 +220,7 @@ def run_dataset(spec, tmp: Path, n_applicants: int, use_dice: bool):
             "cost": r["cost mean"], "minmax cost": r["minmax cost mean"], "far": far.get(method, float("nan")),
             "validity": r["validity mean"], "anti-diversity": r["anti-diversity mean"],
             "changed features": r["sparsity mean"], "full plans": r["full plans mean"],
+            "empty plans": empty.get(method, 0),
             "violations": float(per.loc[per["method"] == method, "violations"].fillna(0).sum()),
             "probability": r["probability mean"], "near threshold": r["near threshold mean"],
             "min probability": float(probs.min()) if probs.size else float("nan"),
@@ -211,7 +234,7 @@ def run_dataset(spec, tmp: Path, n_applicants: int, use_dice: bool):
 
 def _table(rows) -> list[str]:
     head = ["method", "n", "recourses", "cost (effort)", "cost (min-max)", "far moves", "validity", "anti-diversity",
-            "changed features", "full plans",
+            "changed features", "full plans", "empty plans",
             "probability", "below thr+0.01", "min probability", "valid at margin", "violations", "CPU s / applicant",
             "sparsify CPU ms / applicant"]
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
@@ -219,7 +242,7 @@ def _table(rows) -> list[str]:
         lines.append("| " + " | ".join([
             r["method"], str(r["n"]), str(r["recourses"]), _cell(r["cost"]), _cell(r["minmax cost"]),
             _cell(r["far"]), _cell(r["validity"]),
-            _cell(r["anti-diversity"]), _cell(r["changed features"]), _cell(r["full plans"]),
+            _cell(r["anti-diversity"]), _cell(r["changed features"]), _cell(r["full plans"]), str(r["empty plans"]),
             _cell(r["probability"], 3), _cell(r["near threshold"]), _cell(r["min probability"], 3),
             _cell(r["valid at margin"]), f"{r['violations']:.0f}", _cell(r["cpu"], 3), _cell(r["sparse cpu"])]) + " |")
     return lines
@@ -227,20 +250,26 @@ def _table(rows) -> list[str]:
 
 def _targets(name: str, rows) -> list[str]:
     by = {r["method"]: r for r in rows}
-    ours, dice, before = by.get(DEFAULT_RUN), by.get("DiCE random"), by.get("quad sparse minmax")
+    dice, before = by.get("DiCE random"), by.get("quad sparse minmax M=0.05")
     lines = []
-    if ours:
+    for label in (DEFAULT_RUN, EFFORT_RUN):
+        ours = by.get(label)
+        if not ours:
+            continue
         ok = ours["far"] <= 0.10 and ours["valid at margin"] == 1.0 and ours["violations"] == 0
-        lines.append(f"- {name}: {DEFAULT_RUN}: far moves {ours['far']:.2f} (min-max, margin 0: "
-                     f"{before['far']:.2f}" + (f"; DiCE random {dice['far']:.2f}" if dice else "") + "), valid at "
+        lines.append(f"- {name}: {label}: far moves {ours['far']:.2f} (without the bound: {before['far']:.2f}"
+                     + (f"; DiCE random {dice['far']:.2f}" if dice else "") + "), valid at "
                      f"its margin {ours['valid at margin']:.2f}, {ours['violations']:.0f} violations "
-                     f"({'met' if ok else 'NOT met'}); cost {ours['cost']:.3f} effort, {ours['minmax cost']:.3f} "
-                     "min-max.")
-    if ours and dice:
-        lines.append(f"- {name}: changed features {ours['changed features']:.2f} vs DiCE {dice['changed features']:.2f} "
-                     f"({'met' if ours['changed features'] <= dice['changed features'] else 'NOT met'}); "
-                     f"anti-diversity {ours['anti-diversity']:.2f} vs DiCE {dice['anti-diversity']:.2f} "
-                     f"({'met' if ours['anti-diversity'] < dice['anti-diversity'] else 'NOT met'}).")
+                     f"({'met' if ok else 'NOT met'}); plans with no recourse {ours['empty plans']} of {ours['n']} "
+                     f"(without the bound: {before['empty plans']}), full plans {ours['full plans']:.2f} "
+                     f"(without: {before['full plans']:.2f}); cost {ours['cost']:.3f} effort, "
+                     f"{ours['minmax cost']:.3f} min-max.")
+        if dice:
+            lines.append(f"- {name}: {label}: changed features {ours['changed features']:.2f} vs DiCE "
+                         f"{dice['changed features']:.2f} "
+                         f"({'met' if ours['changed features'] <= dice['changed features'] else 'NOT met'}); "
+                         f"anti-diversity {ours['anti-diversity']:.2f} vs DiCE {dice['anti-diversity']:.2f} "
+                         f"({'met' if ours['anti-diversity'] < dice['anti-diversity'] else 'NOT met'}).")
     broken = [f"{r['method']} " + ", ".join(f"{v} {k}" for k, v in sorted(r["violation kinds"].items()))
               for r in rows if r["violation kinds"]]
     lines.append(f"- {name}: violations by rule: {'; '.join(broken) if broken else 'none'}.")
@@ -263,7 +292,7 @@ def main(argv=None) -> int:
     if not args.no_dice and not use_dice:
         log("dice-ml is not installed (pip install 'frpd-cli[bench]'); skipping DiCE random")
     lines = [
-        "## Sparse recourses and the margin (`benchmarks/bench_sparsity.py`)", "",
+        "## Sparse recourses, the margin, the scale and the move bound (`benchmarks/bench_sparsity.py`)", "",
         f"Machine: {machine_line()}, single-threaded BLAS. Command: `python benchmarks/bench_sparsity.py "
         f"--n-applicants {args.n_applicants}`.", "",
         "Protocol of the paper tables (80/20 split stratified on the label, seed 42, MLP (20, 50, 20), the paper's "
@@ -282,7 +311,9 @@ def main(argv=None) -> int:
         "the library call (planning, or DiCE's `generate_counterfactuals`); sparsify CPU ms per applicant: the part "
         "of it spent in sparsification (`sparsify_recourses` and the repeated-recourse handling of "
         "`interpolate_plans`). Sparse recourses never cost more than the plain one (`COST_FACTOR` = 1) nor "
-        "change more features.", "",
+        "change more features. empty plans: applicants whose plan holds no recourse. max-move 0.25: the schema "
+        "carries `frpd`'s default move bound (`--max-move 0.25`, enforced in every stage; an applicant with fewer "
+        "than K candidates within it gets favourable rows moved into it and re-predicted).", "",
     ]
     summary_lines = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -69,6 +69,8 @@ __all__ = [
     "Exclusion",
     "candidate_mask",
     "candidate_set",
+    "moved_candidates",
+    "has_move_bounds",
     "project_rows",
     "effective_policy",
     "may_project",
@@ -84,6 +86,9 @@ __all__ = [
 ]
 
 IMMUTABLE_POLICIES = ("filter", "project", "auto")
+#: Moved candidates (:func:`moved_candidates`): at most this many pool rows, the nearest to the applicant, are
+#: moved into its bounds and re-predicted.
+MOVED_NEAREST = 256
 
 
 # ------------------------------------------------------------------------------------------------ the stage
@@ -209,6 +214,10 @@ class CandidateStage:
                 raise InputError(f"The '{self.policy}' immutable policy needs the model to re-predict projected rows.")
             cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
             found = Candidates(rows=cset.rows, X=cset.X, projected=cset.projected, n_pool=int(pool.sum()))
+        moved = len(found) < k and self.model is not None and has_move_bounds(training.schema)
+        if moved:          # too few within the move bounds: the other rows moved into them, if still favourable
+            found = _with_moved(training, found, moved_candidates(training, self.model, x0, codes0, raw0, pool,
+                                                                  found.rows, policy=self.policy, level=self.level))
         if len(found) >= k:
             return found
         parts = exclusions(training, codes0, pool, raw0)
@@ -217,6 +226,8 @@ class CandidateStage:
             reason += ("; even after projecting the others onto the applicant's immutable values"
                        if self.policy == "project"
                        else "; even after projecting the others onto the applicant's numeric immutable values")
+        if moved:
+            reason += "; even after moving the others within --max-move of the applicant and re-predicting them"
         return _short(found, self._with_margin(reason), parts)
 
     def reach(self, x0: np.ndarray, codes0: ConstraintCodes) -> GraphReach:
@@ -271,6 +282,20 @@ def _reachable(actionable: np.ndarray, reach: GraphReach, max_hops: int | None) 
     return np.flatnonzero(mask)
 
 
+def _with_moved(training: TrainingSet, found: Candidates, moved: "CandidateSet") -> Candidates:
+    """``found`` and, after them, the candidates moved into the move bounds (flagged projected)."""
+    if not len(moved):
+        return found
+    X = training.X[found.rows] if found.X is None else found.X
+    known = {row.tobytes() for row in X}
+    fresh = np.array([row.tobytes() not in known for row in moved.X], dtype=bool)
+    moved = CandidateSet(rows=moved.rows[fresh], X=moved.X[fresh], projected=moved.projected[fresh],
+                         raw=moved.raw[fresh].reset_index(drop=True))
+    projected = np.zeros(len(found), dtype=bool) if found.projected is None else found.projected
+    return Candidates(rows=np.concatenate([found.rows, moved.rows]), X=np.vstack([X, moved.X]),
+                      projected=np.concatenate([projected, moved.projected]), n_pool=found.n_pool)
+
+
 # ------------------------------------------------------------------------------------------------ policies
 
 
@@ -286,8 +311,9 @@ def effective_policy(schema, policy: str) -> str:
 
 
 def may_project(schema, policy: str) -> bool:
-    """Whether plans under ``policy`` can hold projected recourses (the csv output then has the column)."""
-    return effective_policy(schema, policy) in ("project", "auto")
+    """Whether plans under ``policy`` can hold projected recourses (the csv output then has the column): the
+    ``project`` and ``auto`` policies, and move bounds (``--max-move``: :func:`moved_candidates`)."""
+    return effective_policy(schema, policy) in ("project", "auto") or has_move_bounds(schema)
 
 
 # ------------------------------------------------------------------------------------------------ ranges
@@ -314,7 +340,7 @@ def outside_ranges(training: TrainingSet) -> list[tuple]:
 def _absolute(f):
     from dataclasses import replace
 
-    return replace(f, rel_low=None, rel_high=None) if f.is_relative else f
+    return replace(f, rel_low=None, rel_high=None, max_move=None) if f.is_relative else f
 
 
 def _relative_features(training: TrainingSet) -> list:
@@ -575,6 +601,82 @@ def project_rows(training: TrainingSet, rows: np.ndarray, raw0: pd.Series) -> pd
     return out
 
 
+def has_move_bounds(schema) -> bool:
+    """Whether some feature has a move bound (``--max-move``)."""
+    return schema is not None and any(f.max_move is not None for f in schema.features)
+
+
+def moved_candidates(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd.Series, pool: np.ndarray,
+                     taken: np.ndarray, *, policy: str = "filter", level: float | None = None) -> CandidateSet:
+    """Pool rows moved into the applicant's move bounds (``--max-move``) that stay favourable.
+
+    The rows of ``pool`` that are not candidates yet (``taken``) and that the
+    policy may use (``filter``: the applicant's immutable values and the
+    allowed side of every monotone feature; ``auto``: its categorical immutable
+    values; ``project``: any) are projected (:func:`project_rows`), every
+    feature with a move bound is clipped into the applicant's bounds (the
+    other limits too), and the rows the model still predicts favourable at
+    ``level``, inside every range and different from the applicant and from
+    each other, are returned, flagged projected. Only the :data:`MOVED_NEAREST`
+    eligible rows nearest to the applicant (encoded distance, before the
+    move) are moved and re-predicted.
+    The candidate stage calls it for an applicant with fewer than K
+    candidates; it costs one model call.
+
+    Returns
+    -------
+    candidates : CandidateSet
+        Empty when no row qualifies.
+    """
+    eligible = pool.copy()
+    eligible[taken] = False
+    policy = effective_policy(training.schema, policy)
+    codes = training.codes
+    if policy == "filter":
+        eligible &= actionable_mask(codes0, codes)
+    elif policy == "auto":
+        keep_cols = [j for j, name in enumerate(codes.immutable_names) if training.schema.feature(name).is_categorical]
+        eligible &= actionable_mask(ConstraintCodes(immutable=codes0.immutable[:, keep_cols], monotone=codes0.monotone,
+                                                    direction=codes0.direction),
+                                    ConstraintCodes(immutable=codes.immutable[:, keep_cols], monotone=codes.monotone,
+                                                    direction=codes.direction))
+    rows = np.flatnonzero(eligible)
+    if rows.size > MOVED_NEAREST:        # the rows nearest to the applicant only: a bounded model call
+        near = np.argsort(np.sum((training.X[rows] - x0) ** 2, axis=1), kind="stable")[:MOVED_NEAREST]
+        rows = np.sort(rows[near])
+    empty = CandidateSet(rows=np.zeros(0, dtype=np.int64), X=np.zeros((0, training.X.shape[1])),
+                         projected=np.zeros(0, dtype=bool), raw=training.frame.iloc[:0])
+    if rows.size == 0:
+        return empty
+    moved = project_rows(training, rows, raw0)
+    inside = np.ones(len(moved), dtype=bool)
+    for f in training.schema.features:
+        if f.is_numeric and f.max_move is not None and f.mutability != "immutable":
+            low, high = f.bounds(float(raw0[f.name]))
+            values = moved[f.name].to_numpy(dtype=np.float64)
+            moved[f.name] = np.clip(values, low, high).astype(moved[f.name].dtype, copy=False)
+        if f.has_range:
+            values = moved[f.name]
+            inside &= f.in_range(values.to_numpy(), raw0[f.name] if f.is_relative else None) | (
+                values == raw0[f.name]).to_numpy()
+    moved, rows = moved[inside].reset_index(drop=True), rows[inside]
+    if rows.size == 0:
+        return empty
+    X = training.encoder.encode(moved, source="the candidates moved into the move bounds")
+    keep = np.asarray(model.favorable_probability(moved), dtype=np.float64) >= (
+        model.threshold if level is None else level)
+    keep &= ~np.all(X == x0, axis=1)
+    seen = set()
+    for j in np.flatnonzero(keep):
+        key = X[j].tobytes()
+        if key in seen:
+            keep[j] = False
+        else:
+            seen.add(key)
+    return CandidateSet(rows=rows[keep].astype(np.int64), X=X[keep], projected=np.ones(int(keep.sum()), dtype=bool),
+                        raw=moved[keep].reset_index(drop=True))
+
+
 def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd.Series, pool: np.ndarray, *,
                   policy: str = "filter", level: float | None = None) -> CandidateSet:
     """The candidate prototypes of one applicant under an immutable-feature policy.
@@ -674,7 +776,7 @@ class Exclusion:
     count : int
         Rows of the set that break the constraint (a row breaking several is
         counted under each).
-    constraint : {"immutable", "increasing", "decreasing", "range"}
+    constraint : {"immutable", "increasing", "decreasing", "range", "max-move"}
     feature : str
     text : str
         The constraint's part of a reason, e.g. ``"12 differ in gender (applicant: Male)"``.
@@ -717,29 +819,44 @@ def exclusions(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[Ex
 
 
 def _range_exclusions(training: TrainingSet, rows: np.ndarray, raw0) -> list[Exclusion]:
-    """How many of ``rows`` each ``--range`` rules out (a row keeping the applicant's value is never out)."""
+    """How many of ``rows`` each ``--range`` rules out (a row keeping the applicant's value is never out), and
+    each move bound (``--max-move``), counted apart."""
+    from dataclasses import replace
+
     parts = []
     if training.schema is None:
         return parts
-    ranged = [f for f in training.schema.features if f.has_range]
-    relative = {id(f): out for f, (_, out) in zip(_relative_features(training), relative_outside(training, raw0))}
-    for f, (_, outside) in zip(ranged, outside_ranges(training)):
+    for f in training.schema.features:
+        if not f.has_range:
+            continue
         differs = (training.frame[f.name] != raw0[f.name]).to_numpy()
-        if f.is_relative:
-            outside = outside | relative[id(f)]
-        removed = int(np.sum(rows & outside & differs))
-        if removed:
-            if f.is_categorical:
-                shown = ", ".join(str(v) for v in f.allowed)
-            elif f.is_relative:
-                low, high = f.bounds(float(raw0[f.name]))
-                shown = (f"{f.relative_text} of the applicant's {raw0[f.name]}: "
-                         f"{'' if np.isinf(low) else f'{low:g}'}:{'' if np.isinf(high) else f'{high:g}'}")
-            else:
-                shown = f"{'' if f.low is None else f'{f.low:g}'}:{'' if f.high is None else f'{f.high:g}'}"
-            parts.append(Exclusion(removed, "range", f.name,
-                                   f"{removed} are outside the range of {f.name} ({shown})"))
+        limit = replace(f, max_move=None)
+        if limit.has_range:
+            outside = ~limit.in_range(training.frame[f.name].to_numpy(),
+                                      float(raw0[f.name]) if limit.is_relative else None)
+            removed = int(np.sum(rows & outside & differs))
+            if removed:
+                parts.append(Exclusion(removed, "range", f.name,
+                                       f"{removed} are outside the range of {f.name} ({_range_text(limit, raw0)})"))
+        if f.max_move is not None:
+            far = np.abs(training.frame[f.name].to_numpy(dtype=np.float64) - float(raw0[f.name])) > f.max_move
+            removed = int(np.sum(rows & far & differs))
+            if removed:
+                share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its training range"
+                parts.append(Exclusion(removed, "max-move", f.name,
+                                       f"{removed} move {f.name} by more than {f.max_move:g}{share} (applicant: "
+                                       f"{raw0[f.name]})"))
     return parts
+
+
+def _range_text(f, raw0) -> str:
+    if f.is_categorical:
+        return ", ".join(str(v) for v in f.allowed)
+    if f.is_relative:
+        low, high = f.bounds(float(raw0[f.name]))
+        return (f"{f.relative_text} of the applicant's {raw0[f.name]}: "
+                f"{'' if np.isinf(low) else f'{low:g}'}:{'' if np.isinf(high) else f'{high:g}'}")
+    return f"{'' if f.low is None else f'{f.low:g}'}:{'' if f.high is None else f'{f.high:g}'}"
 
 
 def constraint_breakdown(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[str]:

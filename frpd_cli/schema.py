@@ -31,6 +31,10 @@ The TOML file format::
 
     [weight]                      # cost weight of a feature in every distance (> 0; default 1)
     duration = 2.0
+
+    [max_move]                    # the most a recourse moves a numeric feature, either way, as a share of
+    default = 0.25                # its training range (frpd's commands: 0.25 unless declared; "none": no bound)
+    age = "none"                  # per feature, over the default
 """
 
 from __future__ import annotations
@@ -69,6 +73,8 @@ __all__ = [
     "is_relative_range",
     "check_weight",
     "MAX_WEIGHT",
+    "DEFAULT_MAX_MOVE",
+    "parse_max_move",
     "DeclarationError",
 ]
 
@@ -76,10 +82,13 @@ FEATURE_KINDS = ("continuous", "integer", "categorical", "ordinal")
 MUTABILITIES = ("free", "immutable", "increasing", "decreasing")
 _KIND_KEYS = ("categorical", "continuous", "integer")
 _MUTABILITY_KEYS = ("immutable", "increasing", "decreasing")
-_FILE_KEYS = {"target", "favorable", "id_column", "exclude", "ordinal", "vary", "range", "weight", *_KIND_KEYS,
-              *_MUTABILITY_KEYS}
+_FILE_KEYS = {"target", "favorable", "id_column", "exclude", "ordinal", "vary", "range", "weight", "max_move",
+              *_KIND_KEYS, *_MUTABILITY_KEYS}
 #: Largest feature weight: encoded columns are scaled by sqrt(weight), and squared distances must stay finite.
 MAX_WEIGHT = 1e6
+#: The move bound of frpd's commands when neither a flag nor the schema file declares one (``--max-move``): a
+#: recourse moves no numeric feature by more than this share of its training range from the applicant's value.
+DEFAULT_MAX_MOVE = 0.25
 
 
 class DeclarationError(SchemaError):
@@ -130,6 +139,15 @@ class Feature:
         applicant's value (its absolute value) with ``rel_percent``. They add
         to ``low`` and ``high``: :meth:`bounds` gives both at once.
     rel_percent : bool
+    max_move : float or None
+        Numeric features: the most a recourse may move the feature away from
+        the applicant's value, either way, in its units (``--max-move``: a
+        share of the feature's training range; ``None``: no such bound). It
+        adds to the other limits: :meth:`bounds` gives them all at once.
+    max_move_share : float or None
+        The share of the training range ``max_move`` was computed from (how
+        messages and schema files state it); ``math.inf`` when the bound was
+        declared ``none``.
     """
 
     name: str
@@ -143,6 +161,8 @@ class Feature:
     rel_low: float | None = None
     rel_high: float | None = None
     rel_percent: bool = False
+    max_move: float | None = None
+    max_move_share: float | None = None
 
     @property
     def has_range(self) -> bool:
@@ -151,8 +171,9 @@ class Feature:
 
     @property
     def is_relative(self) -> bool:
-        """Whether the limits depend on the applicant's value (``--range COL=+0:+12``, ``COL=-20%:+10%``)."""
-        return self.rel_low is not None or self.rel_high is not None
+        """Whether the limits depend on the applicant's value (``--range COL=+0:+12``, ``COL=-20%:+10%``,
+        ``--max-move``)."""
+        return self.rel_low is not None or self.rel_high is not None or self.max_move is not None
 
     def bounds(self, origin=None) -> tuple[np.ndarray, np.ndarray]:
         """The lowest and highest values a recourse may move this numeric feature to, per applicant.
@@ -180,6 +201,9 @@ class Feature:
         >>> g = Feature("amount", "continuous", rel_low=-20.0, rel_high=10.0, rel_percent=True)
         >>> [b.tolist() for b in g.bounds([1000.0])]
         [[800.0], [1100.0]]
+        >>> h = Feature("months", "integer", rel_low=0.0, max_move=14.0, max_move_share=0.25)
+        >>> [b.tolist() for b in h.bounds([24])]
+        [[24.0], [38.0]]
         """
         if self.is_relative and origin is None:
             raise ValueError(f"The limits of '{self.name}' are relative to the applicant: pass 'origin'.")
@@ -191,6 +215,8 @@ class Feature:
             low = np.maximum(low, base + self.rel_low * unit)
         if self.rel_high is not None:
             high = np.minimum(high, base + self.rel_high * unit)
+        if self.max_move is not None:
+            low, high = np.maximum(low, base - self.max_move), np.minimum(high, base + self.max_move)
         if self.kind == "integer":
             with np.errstate(invalid="ignore"):
                 low, high = np.ceil(low - 1e-9), np.floor(high + 1e-9)
@@ -247,17 +273,28 @@ class Feature:
             out["range"] = [self.low, self.high]
         if self.allowed:
             out["allowed"] = list(self.allowed)
-        if self.is_relative:
+        if self.rel_low is not None or self.rel_high is not None:
             out["relative"] = [self.rel_low, self.rel_high, "%" if self.rel_percent else "+"]
+        if self.max_move is not None:
+            out["max_move"] = [float(self.max_move), self.max_move_share]
         return out
 
     @property
     def relative_text(self) -> str:
         """The relative limits as the user writes them (``+0:+5``, ``-20%:+10%``); empty without them."""
-        if not self.is_relative:
+        if self.rel_low is None and self.rel_high is None:
             return ""
         unit = "%" if self.rel_percent else ""
         return ":".join("" if b is None else f"{b:+g}{unit}" for b in (self.rel_low, self.rel_high))
+
+    @property
+    def move_text(self) -> str:
+        """The move bound as messages state it (``a move of at most 17 (--max-move 0.25 of its training
+        range)``); empty without one."""
+        if self.max_move is None:
+            return ""
+        share = f" {self.max_move_share:g} of its training range" if self.max_move_share is not None else ""
+        return f"a move of at most {self.max_move:g} either way (--max-move{share})"
 
 
 @dataclass(frozen=True)
@@ -299,7 +336,9 @@ class Schema:
                         high=(f.get("range") or [None, None])[1], allowed=tuple(f.get("allowed", ())),
                         rel_low=(f.get("relative") or [None, None, "+"])[0],
                         rel_high=(f.get("relative") or [None, None, "+"])[1],
-                        rel_percent=(f.get("relative") or [None, None, "+"])[2] == "%")
+                        rel_percent=(f.get("relative") or [None, None, "+"])[2] == "%",
+                        max_move=(f.get("max_move") or [None, None])[0],
+                        max_move_share=(f.get("max_move") or [None, None])[1])
                 for f in data["features"]
             )
             return cls(features=features, target=data["target"], favorable=data["favorable"],
@@ -326,12 +365,21 @@ class SchemaSpec:
     vary: tuple[str, ...] = ()
     ranges: dict = field(default_factory=dict)
     weights: dict = field(default_factory=dict)
+    #: the move bound of every numeric feature, a share of its training range (``math.inf``: none; None: not
+    #: declared, no bound)
+    max_move: float | None = None
+    #: per feature, over ``max_move`` (``math.inf``: none)
+    max_moves: dict = field(default_factory=dict)
 
     def __post_init__(self):
         for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "vary"):
             _check_disjoint_within(self, key)
         for name, weight in self.weights.items():
             check_weight(name, weight)
+        if self.max_move is not None:
+            parse_max_move(self.max_move)
+        for name, share in self.max_moves.items():
+            parse_max_move(share, name)
 
 
 def _check_disjoint_within(spec: SchemaSpec, key: str) -> None:
@@ -408,7 +456,44 @@ def load_schema_file(path) -> SchemaSpec:
             raise SchemaError(f"[weight] in '{path}' must map column names to numbers > 0 (the cost weight of "
                               "each feature; default 1).")
         kwargs["weights"] = {k: float(v) for k, v in weights.items()}
+    if "max_move" in data:
+        value = data["max_move"]
+        table = value if isinstance(value, dict) else {"default": value}
+        try:
+            shares = {k: parse_max_move(v, None if k == "default" else k) for k, v in table.items()}
+        except SchemaError as exc:
+            raise SchemaError(f"max_move in '{path}': {exc}") from None
+        kwargs["max_move"] = shares.pop("default", None)
+        kwargs["max_moves"] = shares
     return SchemaSpec(**kwargs)
+
+
+def parse_max_move(value, name: str | None = None) -> float:
+    """A move bound (``--max-move``): a share of the training range in (0, 1], or ``"none"`` (``math.inf``).
+
+    Raises
+    ------
+    DeclarationError
+        Naming the feature (if any) and the value received.
+
+    Examples
+    --------
+    >>> parse_max_move("0.25"), parse_max_move("none")
+    (0.25, inf)
+    """
+    if isinstance(value, str) and value.strip().lower() == "none":
+        return math.inf
+    try:
+        share = float(value)
+    except (TypeError, ValueError):
+        share = float("nan")
+    if isinstance(value, bool) or not (math.isinf(share) and share > 0 or 0 < share <= 1):
+        what = f"of '{name}' " if name else ""
+        raise DeclarationError("--max-move", name or "",
+                               f"The move bound {what}must be a share of the feature's training range in (0, 1] "
+                               f"(0.25: a recourse moves it by at most a quarter of its range from the applicant's "
+                               f"value) or none (no bound). Got {value!r} instead.")
+    return share
 
 
 def check_weight(name: str, weight) -> float:
@@ -595,6 +680,8 @@ def merge_specs(base: SchemaSpec, override: SchemaSpec) -> SchemaSpec:
         vary=vary,
         ranges={**base.ranges, **override.ranges},
         weights={**base.weights, **override.weights},
+        max_move=override.max_move if override.max_move is not None else base.max_move,
+        max_moves={**base.max_moves, **override.max_moves},
     )
 
 
@@ -682,7 +769,8 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
     for name in spec.ordinal:
         check_exists(name, "ordinal")
     for key, option, names in (("vary", "--vary", spec.vary), ("with a range", "--range", spec.ranges),
-                               ("with a weight", "--weight", spec.weights)):
+                               ("with a weight", "--weight", spec.weights),
+                               ("with a move bound", "--max-move", spec.max_moves)):
         for name in names:
             if name not in columns:
                 raise DeclarationError(option, name, f"Column '{name}' (declared {key}) is not in {source}. The "
@@ -706,7 +794,8 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
         non_features.add(spec.id_column)
     feature_columns = [c for c in columns if c not in non_features]
     for key, option, names in (("vary", "--vary", spec.vary), ("with a range", "--range", spec.ranges),
-                               ("with a weight", "--weight", spec.weights)):
+                               ("with a weight", "--weight", spec.weights),
+                               ("with a move bound", "--max-move", spec.max_moves)):
         for name in names:
             if name in non_features:
                 raise DeclarationError(option, name, f"Column '{name}' is declared {key} but is not a feature (it "
@@ -743,11 +832,28 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                           weight=check_weight(name, spec.weights.get(name, 1.0)))
         if name in spec.ranges:
             feature = parse_range(feature, spec.ranges[name])
+        feature = _with_max_move(feature, values, spec.max_moves.get(name, spec.max_move), source)
         features.append(feature)
 
     favorable = spec.favorable if spec.favorable is not None else 1
     favorable = _json_scalar(parse_favorable(favorable, frame[target]))
     return Schema(features=tuple(features), target=target, favorable=favorable, id_column=spec.id_column)
+
+
+def _with_max_move(feature: Feature, values: pd.Series, share, source: str) -> Feature:
+    """``feature`` with its move bound: ``share`` of its training range, in its units (numeric features that
+    may change; a share given for another feature is an error, the default passes it by)."""
+    from dataclasses import replace
+
+    if share is None or not feature.is_numeric or feature.mutability == "immutable":
+        return feature
+    if math.isinf(share):                          # declared none: no bound (schema files say so)
+        return replace(feature, max_move_share=math.inf)
+    numbers = pd.to_numeric(values, errors="coerce")
+    span = float(numbers.max() - numbers.min())
+    if not math.isfinite(span) or span <= 0:
+        return feature
+    return replace(feature, max_move=share * span, max_move_share=float(share))
 
 
 def _check_exclusive(spec: SchemaSpec, keys, what: str) -> None:
@@ -979,7 +1085,7 @@ def _toml_range(schema: Schema, context: dict) -> list[str]:
     for f in schema.features:
         if f.allowed:
             lines.append(f"{_toml_key(f.name)} = {_toml_array(f.allowed)}")
-        elif f.is_relative:
+        elif f.relative_text:
             lines.append(f"{_toml_key(f.name)} = {_toml_string(f.relative_text)}")
         elif f.low is not None or f.high is not None:
             bounds = ":".join("" if b is None else repr(float(b)) for b in (f.low, f.high))
@@ -992,10 +1098,26 @@ def _toml_weight(schema: Schema, context: dict) -> list[str]:
     return ["[weight]", *lines] if lines else []
 
 
+def _toml_max_move(schema: Schema, context: dict) -> list[str]:
+    movable = [f for f in schema.features if f.is_numeric and f.mutability != "immutable"]
+    if not movable:
+        return []
+    if all(f.max_move_share is None for f in movable):       # nothing declared
+        return []
+    shares = [f.max_move_share if f.max_move_share is not None else math.inf for f in movable]
+    default = max(dict.fromkeys(shares), key=shares.count)    # the most common, the first on a tie
+
+    def text(share):
+        return '"none"' if math.isinf(share) else repr(float(share))
+
+    return ["[max_move]", f"default = {text(default)}",
+            *(f"{_toml_key(f.name)} = {text(share)}" for f, share in zip(movable, shares) if share != default)]
+
+
 #: Writers of the schema file's top-level keys, in file order: ``(schema, context) -> lines``.
 TOML_KEY_WRITERS = (_toml_identity, _toml_exclude, _toml_mutability, _toml_kinds)
 #: Writers of the schema file's tables (after every key): ``(schema, context) -> lines`` with the header.
-TOML_TABLE_WRITERS = (_toml_ordinal, _toml_range, _toml_weight)
+TOML_TABLE_WRITERS = (_toml_ordinal, _toml_range, _toml_weight, _toml_max_move)
 
 _TOML_ESCAPES = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
 

@@ -153,7 +153,10 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
                 found.append(Violation(i, f"'{name}' comparable with the applicant's value (its --range is "
                                        "relative to it)", f"the applicant has {start!r}"))
             elif f.has_range and not same and not f.in_range([value], old if f.is_relative else None)[0]:
-                found.append(Violation(i, f"a changed '{name}' inside its --range",
+                limits = ("--range" if f.max_move is None else "--max-move bound"
+                          if f.low is None and f.high is None and f.rel_low is None and f.rel_high is None
+                          else "--range and --max-move bound")
+                found.append(Violation(i, f"a changed '{name}' inside its {limits}",
                                        f"the applicant has {start!r}, the {what} {value!r}"))
     return found
 

@@ -29,7 +29,7 @@ def _build(paths, out, *extra, data=None):
 
 def _plan(paths, graph, *extra):
     return runner.invoke(app, ["plan", str(paths["data"]), *_common(paths), "--applicants",
-                               str(paths["applicants"]), "--graph", str(graph), *extra])
+                               str(paths["applicants"]), "--graph", str(graph), "--max-move", "none", *extra])
 
 
 @pytest.fixture(scope="module")

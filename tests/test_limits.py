@@ -224,7 +224,7 @@ def test_graph_edges_use_the_weights_and_a_graph_built_without_them_is_refused(t
     built = _run("build-graph", tiny["data"], "--model", tiny["model"], "--feature-weight", "debt=9",
                  "--neighbors", "15", "--out", graph)
     assert built.exit_code == 0, built.stderr
-    records = _records(_plan(tiny, "--graph", graph, "--weight", "debt=9"))
+    records = _records(_plan(tiny, "--graph", graph, "--weight", "debt=9", "--max-move", "none"))
     frame = tiny["frame"]
     raw = tiny["raw"].to_dict("records")
     assert any(rec["recourses"] for rec in records)

@@ -191,7 +191,7 @@ def test_long_layout_shows_every_changed_value_of_25_features_at_80_columns(tmp_
     data, model, applicants = _synthetic(tmp_path)
     # plain interpolation: most of the 25 features change (sparse recourses would fit the wide table)
     base = ["plan", str(data), "--model", str(model), "--applicants", str(applicants), "--theta", "0.5",
-            "--no-sparsify"]
+            "--no-sparsify", "--max-move", "none"]
     table = runner.invoke(app, [*base, "--format", "table"], env={"COLUMNS": "80"})
     records = runner.invoke(app, [*base, "--format", "jsonl"])
     assert table.exit_code == 0 and records.exit_code == 0, table.stderr + records.stderr

@@ -54,7 +54,7 @@ def crafted(tmp_path_factory):
 def _plan(c, *extra):
     return runner.invoke(app, ["plan", str(c["data"]), "--model", str(c["model"]), "--applicants",
                                str(c["applicants"]), "--immutable", "calls", "--immutable", "region",
-                               "--increasing", "age", "--format", "jsonl", *extra])
+                               "--increasing", "age", "--format", "jsonl", "--max-move", "none", *extra])
 
 
 def test_filter_reports_exact_counts(crafted):

@@ -154,6 +154,39 @@ def _check_ranges(values):
     return values
 
 
+def _check_max_moves(values):
+    """A callback: every --max-move is SHARE, none, COL=SHARE or COL=none (SHARE in (0, 1]); one global value."""
+    from ..schema import SchemaError, parse_max_move
+
+    seen = set()
+    for text in values or ():
+        name, sep, value = str(text).partition("=")
+        name, value = (name.strip(), value.strip()) if sep else ("", name.strip())
+        if name in seen:
+            raise typer.BadParameter(f"{'Column ' + repr(name) if name else 'The default'} has two --max-move "
+                                     "options; give one.")
+        seen.add(name)
+        try:
+            parse_max_move(value, name or None)
+        except SchemaError as exc:
+            raise typer.BadParameter(str(exc)) from None
+    return values
+
+
+def _max_moves(values) -> tuple:
+    """``--max-move`` values -> (the default share or None, {column: share}); ``none`` is ``math.inf``."""
+    from ..schema import parse_max_move
+
+    default, per = None, {}
+    for text in values or ():
+        name, sep, value = str(text).partition("=")
+        if sep:
+            per[name.strip()] = parse_max_move(value.strip(), name.strip())
+        else:
+            default = parse_max_move(name.strip())
+    return default, per
+
+
 def _check_weights(values):
     """A callback: every --weight is COL=W with W a finite number in (0, 1e6]."""
     seen = set()
@@ -279,6 +312,15 @@ FeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--weight", "--fe
                                                                "distance (selection, interpolation, graph, reported "
                                                                "cost; default 1; repeatable).",
                                                                rich_help_panel=SCHEMA_PANEL)]
+MaxMoveOpt = Annotated[Optional[list[str]], typer.Option("--max-move", callback=_check_max_moves,
+                                                         metavar="SHARE|COL=SHARE",
+                                                         help="The most a recourse moves a numeric feature away "
+                                                         "from the applicant's value, either way, as a share of its "
+                                                         "training range (default 0.25 unless the schema file "
+                                                         "declares max_move; none: no bound). COL=SHARE or COL=none "
+                                                         "for one feature (repeatable). An applicant whose "
+                                                         "prototypes all lie farther gets a partial or empty plan "
+                                                         "whose reason names the bound.", rich_help_panel=SCHEMA_PANEL)]
 GraphFeatureWeightOpt = Annotated[Optional[list[str]], typer.Option("--feature-weight", callback=_check_weights, metavar="COL=W",
                                                                     help="COL=W: cost weight W > 0 of a feature in "
                                                                     "every distance, edge lengths included (default "
@@ -418,6 +460,10 @@ class SchemaFlags:
     ranges: Optional[list] = None
     weights: Optional[list] = None
     scale: str = "minmax"
+    max_moves: Optional[list] = None
+    #: whether the default move bound applies when no flag or file declares one (planning commands; evaluate
+    #: audits only the declared constraints)
+    default_max_move: bool = True
 
     def spec(self) -> SchemaSpec:
         from ..dataset import resolve_spec
@@ -429,8 +475,17 @@ class SchemaFlags:
             decreasing=tuple(self.decreasing or ()), categorical=tuple(self.categorical or ()),
             continuous=tuple(self.continuous or ()), vary=tuple(self.vary or ()),
             ranges=parse_assignments(self.ranges), weights=_weights(self.weights),
+            max_move=_max_moves(self.max_moves)[0], max_moves=_max_moves(self.max_moves)[1],
         )
-        return resolve_spec(self.schema, flags)
+        from dataclasses import replace
+
+        from ..schema import DEFAULT_MAX_MOVE
+
+        spec = resolve_spec(self.schema, flags)
+        # frpd's commands bound every move unless the flags or the schema file say otherwise
+        if spec.max_move is not None or not self.default_max_move:
+            return spec
+        return replace(spec, max_move=DEFAULT_MAX_MOVE)
 
     def usage_error(self, exc):
         """An :class:`OptionError` (exit 2) for a declaration error caused by these flags, else None."""
@@ -438,7 +493,7 @@ class SchemaFlags:
 
         option, column = getattr(exc, "option", None), getattr(exc, "column", None)
         given = {"--range": parse_assignments(self.ranges), "--weight": _weights(self.weights),
-                 "--vary": dict.fromkeys(self.vary or ())}.get(option, {})
+                 "--vary": dict.fromkeys(self.vary or ()), "--max-move": _max_moves(self.max_moves)[1]}.get(option, {})
         if option == "--vary" and self.vary:
             return OptionError(option, str(exc))
         if column in given:
@@ -464,6 +519,7 @@ SCHEMA_OPTIONS = OptionGroup(SchemaFlags, (
     ("vary", VaryOpt, None),
     ("ranges", RangeOpt, None),
     ("weights", FeatureWeightOpt, None),
+    ("max_moves", MaxMoveOpt, None),
     ("scale", ScaleOpt, "minmax"),
     ("id_column", IdColumnOpt, None),
 ))

@@ -239,7 +239,7 @@ def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool
     changed = _changed_features(plan)
     caption = plan.reason or None
     if any(r.projected for r in plan.recourses):
-        note = "* prototype projected onto the applicant's immutable values"
+        note = "* prototype projected onto the applicant's immutable values or moved within its --max-move bounds"
         caption = f"{caption}\n{note}" if caption else note
     table = Table(title=_plan_title(plan), caption=caption, title_justify="left", caption_justify="left",
                   expand=False)
@@ -301,7 +301,7 @@ def plan_blocks(plan: Plan, values: ValueFormat | None = None) -> Text:
             text.append(new, style="bold yellow")
             text.append("\n")
     if any(r.projected for r in plan.recourses):
-        text.append("  * prototype projected onto the applicant's immutable values\n", style="dim")
+        text.append("  * prototype projected onto the applicant's immutable values or moved within its --max-move bounds\n", style="dim")
     return text
 
 

@@ -34,7 +34,7 @@ __all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_pla
 PROGRESS_STEPS = 5
 PROGRESS_MIN_TASK = 25
 
-_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of) ([^ (;,]+)")
+_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of|move) ([^ (;,]+)")
 
 
 def _reason_key(reason: str | None) -> str:
@@ -43,7 +43,7 @@ def _reason_key(reason: str | None) -> str:
         return "no reason given"
     match = _REASON_KEY.search(reason)
     if match:
-        return f"{match.group(1)} {match.group(2)}"
+        return f"{match.group(1)} {match.group(2)}" + (" beyond --max-move" if match.group(1) == "move" else "")
     # the reason's first clause without its leading count ("3 recourse(s) dropped: ..." -> "recourse(s) dropped"):
     # the summary puts the number of applicants in front of it
     return re.sub(r"^\d+ ", "", reason.split(":")[0])[:60]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -303,7 +305,7 @@ def interpolate_command(
                              "selection made on the graph's reachable candidates: select --graph DIR, then "
                              "interpolate --scheme graph --graph DIR.")
         encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
-        _check_same_schema(encoder.schema, flags.spec(), selection)
+        _check_same_schema(encoder.schema, replace(flags, default_max_move=False).spec(), selection)
         names = list(encoder.schema.feature_names)
         margin = selected_at if margin is None else float(margin)   # default: the margin the selection was made at
         o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,
@@ -483,6 +485,14 @@ def _limit_differences(stored, spec) -> list[str]:
         if (wanted.low, wanted.high, wanted.allowed, wanted.rel_low, wanted.rel_high, wanted.rel_percent) != (
                 f.low, f.high, f.allowed, f.rel_low, f.rel_high, f.rel_percent):
             problems.append(f"range of {name!r} {value!r} differs from the selection's")
+    for f in stored.features:
+        share = spec.max_moves.get(f.name, spec.max_move)
+        if share is None or not f.is_numeric or f.mutability == "immutable":
+            continue
+        had = math.inf if f.max_move is None else f.max_move_share
+        if share != had:
+            problems.append(f"max_move of {f.name!r} {'none' if math.isinf(share) else f'{share:g}'} (selection: "
+                            f"{'none' if had is None or math.isinf(had) else f'{had:g}'})")
     return problems
 
 
