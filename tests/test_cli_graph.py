@@ -156,7 +156,7 @@ def test_select_then_interpolate_graph_matches_plan(sample_paths, graph_dir, tmp
     sel = tmp_path / "sel"
     r1 = runner.invoke(app, ["select", str(sample_paths["data"]), *_common(sample_paths), "--applicants",
                              str(sample_paths["applicants"]), "--out", str(sel), "--graph", str(graph_dir),
-                             "--format", "csv"])
+                             "--format", "csv", "--max-move", "none"])
     assert r1.exit_code == 0, r1.stderr
     manifest = json.loads((sel / "manifest.json").read_text())
     assert manifest["params"]["scheme"] == "graph" and "graph" in manifest["inputs"]
