@@ -17,8 +17,11 @@ resident set of the process and its children, `ru_maxrss`):
 - `frpd build-pool`: wall time and peak memory;
 - one applicant: wall time of `frpd plan` without and with `--pool`;
 - the applicants (`--n-applicants`, default 200) with `--pool`: CPU per applicant beyond the one-applicant run
-  (user + system CPU of the process and its workers), `--jobs 1` and `--jobs 2`, and peak memory;
-- whether the plans of `--jobs 1` and `--jobs 2` are byte-identical.
+  (user + system CPU of the process and its workers), `--jobs 1`, `--jobs 2` and `--max-candidates N`
+  (default 1024), and peak memory;
+- whether the plans of `--jobs 1` and `--jobs 2` are byte-identical, and how many output lines
+  `--max-candidates` leaves unchanged;
+- on the smallest set, how often the distance bound proves the nearest candidates enough (`bound_proofs`).
 
 Results go to docs/benchmarks.md (section bench_scale).
 """
@@ -159,7 +162,11 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def measure(n: int, data: Path, paths: dict, work: Path, n_applicants: int) -> dict:
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+def measure(n: int, data: Path, paths: dict, work: Path, n_applicants: int, limit: int) -> dict:
     model, flags = str(paths["model"]), _schema_flags()
     pool = work / f"pool_{n}"
     one = work / "one_applicant.csv"
@@ -169,24 +176,75 @@ def measure(n: int, data: Path, paths: dict, work: Path, n_applicants: int) -> d
     applicants.head(n_applicants).to_csv(many, index=False)
     row = {"rows": n}
     build = run_frpd(["build-pool", str(data), "--model", model, *flags, "--out", str(pool)], work)
-    row["pool build s"], row["pool build MB"] = build["wall"], build["rss_mb"]
+    row["build-pool s"], row["build-pool MB"] = build["wall"], build["rss_mb"]
     base = ["plan", str(data), "--model", model, *flags, "--method", "quad", "--k", "3", "--format", "csv"]
     cold = run_frpd([*base, "--applicants", str(one)], work)
     warm = run_frpd([*base, "--pool", str(pool), "--applicants", str(one)], work)
     row["1 applicant s"], row["1 applicant MB"] = cold["wall"], cold["rss_mb"]
     row["1 applicant --pool s"], row["1 applicant --pool MB"] = warm["wall"], warm["rss_mb"]
-    outputs = {}
-    for jobs in (1, 2):
-        out = work / f"plans_{n}_jobs{jobs}.csv"
+    outputs, walls = {}, {}
+    for label, extra in (("jobs 1", ["--jobs", "1"]), ("jobs 2", ["--jobs", "2"]),
+                         (f"--max-candidates {limit}", ["--max-candidates", str(limit)])):
+        out = work / f"plans_{n}_{label.replace(' ', '_').replace('-', '')}.csv"
         with open(out, "w", encoding="utf-8") as handle:
-            res = run_frpd([*base, "--pool", str(pool), "--applicants", str(many), "--jobs", str(jobs)], work,
-                           stdout=handle)
-        outputs[jobs] = _digest(out)
-        row[f"CPU ms/applicant, jobs {jobs}"] = 1000.0 * (res["cpu"] - warm["cpu"]) / n_applicants
-        row[f"wall s, jobs {jobs}"] = res["wall"]
-        row[f"peak MB, jobs {jobs}"] = res["rss_mb"]
-    row["jobs 1 = jobs 2"] = "yes" if outputs[1] == outputs[2] else "NO"
+            res = run_frpd([*base, "--pool", str(pool), "--applicants", str(many), *extra], work, stdout=handle)
+        outputs[label], walls[label] = _lines(out), res["wall"]
+        row[f"CPU ms/applicant, {label}"] = 1000.0 * (res["cpu"] - warm["cpu"]) / n_applicants
+        row[f"peak MB, {label}"] = res["rss_mb"]
+    row["wall jobs 1 / jobs 2"] = walls["jobs 1"] / walls["jobs 2"]
+    row["jobs 1 = jobs 2"] = "yes" if outputs["jobs 1"] == outputs["jobs 2"] else "NO"
+    full, limited = outputs["jobs 1"], outputs[f"--max-candidates {limit}"]
+    row[f"lines equal with --max-candidates {limit}"] = (
+        f"{sum(a == b for a, b in zip(full[1:], limited[1:]))}/{len(full) - 1}")
     return row
+
+
+def bound_proofs(n_applicants: int, thetas: list[float], work: Path, paths: dict, data: Path) -> list[dict]:
+    """How often the distance bound proves that no candidate beyond the m nearest enters the optimal set.
+
+    For each applicant with more than 85 candidates (below that quad solves the whole problem exactly): the
+    exact optimum over its m nearest candidates (m = 16, 32, 64, 85; enumeration), then the bound: a set holding
+    a candidate farther than the (m+1)-th nearest has objective at least (1 - theta) (d_(m+1) + d_(1) + ... +
+    d_(K-1)) (theta ||v||^2 >= 0); the proof holds when that exceeds the optimum found.
+    """
+    import math
+
+    from frpd_cli.candidates import CandidateStage
+    from frpd_cli.choice import PlanSettings
+    from frpd_cli.dataset import build_training_set, read_training_frame
+    from frpd_cli.model import load_model
+    from frpd_cli.schema import SchemaSpec, infer_schema
+    from frpd_cli.selection import compute_geometry
+    from frpd_cli.selection.exact import solve_subset_qp
+    from frpd_cli.selection.quad import quad_objective_values
+
+    frame = read_training_frame(data)
+    schema = infer_schema(frame, SchemaSpec(target="label", immutable=IMMUTABLE, increasing=("age",)))
+    model = load_model(paths["model"], favorable=schema.favorable, feature_names=schema.feature_names)
+    training = build_training_set(frame, schema, model)
+    raw = pd.read_csv(paths["applicants"]).head(n_applicants).loc[:, list(schema.feature_names)]
+    X0, codes0 = training.encoder.encode(raw), training.encoder.constraint_codes(raw)
+    stage = CandidateStage(training, PlanSettings(), model=model)
+    geometries = []
+    for i in range(len(raw)):
+        found = stage.find(X0[i], codes0.row(i), raw.iloc[i])
+        if len(found) > 85:
+            geometries.append(compute_geometry(training.X[found.rows], X0[i]))
+    rows, k = [], 3
+    for theta in thetas:
+        proved = 0
+        for g in geometries:
+            d = g.distances
+            order = np.lexsort((np.arange(d.size), d))
+            for m in (16, 32, 64, 85):
+                near = np.sort(order[:m])
+                local, _ = solve_subset_qp(g.directions[near], d[near], k, theta, max_enumeration=math.comb(m, k))
+                best = quad_objective_values(g.directions, d, near[local], theta)
+                if (1.0 - theta) * (d[order[m]] + d[order[0]] + d[order[1]]) > best * (1.0 + 1e-9):
+                    proved += 1
+                    break
+        rows.append({"theta": theta, "applicants": len(geometries), "proved": proved})
+    return rows
 
 
 def main(argv=None) -> int:
@@ -196,6 +254,9 @@ def main(argv=None) -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/frpd-bench-scale"))
     parser.add_argument("--n-applicants", type=int, default=200)
     parser.add_argument("--generate-only", action="store_true")
+    parser.add_argument("--max-candidates", type=int, default=1024)
+    parser.add_argument("--bound-applicants", type=int, default=100,
+                        help="applicants of the bound measurement (on the smallest set; 0: none)")
     args = parser.parse_args(argv)
     if not (DATASETS / "adult.csv").exists():
         print(f"adult.csv not found in {DATASETS}", file=sys.stderr)
@@ -208,12 +269,15 @@ def main(argv=None) -> int:
         return 0
     rows = []
     for n in sizes:
-        rows.append(measure(n, paths["sets"][n], paths, args.work, args.n_applicants))
+        rows.append(measure(n, paths["sets"][n], paths, args.work, args.n_applicants, args.max_candidates))
         print(rows[-1], file=sys.stderr)
+    bounds = (bound_proofs(args.bound_applicants, [0.9, 0.5, 0.2], args.work, paths, paths["sets"][sizes[0]])
+              if args.bound_applicants else [])
     columns = list(rows[0])
     lines = [
         "## Training sets of growing size (`benchmarks/bench_scale.py`)", "",
-        f"Machine: {machine_line()}, single-threaded BLAS. Command: `python benchmarks/bench_scale.py --sizes "
+        f"Machine: {machine_line()}, single-threaded BLAS; load average "
+        f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min) at the end of the run. Command: `python benchmarks/bench_scale.py --sizes "
         f"{args.sizes}{' --with-10m' if args.with_10m else ''} --n-applicants {args.n_applicants}`.", "",
         "Adult resampled (hours jittered, labelled by the MLP), immutable marital_status, gender and race, age "
         "increasing, quad, K = 3; each command in a fresh process.", "",
@@ -222,6 +286,11 @@ def main(argv=None) -> int:
     for row in rows:
         lines.append("| " + " | ".join(f"{row[c]:.2f}" if isinstance(row[c], float) else str(row[c])
                                         for c in columns) + " |")
+    if bounds:
+        lines += ["", f"Distance bound (`bound_proofs`, {sizes[0]} rows, the first {args.bound_applicants} "
+                  "applicants, those with more than 85 candidates): proofs that no candidate beyond the m nearest "
+                  "(m up to 85) enters the optimal set.", "", "| theta | applicants | proved |", "|---|---|---|"]
+        lines += [f"| {b['theta']} | {b['applicants']} | {b['proved']} |" for b in bounds]
     publish("bench_scale", lines)
     return 0
 
