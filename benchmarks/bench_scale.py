@@ -19,8 +19,9 @@ resident set of the process and its children, `ru_maxrss`):
 - the applicants (`--n-applicants`, default 200) with `--pool`: CPU per applicant beyond the one-applicant run
   (user + system CPU of the process and its workers), `--jobs 1`, `--jobs 2` and `--max-candidates N`
   (default 1024), and peak memory;
-- whether the plans of `--jobs 1` and `--jobs 2` are byte-identical, and how many output lines
-  `--max-candidates` leaves unchanged;
+- whether the plans of `--jobs 1` and `--jobs 2` are byte-identical;
+- CPU per applicant of `plan_applicants` in one process (start-up excluded), without and with
+  `--max-candidates`, and how many plans the limit leaves unchanged;
 - on the smallest set, how often the distance bound proves the nearest candidates enough (`bound_proofs`).
 
 Results go to docs/benchmarks.md (section bench_scale).
@@ -193,10 +194,40 @@ def measure(n: int, data: Path, paths: dict, work: Path, n_applicants: int, limi
         row[f"peak MB, {label}"] = res["rss_mb"]
     row["wall jobs 1 / jobs 2"] = walls["jobs 1"] / walls["jobs 2"]
     row["jobs 1 = jobs 2"] = "yes" if outputs["jobs 1"] == outputs["jobs 2"] else "NO"
-    full, limited = outputs["jobs 1"], outputs[f"--max-candidates {limit}"]
-    row[f"lines equal with --max-candidates {limit}"] = (
-        f"{sum(a == b for a, b in zip(full[1:], limited[1:]))}/{len(full) - 1}")
     return row
+
+
+def library_cpu(n: int, data: Path, paths: dict, work: Path, n_applicants: int, limit: int) -> dict:
+    """CPU per applicant of `plan_applicants` (one process, the pool loaded, after a first applicant), without
+    and with ``max_candidates``: the process's start-up is left out, which the command-line difference above
+    cannot do precisely (a few seconds of start-up against 200 applicants of a few ms each)."""
+    from frpd_cli.choice import PlanSettings
+    from frpd_cli.dataset import read_training_frame
+    from frpd_cli.model import load_model
+    from frpd_cli.planning import plan_applicants
+    from frpd_cli.pool import load_pool
+    from frpd_cli.schema import SchemaSpec, infer_schema
+
+    frame = read_training_frame(data)
+    schema = infer_schema(frame, SchemaSpec(target="label", immutable=IMMUTABLE, increasing=("age",)))
+    model = load_model(paths["model"], favorable=schema.favorable, feature_names=schema.feature_names)
+    training = load_pool(work / f"pool_{n}", frame, schema, data=data, model=paths["model"], threshold=0.5)
+    applicants = pd.read_csv(paths["applicants"]).head(n_applicants)
+    out, plans = {}, {}
+    for label, lim in (("full", None), (f"--max-candidates {limit}", limit)):
+        settings = PlanSettings(method="quad", k=3, theta=0.9, max_candidates=lim)
+
+        def run(frame_):
+            ids = [str(i) for i in range(len(frame_))]
+            return [p for chunk in plan_applicants(training, model, frame_, ids, settings, n_jobs=1) for p in chunk]
+
+        run(applicants.head(1))
+        start = time.process_time()
+        plans[label] = run(applicants)
+        out[f"library CPU ms/applicant, {label}"] = 1000.0 * (time.process_time() - start) / len(applicants)
+    same = sum(a == b for a, b in zip(plans["full"], plans[f"--max-candidates {limit}"]))
+    out[f"plans equal with --max-candidates {limit}"] = f"{same}/{len(applicants)}"
+    return out
 
 
 def bound_proofs(n_applicants: int, thetas: list[float], work: Path, paths: dict, data: Path) -> list[dict]:
@@ -270,6 +301,7 @@ def main(argv=None) -> int:
     rows = []
     for n in sizes:
         rows.append(measure(n, paths["sets"][n], paths, args.work, args.n_applicants, args.max_candidates))
+        rows[-1].update(library_cpu(n, paths["sets"][n], paths, args.work, args.n_applicants, args.max_candidates))
         print(rows[-1], file=sys.stderr)
     bounds = (bound_proofs(args.bound_applicants, [0.9, 0.5, 0.2], args.work, paths, paths["sets"][sizes[0]])
               if args.bound_applicants else [])
@@ -280,12 +312,15 @@ def main(argv=None) -> int:
         f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min) at the end of the run. Command: `python benchmarks/bench_scale.py --sizes "
         f"{args.sizes}{' --with-10m' if args.with_10m else ''} --n-applicants {args.n_applicants}`.", "",
         "Adult resampled (hours jittered, labelled by the MLP), immutable marital_status, gender and race, age "
-        "increasing, quad, K = 3; each command in a fresh process.", "",
-        "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+        "increasing, quad, K = 3; each command in a fresh process (s: wall seconds; MB: peak resident memory of "
+        "the process or of its largest worker; CPU ms/applicant: CPU of the run minus that of the one-applicant "
+        "run, divided by the applicants; library: `plan_applicants` in one process, start-up excluded).", "",
+        "| training rows | " + " | ".join(str(row["rows"]) for row in rows) + " |",
+        "|---|" + "---:|" * len(rows),
     ]
-    for row in rows:
-        lines.append("| " + " | ".join(f"{row[c]:.2f}" if isinstance(row[c], float) else str(row[c])
-                                        for c in columns) + " |")
+    for c in columns[1:]:
+        lines.append(f"| {c} | " + " | ".join(f"{row[c]:.2f}" if isinstance(row[c], float) else str(row[c])
+                                              for row in rows) + " |")
     if bounds:
         lines += ["", f"Distance bound (`bound_proofs`, {sizes[0]} rows, the first {args.bound_applicants} "
                   "applicants, those with more than 85 candidates): proofs that no candidate beyond the m nearest "
