@@ -459,8 +459,8 @@ class SchemaFlags:
     vary: Optional[list] = None
     ranges: Optional[list] = None
     weights: Optional[list] = None
-    scale: str = "minmax"
     max_moves: Optional[list] = None
+    scale: str = "minmax"
     #: whether the default move bound applies when no flag or file declares one (planning commands; evaluate
     #: audits only the declared constraints)
     default_max_move: bool = True
