@@ -21,6 +21,7 @@ import pandas as pd
 from .data import iter_csv
 from .encoding import Encoder
 from .exceptions import InputError
+from .names import did_you_mean
 from .outputs import spool_input
 
 __all__ = ["ApplicantChunk", "ApplicantScan", "ApplicantFile", "OutOfRangeWarning", "normalise_types"]
@@ -222,14 +223,16 @@ class ApplicantFile:
     def _check_columns(self, frame: pd.DataFrame) -> tuple:
         missing = [n for n in self.feature_names if n not in frame.columns]
         if missing:
+            others = [c for c in map(str, frame.columns) if c not in self.feature_names]
+            hints = "".join(did_you_mean(m, others) for m in missing)
             raise InputError(
                 f"Column(s) {', '.join(repr(m) for m in missing)} missing from {self._source}; "
-                "the model was trained with them."
+                f"the model was trained with them.{hints}"
             )
         if self.id_column is not None and self.id_column not in frame.columns:
             raise InputError(
-                f"The id column '{self.id_column}' is not in {self._source}. "
-                f"Its columns are: {', '.join(map(str, frame.columns))}."
+                f"The id column '{self.id_column}' is not in {self._source}."
+                f"{did_you_mean(self.id_column, frame.columns)} Its columns are: {', '.join(map(str, frame.columns))}."
             )
         return tuple(str(c) for c in frame.columns if c not in self.feature_names and c != self.id_column)
 

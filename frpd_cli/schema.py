@@ -49,8 +49,10 @@ import numpy as np
 import pandas as pd
 
 from .exceptions import SchemaError
+from .names import did_you_mean
 
 __all__ = [
+    "looks_like_id_name",
     "WHOLE_SHARE",
     "whole_share",
     "FEATURE_KINDS",
@@ -746,14 +748,15 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
     def check_exists(name, role):
         if name not in columns:
             raise SchemaError(
-                f"Column '{name}' (declared {role}) is not in {source}. The columns are: {existing}."
+                f"Column '{name}' (declared {role}) is not in {source}.{did_you_mean(name, columns)} The columns "
+                f"are: {existing}."
             )
 
     target = spec.target
     if target is None:
         if "label" not in columns:
             raise SchemaError(
-                f"No target column given and {source} has no column named 'label'. "
+                f"No target column given and {source} has no column named 'label'.{did_you_mean('label', columns)} "
                 "Pass --target COLUMN or set target in the schema file."
             )
         target = "label"
@@ -773,8 +776,8 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                                ("with a move bound", "--max-move", spec.max_moves)):
         for name in names:
             if name not in columns:
-                raise DeclarationError(option, name, f"Column '{name}' (declared {key}) is not in {source}. The "
-                                                     f"columns are: {existing}.")
+                raise DeclarationError(option, name, f"Column '{name}' (declared {key}) is not in {source}."
+                                                     f"{did_you_mean(name, columns)} The columns are: {existing}.")
             if name == target:
                 raise DeclarationError(option, name, f"Column '{name}' is the target; it cannot also be declared "
                                                      f"{key}.")
@@ -1205,6 +1208,17 @@ def _decimals(values: np.ndarray, max_decimals: int) -> int:
 
 _ID_NAME = re.compile(r"(?:^|[^A-Za-z])(?:id|ids|uuid|guid|key)$|^(?:id|uuid|guid)(?:[^A-Za-z]|$)|(?<=[a-z])I[Dd]$|"
                       r"identifier", re.IGNORECASE)
+
+
+def looks_like_id_name(name: str) -> bool:
+    """Whether a column's name reads like an identifier's (``id``, ``applicant_id``, ``customerID``, ``uuid``).
+
+    Examples
+    --------
+    >>> [looks_like_id_name(n) for n in ("applicant_id", "ID", "customerId", "paid", "age")]
+    [True, True, True, False, False]
+    """
+    return bool(_ID_NAME.search(str(name)))
 
 
 def id_like_columns(frame: pd.DataFrame, schema: Schema, *, min_rows: int = 10) -> list[str]:

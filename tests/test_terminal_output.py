@@ -1,4 +1,5 @@
-"""What a terminal shows: progress bars beside the tables frpd prints, in one pseudo-terminal session."""
+"""What a terminal shows: progress bars beside the tables frpd prints (in one pseudo-terminal session), and the
+words of the tables and messages a newcomer reads."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import struct
 import subprocess
 import sys
 import termios
+from pathlib import Path
 
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="pseudo-terminals are POSIX")
 
@@ -135,3 +140,109 @@ def test_a_bar_with_records_to_a_file_leaves_only_the_summary(sample_paths, many
     assert code == 0, shown[-2000:]
     assert [line for line in screen(shown) if line][-1].startswith("100 applicant(s): 100 planned")
     assert out.read_text().count("\n") > 100
+
+
+# --------------------------------------------------------------------------- words a newcomer reads
+
+runner = CliRunner()
+
+
+def _plan(sample_paths, *extra, columns: int = 80):
+    return runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                               "--schema", str(sample_paths["schema"]), "--applicants",
+                               str(sample_paths["applicants"]), *extra], env={"COLUMNS": str(columns)})
+
+
+#: Flags that leave the sample's applicants without any candidate (every reason is long).
+_NOTHING_LEFT = ("--immutable", "job", "--immutable", "housing", "--immutable", "duration", "--immutable",
+                 "credit_amount", "--immutable-policy", "filter")
+
+
+def test_plan_tables_explain_their_numbers_once_and_cut_reasons_to_a_clause(sample_paths):
+    import json
+
+    table = _plan(sample_paths, "--format", "table", "-q")
+    assert table.exit_code == 0, table.stderr
+    assert table.stdout.count("cost: how far the recourse moves the applicant") == 1
+    assert "partial: fewer than K different recourses" in table.stdout    # the sample has partial plans
+    assert "led to the same recourse" not in table.stdout          # partial plans: the legend says what it means
+    empty = _plan(sample_paths, *_NOTHING_LEFT, "--format", "table", "-q")
+    records = [json.loads(line) for line in _plan(sample_paths, *_NOTHING_LEFT, "--format", "jsonl",
+                                                  "-q").stdout.splitlines()]
+    assert records and all(r["status"] == "infeasible" and r["reason"].count(";") >= 3 for r in records)
+    flat = " ".join(empty.stdout.split())
+    for r in records:
+        first = r["reason"].split("; ")[0]
+        assert f"{first} … (--explain)" in flat and r["reason"] not in flat
+    assert flat.count("--explain shows them whole") == 1
+    explained = " ".join(_plan(sample_paths, *_NOTHING_LEFT, "--format", "table", "-q", "--explain").stdout.split())
+    assert all(" ".join(r["reason"].split()) in explained for r in records) and "(--explain)" not in explained
+
+
+def test_the_projection_note_is_told_once(sample_paths):
+    table = _plan(sample_paths, "--immutable", "age", "--immutable-policy", "project", "--format", "table", "-q")
+    assert table.exit_code == 0, table.stderr
+    marked = sum(line.lstrip("│ ").split(" ")[0].endswith("*") for line in table.stdout.splitlines())
+    assert marked >= 2                                                 # several recourses from projected rows
+    assert table.stdout.count("* prototype projected onto the applicant's immutable values") == 1
+
+
+def test_evaluate_names_its_metrics_in_words_and_fits_the_width_when_piped(sample_paths, tmp_path):
+    from frpd_cli.cli.evaluation import METRIC_WORDS, metric_label
+
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text(_plan(sample_paths, "--format", "jsonl", "-q").stdout)
+    result = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--plans", str(plans), "--format",
+                                 "table", "-q"], env={"COLUMNS": "80"})
+    assert result.exit_code == 0, result.stderr
+    assert max(len(line) for line in result.stdout.splitlines()) <= 80
+    for name in ("cost", "validity", "anti-diversity", "dpp", "manifold"):
+        assert metric_label(name) in result.stdout
+    # the paper's names of every metric in words are in docs/metrics.md
+    metrics_doc = (Path(__file__).resolve().parent.parent / "docs" / "metrics.md").read_text()
+    for name in METRIC_WORDS:
+        assert f"`{metric_label(name)}`" in metrics_doc, name
+
+
+def test_schema_writes_ranges_and_classes_as_people_do(tmp_path):
+    import joblib
+    from sklearn.linear_model import LogisticRegression
+
+    # one noisy value (0.1 + 0.2 style) gives age ten decimals: its range is still 33 – 94
+    frame = pd.DataFrame({"age": [33.0, 94.0, 40.300000000000004, 50.0, 60.0, 70.0] * 3,
+                          "ratio": [0.1234567891, 0.5, 0.25, 0.75, 0.3, 0.9] * 3,
+                          "label": [1.0, 0.0, 1.0, 0.0, 1.0, 0.0] * 3})
+    data, model = tmp_path / "data.csv", tmp_path / "model.pkl"
+    frame.to_csv(data, index=False)
+    joblib.dump(LogisticRegression().fit(frame[["age", "ratio"]], frame["label"]), model)
+    result = runner.invoke(app, ["schema", str(data), "--model", str(model), "--format", "table"],
+                           env={"COLUMNS": "100"})
+    assert result.exit_code == 0, result.stderr
+    assert "33 – 94" in result.stdout and "0.1234567891 – 0.9 " in result.stdout
+    assert "0000" not in result.stdout
+    assert "favourable class 1 of the model's classes 0, 1;" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize("flags, said", [
+    (("--immutable", "agee"), "Did you mean 'age'?"),
+    (("--target", "Label"), "Did you mean 'label'?"),
+    (("--range", "savngs=none,little"), "Did you mean 'savings'?"),
+    (("--id-column", "applicant"), "Did you mean 'applicant_id'?"),
+])
+def test_a_misspelt_column_gets_its_near_miss(sample_paths, flags, said):
+    result = _plan(sample_paths, *flags, "--format", "csv")
+    assert result.exit_code in (1, 2) and said in result.stderr, result.stderr
+
+
+def test_a_forgotten_id_column_gets_a_hint(sample_paths, tmp_path):
+    schema = tmp_path / "schema.toml"
+    schema.write_text("\n".join(line for line in sample_paths["schema"].read_text().splitlines()
+                                if not line.startswith("id_column")))
+    args = ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema", str(schema),
+            "--applicants", str(sample_paths["applicants"]), "--format", "csv", "-q"]
+    forgotten = runner.invoke(app, args)
+    assert forgotten.exit_code == 0, forgotten.stderr
+    assert "pass --id-column applicant_id" in forgotten.stderr
+    given = runner.invoke(app, [*args, "--id-column", "applicant_id"])
+    assert given.exit_code == 0 and "Hint" not in given.stderr and "ignoring" not in given.stderr

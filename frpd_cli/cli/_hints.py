@@ -3,7 +3,7 @@ nothing reaches, an identifier used as a feature). Each function returns the mes
 
 from __future__ import annotations
 
-__all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "id_like_warning"]
+__all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "id_like_warning", "ignored_columns_warning"]
 
 
 def _plain(value):
@@ -68,3 +68,19 @@ def id_like_warning(names, source: str) -> str | None:
             f"different value in every row, like an identifier, and {'is' if one else 'are'} used as "
             f"{'a feature' if one else 'features'}: recourses that change an identifier mean nothing. Pass "
             f"--id-column for an applicant id, or list {'it' if one else 'them'} under exclude in the schema file.")
+
+
+def ignored_columns_warning(columns, source: str, id_column: str | None) -> str | None:
+    """The columns of an applicants file that are neither features nor the id column; with a hint when one of
+    them is named like an identifier and no --id-column was given (without it, applicants are row numbers)."""
+    if not columns:
+        return None
+    from ..schema import looks_like_id_name
+
+    message = f"Warning: ignoring column(s) {', '.join(columns)} of {source} (not features)."
+    named = [c for c in columns if looks_like_id_name(c)]
+    if id_column is None and named:
+        message += (f"\nHint: '{named[0]}' looks like the applicants' identifier: pass --id-column {named[0]} (or "
+                    f"id_column = \"{named[0]}\" in the schema file) to name each plan by it; without it, "
+                    "applicants are numbered by row from 0.")
+    return message

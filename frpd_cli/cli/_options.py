@@ -29,7 +29,7 @@ __all__ = [
     "SchemaFlags", "SCHEMA_OPTIONS", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "ScaleOpt", "SCALES", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
-    "LayoutOpt", "QuietOpt", "LAYOUTS", "read_training",
+    "LayoutOpt", "QuietOpt", "ExplainOpt", "LAYOUTS", "read_training",
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
     "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options", "resolve_margin",
     "ProximityOpt", "PROXIMITIES", "check_proximity",
@@ -278,6 +278,9 @@ LayoutOpt = Annotated[_choices(LAYOUTS), typer.Option("--layout", case_sensitive
                                                       "long (a block per recourse, one change per line) or auto "
                                                       "(wide when it fits the terminal width, COLUMNS "
                                                       "respected).")]
+ExplainOpt = Annotated[bool, typer.Option("--explain", help="Tables: each plan's reason whole (why it is empty or "
+                                          "partial), not only its first clause; csv, json and jsonl always hold it "
+                                          "whole.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No summary line and no progress bar on stderr "
                                         "(warnings, hints and errors still show).")]
 OutputOpt = Annotated[Optional[Path], typer.Option("--output", "-o", readable=False, help="Write the data to this file "
@@ -607,9 +610,11 @@ def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *,
 
     source = ApplicantFile(path, training.encoder, id_column=id_column, encoding=encoding)
     scan = source.scan()
-    ignored = [c for c in scan.extra_columns if c not in set(used)]
-    if ignored:
-        echo_err(f"Warning: ignoring column(s) {', '.join(ignored)} of '{path}' (not features).")
+    from ._hints import ignored_columns_warning
+
+    warning = ignored_columns_warning([c for c in scan.extra_columns if c not in set(used)], f"'{path}'", id_column)
+    if warning:
+        echo_err(warning)
     chunks = list(source.chunks(max(scan.n_rows, 1)))
     frame = pd.concat([c.frame for c in chunks], ignore_index=True)
     ids = [a for c in chunks for a in c.ids]

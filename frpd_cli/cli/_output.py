@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,8 @@ from ..plans import Plan, csv_columns, escape_csv_text, plan_csv_rows, plan_reco
 
 __all__ = ["FORMATS", "PLAN_FORMATS", "LAYOUTS", "busy", "resolve_format", "open_output", "PlanWriter", "stderr_console",
            "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
-           "render_plan", "print_plan", "encoder_decimals", "plan_steps", "render_rows_blocks", "print_rows"]
+           "render_plan", "print_plan", "encoder_decimals", "plan_steps", "render_rows_blocks", "print_rows",
+           "reason_line", "Legend"]
 
 FORMATS = ("table", "csv", "json", "jsonl")
 #: Formats of the commands that print plans (``plan``, ``interpolate``): also ``text``, each plan in plain words.
@@ -82,7 +84,8 @@ class PlanWriter:
 
     def __init__(self, stream, fmt: str, feature_names, *, console: Console | None = None,
                  projected: bool = False, header_written: bool = False, layout: str = "auto",
-                 decimals: dict | None = None, models=(), schema=None):
+                 decimals: dict | None = None, models=(), schema=None, explain: bool = False,
+                 scale: str | None = None):
         if layout not in LAYOUTS:
             raise InputError(f"The 'layout' option must be one of {', '.join(LAYOUTS)}. Got {layout!r} instead.")
         self.layout = layout
@@ -96,6 +99,9 @@ class PlanWriter:
         self.projected = projected
         self.models = tuple(models)     # other models to satisfy: probability_<name> columns
         self.schema = schema            # text: kinds, ordinal orders, mutability
+        self.explain = explain          # table: whole reasons instead of their first clause
+        self.scale = scale              # table: how cost is measured, for the legend
+        self._seen = Legend()           # table: what the plans printed so far showed (for the legend)
         if fmt == "csv":
             self._csv = CsvWriter(stream)
 
@@ -125,12 +131,17 @@ class PlanWriter:
             if self._table_console is None:
                 self._table_console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
             for plan in plans:
-                print_plan(self._table_console, plan, self.layout, self.values)
+                print_plan(self._table_console, plan, self.layout, self.values, explain=self.explain)
+                self._seen.add(plan, explain=self.explain)
         if self.fmt != "json":
             self._started = True
         self.stream.flush()
 
     def close(self) -> None:
+        if self.fmt == "table":
+            legend = self._seen.text(scale=self.scale)
+            if legend is not None:
+                self._table_console.print(legend)
         if self.fmt == "csv" and not self._started:
             self._csv.writerow(csv_columns(self.feature_names, projected=self.projected, models=self.models))
         if self.fmt == "json":
@@ -222,6 +233,65 @@ def _changed_features(plan: Plan) -> list[str]:
     return changed
 
 
+_THRESHOLD_NOTE = re.compile(r" \(favourable here means [^)]*\)$")
+
+
+def reason_line(reason: str | None, *, explain: bool = False) -> str | None:
+    """A plan's reason for the table: its first clause (the whole of it with ``explain``); csv, json and jsonl
+    keep the whole reason."""
+    if not reason:
+        return None
+    if explain:
+        return reason
+    first = _THRESHOLD_NOTE.sub("", reason.split("; ")[0])
+    return first if first == reason else f"{first} … (--explain)"
+
+
+def _shown_reason(plan: Plan, explain: bool) -> str | None:
+    """The reason a table shows: an empty plan's (it is all there is to say), a partial plan's with --explain
+    (the legend says what partial means)."""
+    if plan.recourses and not explain:
+        return None
+    return reason_line(plan.reason, explain=explain)
+
+
+class Legend:
+    """What the plan tables of a run showed, to explain it once after them (cost, prob, chg, shift, ``*``,
+    partial, shortened reasons)."""
+
+    def __init__(self):
+        self.recourses = self.shift = self.projected = self.partial = self.cut = False
+
+    def add(self, plan: Plan, *, explain: bool = False) -> None:
+        self.recourses |= bool(plan.recourses)
+        self.shift |= any(r.largest_shift is not None for r in plan.recourses)
+        self.projected |= any(r.projected for r in plan.recourses)
+        self.partial |= bool(plan.partial)
+        shown = _shown_reason(plan, explain)
+        self.cut |= bool(shown) and shown != plan.reason
+
+    def text(self, *, scale: str | None = None) -> Text | None:
+        """The legend, or None when the tables showed nothing it explains."""
+        lines = []
+        if self.recourses:
+            unit = {"minmax": "a feature's whole training range counts 1 and a change of category 1.41 (--scale "
+                              "minmax)",
+                    "effort": "a move counts the share of the training population it passes, a change of "
+                              "category 1.41 (--scale effort)"}.get(scale, "in the units of --scale")
+            lines.append(f"cost: how far the recourse moves the applicant, over all features: {unit}. prob: the "
+                         "model's probability of accepting it. chg: how many features change."
+                         + (" shift: the largest share of the population one change passes." if self.shift else ""))
+        if self.projected:
+            lines.append("* prototype projected onto the applicant's immutable values or moved within its --max-move "
+                         "bounds (a favourable row moved and re-predicted; see --immutable-policy, --max-move).")
+        if self.partial:
+            lines.append("partial: fewer than K different recourses were found (why: --explain, or the reason "
+                         "of the csv/jsonl records).")
+        if self.cut:
+            lines.append("…: reasons are cut to their first clause; --explain shows them whole.")
+        return Text("\n".join(lines), style="dim") if lines else None
+
+
 def _plan_title(plan: Plan) -> Text:
     status = {"ok": "green", "already-favorable": "cyan", "infeasible": "red"}.get(plan.status, "yellow")
     return Text.assemble(("Applicant ", "bold"), (str(plan.applicant), "bold"), "  ",
@@ -229,18 +299,17 @@ def _plan_title(plan: Plan) -> Text:
                          f"  method {plan.method}")
 
 
-def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool = False) -> Table:
+def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool = False,
+               explain: bool = False) -> Table:
     """A rich table of one plan: the applicant's values and each recourse's changes (old -> new).
 
     Column headers and cells never wrap inside a word; ``two_lines`` puts a change's new value on a
-    second line (``old`` / ``→ new``), which narrows the columns.
+    second line (``old`` / ``→ new``), which narrows the columns. The caption is the plan's reason as
+    :func:`_shown_reason` says; what the columns and marks mean is told once, after all tables (:class:`Legend`).
     """
     values = values or ValueFormat()
     changed = _changed_features(plan)
-    caption = plan.reason or None
-    if any(r.projected for r in plan.recourses):
-        note = "* prototype projected onto the applicant's immutable values or moved within its --max-move bounds"
-        caption = f"{caption}\n{note}" if caption else note
+    caption = _shown_reason(plan, explain)
     table = Table(title=_plan_title(plan), caption=caption, title_justify="left", caption_justify="left",
                   expand=False)
     table.add_column("#", justify="right", no_wrap=True)
@@ -270,7 +339,7 @@ def plan_table(plan: Plan, values: ValueFormat | None = None, *, two_lines: bool
     return table
 
 
-def plan_blocks(plan: Plan, values: ValueFormat | None = None) -> Text:
+def plan_blocks(plan: Plan, values: ValueFormat | None = None, *, explain: bool = False) -> Text:
     """The long layout of one plan: a block per recourse listing only its changes, one per line.
 
     ::
@@ -283,8 +352,9 @@ def plan_blocks(plan: Plan, values: ValueFormat | None = None) -> Text:
     values = values or ValueFormat()
     text = _plan_title(plan)
     text.append("\n")
-    if plan.reason:
-        text.append(f"  {plan.reason}\n", style="dim")
+    reason = _shown_reason(plan, explain)
+    if reason:
+        text.append(f"  {reason}\n", style="dim")
     changed = _changed_features(plan)
     pad = min(max((len(n) for n in changed), default=0) + 1, 24)
     for r in plan.recourses:
@@ -300,8 +370,6 @@ def plan_blocks(plan: Plan, values: ValueFormat | None = None) -> Text:
             text.append(" → ")
             text.append(new, style="bold yellow")
             text.append("\n")
-    if any(r.projected for r in plan.recourses):
-        text.append("  * prototype projected onto the applicant's immutable values or moved within its --max-move bounds\n", style="dim")
     return text
 
 
@@ -310,10 +378,11 @@ def _natural_width(console: Console, renderable) -> int:
     return Measurement.get(console, console.options.update_width(10**6), renderable).maximum
 
 
-def print_plan(console: Console, plan: Plan, layout: str = "auto", values: ValueFormat | None = None) -> None:
+def print_plan(console: Console, plan: Plan, layout: str = "auto", values: ValueFormat | None = None, *,
+               explain: bool = False) -> None:
     """Print one plan in the table format (:func:`render_plan`); a forced wide table wider than the console
     is printed at its own width (the terminal wraps its lines, but no header or value is split)."""
-    for renderable, width in render_plan(plan, console, layout, values):
+    for renderable, width in render_plan(plan, console, layout, values, explain=explain):
         if width is None or width <= console.width:
             console.print(renderable)
         else:
@@ -321,7 +390,8 @@ def print_plan(console: Console, plan: Plan, layout: str = "auto", values: Value
                     force_terminal=console.is_terminal, no_color=console.no_color, soft_wrap=False).print(renderable)
 
 
-def render_plan(plan: Plan, console: Console, layout: str = "auto", values: ValueFormat | None = None) -> list:
+def render_plan(plan: Plan, console: Console, layout: str = "auto", values: ValueFormat | None = None, *,
+                explain: bool = False) -> list:
     """What to print for one plan in the table format: the wide table when it fits the console's width
     (``layout="auto"``) or when asked for (``"wide"``, printed at its natural width), else the long
     layout (:func:`plan_blocks`); graph plans add their steps.
@@ -332,20 +402,20 @@ def render_plan(plan: Plan, console: Console, layout: str = "auto", values: Valu
     """
     out = []
     if layout == "long" or not plan.recourses:
-        out.append((plan_blocks(plan, values), None))
+        out.append((plan_blocks(plan, values, explain=explain), None))
     else:
         chosen = None
         for two_lines in (False, True):
-            table = plan_table(plan, values, two_lines=two_lines)
+            table = plan_table(plan, values, two_lines=two_lines, explain=explain)
             if _natural_width(console, table) <= console.width:
                 chosen = (table, None)
                 break
         if chosen is None:
             if layout == "wide":
-                table = plan_table(plan, values)
+                table = plan_table(plan, values, explain=explain)
                 chosen = (table, max(console.width, _natural_width(console, table)))
             else:
-                chosen = (plan_blocks(plan, values), None)
+                chosen = (plan_blocks(plan, values, explain=explain), None)
         out.append(chosen)
     steps = plan_steps(plan, values)
     if steps is not None:

@@ -169,8 +169,10 @@ def _group_columns(path: Path, columns: list[str], n_rows: int, encoding: str) -
     header = pd.read_csv(path, nrows=0, encoding=encoding).columns.tolist()
     missing = [c for c in columns if c not in header]
     if missing:
-        raise InputError(f"--by {missing[0]!r} is not a column of '{path}' (columns: {', '.join(header)}). "
-                         "Pass a column of the applicants file.")
+        from ..names import did_you_mean
+
+        raise InputError(f"--by {missing[0]!r} is not a column of '{path}'.{did_you_mean(missing[0], header)} "
+                         f"(columns: {', '.join(header)}). Pass a column of the applicants file.")
     table = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, encoding=encoding)
     if len(table) != n_rows:
         raise InputError(f"'{path}' has {len(table)} data rows but {n_rows} applicants were read from it; check "

@@ -23,7 +23,7 @@ from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotli
 from ._output import open_output, render_rows_blocks, resolve_format, stderr_console, write_records
 from .app import app
 
-__all__ = ["evaluate_command", "load_graph_artifact", "summary_cells"]
+__all__ = ["evaluate_command", "load_graph_artifact", "summary_cells", "METRIC_WORDS", "metric_label"]
 
 _GRAPH_HINT = "frpd build-graph DATA --model MODEL --out DIR"
 
@@ -59,20 +59,51 @@ def summary_cells(summary) -> tuple[list[dict], list[str]]:
     return rows, columns
 
 
+#: evaluate's metrics in words for the table: (label, which way is better); the record's own name follows the
+#: label in the table, and docs/metrics.md maps both to the paper's names.
+METRIC_WORDS = {
+    "cost": ("distance moved", "lower"),
+    "validity": ("plans fully accepted", "higher"),
+    "anti-diversity": ("recourses alike", "lower"),
+    "dpp": ("recourses spread apart", "higher"),
+    "manifold": ("distance to accepted rows", "lower"),
+    "sparsity": ("features changed", "lower"),
+    "violations": ("constraints broken", "lower"),
+    "full plans": ("plans with K recourses", "higher"),
+    "probability": ("probability reached", ""),
+    "near threshold": ("barely accepted", "lower"),
+    "largest shift": ("population passed", "lower"),
+    "shift > 0.3": ("past 30% of people", "lower"),
+    "path cost": ("path length", "lower"),
+    "path diversity": ("paths differ", "higher"),
+    "path anti-diversity": ("paths alike", "lower"),
+}
+
+
+def metric_label(name: str) -> str:
+    """A metric's row label: its meaning in words, then its name in the records (``distance moved (cost)``)."""
+    words = METRIC_WORDS.get(name)
+    return f"{words[0]} ({name})" if words else name
+
+
 def _print_table(stream, summary) -> None:
+    """One row per metric (in words, with which way is better), one column per method; blocks per method when
+    the methods do not fit the width (COLUMNS, also when piped)."""
     rows, columns = summary_cells(summary)
     console = Console(file=stream)
-    if not console.is_terminal:
-        console = Console(file=stream, width=max(120, 16 * len(columns)))
-    title = "Plan metrics per method (mean ± std)"
+    title = "Plan metrics per method (mean ± std over the plans)"
     table = Table(title=title, title_justify="left")
-    for c in columns:
-        table.add_column(c, no_wrap=True, justify="left" if c == "method" else "right")
+    table.add_column("metric", no_wrap=True)
+    table.add_column("better", no_wrap=True)
     for r in rows:
-        table.add_row(*[str(r[c]) for c in columns])
-    if console.is_terminal and Measurement.get(console, console.options.update_width(10**6), table).maximum \
-            > console.width:
-        console.print(render_rows_blocks(rows, columns, title=title))    # a block per method: no cell is cut
+        table.add_column(str(r["method"]), no_wrap=True, justify="right")
+    for c in columns[1:]:
+        label = "applicants needing a recourse" if c == "applicants" else metric_label(c)
+        table.add_row(label, METRIC_WORDS.get(c, ("", ""))[1], *[str(r[c]) for r in rows])
+    if Measurement.get(console, console.options.update_width(10**6), table).maximum > console.width:
+        labelled = [{("applicants needing a recourse" if c == "applicants" else metric_label(c)): r[c]
+                     for c in columns} for r in rows]
+        console.print(render_rows_blocks(labelled, list(labelled[0]) if labelled else [], title=title))
     else:
         console.print(table)
 

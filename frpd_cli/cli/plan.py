@@ -21,7 +21,7 @@ from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
 from ..planning import TASK_APPLICANTS, PlanSettings, plan_stream
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._hints import already_favorable_hint
+from ._hints import already_favorable_hint, ignored_columns_warning
 from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
 from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, robust_params as _robust_params
 from .app import app
@@ -110,21 +110,22 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
              output: Path | None, jobs: int, chunk_size: int = 256, graph=None, backend: str = "loky",
              scheduler: str | None = None, resume: bool = False,
              fingerprint: Callable[[], dict] | None = None, layout: str = "auto", quiet: bool = False,
-             digest=None) -> bool:
+             digest=None, explain: bool = False) -> bool:
     """Plan every applicant and stream the records to stdout or ``output``, chunk by chunk.
 
     ``fingerprint`` returns what identifies the run (input hashes, parameters) for ``--resume``; it is
     called only when writing to a file, after the applicants are validated. ``digest`` (a hashlib object)
     is fed the UTF-8 text written when the records do not go to a regular file (for ``--provenance``).
-    ``layout`` is the table layout; ``quiet`` drops the progress bar and the summary line.
+    ``layout`` is the table layout and ``explain`` its whole reasons; ``quiet`` drops the progress bar and the
+    summary line.
     Returns False when ``--resume`` found ``output`` already complete (nothing was planned), else True.
     """
     fmt = resolve_format(fmt, output, PLAN_FORMATS)
     target = None if output is None else resolve_output(output)   # a folder, a missing folder: refused now
     scan = applicants.scan(chunk_size=max(chunk_size, 4096))       # refuses bad input before writing anything
-    if scan.extra_columns:
-        echo_err(f"Warning: ignoring column(s) {', '.join(scan.extra_columns)} of '{applicants.path}' "
-                 "(not features).")
+    warning = ignored_columns_warning(scan.extra_columns, f"'{applicants.path}'", applicants.id_column)
+    if warning:
+        echo_err(warning)
     streamable = fmt in ("csv", "jsonl")
     to_file = target is not None and target.kind == "file"
     if resume and not (to_file and streamable):
@@ -186,7 +187,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                         echo_err(f"Resuming '{output}' after {out.done} complete applicant(s).")
                     writer = PlanWriter(out.stream, fmt, training.schema.feature_names, projected=projected,
                                         header_written=out.resumed_offset > 0, layout=layout, decimals=decimals,
-                                        models=models, schema=training.schema)
+                                        models=models, schema=training.schema, explain=explain,
+                                        scale=training.encoder.scale)
                     done = out.done
                     for plans in plan_stream(training, model, applicants.chunks(chunk_size, start=out.done), settings,
                                              graph=graph, n_jobs=jobs, backend=backend, scheduler=scheduler,
@@ -208,12 +210,15 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
 
                     stream = HashingWriter(stream, digest)
                 writer = PlanWriter(stream, fmt, training.schema.feature_names, projected=projected, layout=layout,
-                                    decimals=decimals, models=models, schema=training.schema)
+                                    decimals=decimals, models=models, schema=training.schema, explain=explain,
+                                    scale=training.encoder.scale)
                 done = 0
                 for plans in plan_stream(training, model, applicants.chunks(chunk_size), settings, graph=graph,
                                          n_jobs=jobs, backend=backend, scheduler=scheduler, task_applicants=step):
                     done += len(plans)
                     consume(plans, writer, done)
+                if under_bar:
+                    progress.stop()     # the legend after the tables, where the bar was
                 writer.close()
     n = sum(v for key, v in counts.items() if key != "partial")
     if not quiet:
@@ -298,6 +303,7 @@ def plan_command(
     threshold: o.ThresholdOpt = 0.5,
     fmt: o.PlanFormatOpt = None,
     layout: o.LayoutOpt = "auto",
+    explain: o.ExplainOpt = False,
     output: o.OutputOpt = None,
     quiet: o.QuietOpt = False,
     jobs: o.JobsOpt = 1,
@@ -390,7 +396,7 @@ def plan_command(
         digest = hashlib.sha256() if provenance is not None else None
         planned = run_plan(training, loaded, source, settings, fmt=fmt, output=output, jobs=jobs,
                            chunk_size=chunk_size, graph=loaded_graph, backend=backend, scheduler=scheduler, resume=resume,
-                           fingerprint=fingerprint, layout=layout, quiet=quiet, digest=digest)
+                           fingerprint=fingerprint, layout=layout, quiet=quiet, digest=digest, explain=explain)
         if provenance is not None and not planned:
             # frpd cannot tell which run wrote a complete output: keep (or leave missing) the provenance of that run
             echo_err(f"Note: '{output}' was already complete; --provenance '{provenance}' is left as it was (frpd "

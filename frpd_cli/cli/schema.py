@@ -25,7 +25,7 @@ def _values_cell(row: dict, decimals: dict) -> str:
 
     if row["min"] is not None:
         d = decimals.get(row["column"])
-        return f"{format_value(row['min'], d)} – {format_value(row['max'], d)}"
+        return f"{_bound(row['min'], d)} – {_bound(row['max'], d)}"
     levels = row["levels"]
     if not levels:
         return ""
@@ -33,6 +33,22 @@ def _values_cell(row: dict, decimals: dict) -> str:
     shown = [format_value(v) for v in levels[:_MAX_LEVELS_SHOWN]]
     more = f"{joint}… ({len(levels)} levels)" if len(levels) > _MAX_LEVELS_SHOWN else ""
     return joint.join(shown) + more
+
+
+#: Columns with more decimals than this are measurements or float noise (0.1 + 0.2): their ranges are shown
+#: without the zeros the column's precision pads them with; fewer (cents, tenths) are kept as the column writes.
+_PADDED_DECIMALS = 4
+
+
+def _bound(value, decimals) -> str:
+    """A range's end at the column's precision: ``337.93 – 18000.00`` for a column of cents, but ``33 – 94`` and
+    not ``33.0000000000 – 94.0000000000`` for a column whose one noisy value has ten decimals."""
+    from ._output import format_value
+
+    text = format_value(value, decimals)
+    if decimals is not None and decimals > _PADDED_DECIMALS and "." in text and "e" not in text.lower():
+        text = text.rstrip("0").rstrip(".")
+    return text
 
 
 def schema_rows(report, *, table: bool) -> tuple[list[dict], list[str]]:
@@ -170,7 +186,9 @@ def _model_summary(model_path: Path, data: Path, report, frame, threshold: float
     training = build_training_set(complete, schema, model, source=f"'{data}'")
     n, accepted, labelled = training.n_rows, int(training.favorable.sum()), int(training.labeled.sum())
     share = f" ({100 * accepted / n:.1f}%)" if n else ""
+    from ._output import format_value
+
     classes = model_classes(model)
-    listed = f" of the model's classes {', '.join(map(str, classes))}" if classes else ""
-    return (f"Model '{model_path}': favourable class {model.favorable}{listed}; it accepts {accepted} of {n} "
+    listed = f" of the model's classes {', '.join(map(format_value, classes))}" if classes else ""
+    return (f"Model '{model_path}': favourable class {format_value(model.favorable)}{listed}; it accepts {accepted} of {n} "
             f"training rows{share} at threshold {threshold:g} ({labelled} are labelled favourable).")

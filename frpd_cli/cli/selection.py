@@ -248,6 +248,7 @@ def interpolate_command(
     trust_type: o.TrustTypeOpt = None,
     fmt: o.PlanFormatOpt = None,
     layout: o.LayoutOpt = "auto",
+    explain: o.ExplainOpt = False,
     quiet: o.QuietOpt = False,
     output: o.OutputOpt = None,
     flags: o.SchemaFlags = o.SchemaFlags(),
@@ -411,7 +412,8 @@ def interpolate_command(
                 stream = HashingWriter(stream, digest)
             writer = PlanWriter(stream, fmt_, names, layout=layout, decimals=encoder_decimals(encoder),
                                 projected=scheme == "linear" and "projected" in prototypes.columns,
-                                models=getattr(loaded, "names", ("model",))[1:], schema=encoder.schema)
+                                models=getattr(loaded, "names", ("model",))[1:], schema=encoder.schema,
+                                explain=explain, scale=encoder.scale)
             writer.write(all_plans)
             writer.close()
         if provenance is not None:
