@@ -336,8 +336,8 @@ def test_summary_groups_infeasible_reasons_without_repeating_their_counts():
               "no candidate: 40 differ in gender, 3 have lower age"):
         reasons[_reason_key(r)] = reasons.get(_reason_key(r), 0) + 1
     line = summarize_plans({"ok": 5, "infeasible": 3}, reasons, 8, 2.0)
-    assert line == "8 applicant(s): 5 planned; 3 infeasible (2 recourse(s) dropped, 1 differ in gender); 2.00 s " \
-                   "(4.0 applicants/s)."
+    assert line == "8 applicant(s): 5 planned; 3 infeasible (2 recourse(s) dropped; 1 most limited by gender, which " \
+                   "may not change); 2.00 s (4.0 applicants/s)."
 
 
 def test_default_margin_keeps_every_recourse_off_the_boundary_and_margin_0_is_the_paper(sample_paths):

@@ -74,7 +74,7 @@ def test_filter_reports_exact_counts(crafted):
         assert f"{differ_region} differ in region" in rec["reason"]
         if younger:
             assert f"{younger} have lower age" in rec["reason"]
-    assert "infeasible (6 differ in calls)" in result.stderr
+    assert "infeasible (6 most limited by calls, which may not change)" in result.stderr
     assert "--immutable-policy project" in result.stderr
 
 

@@ -37,13 +37,22 @@ PROGRESS_MIN_TASK = 25
 _REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of|move) ([^ (;,]+)")
 
 
+#: The rule behind each way a reason counts removed candidates, in words for the summary.
+_RULES = {"differ in": "most limited by {}, which may not change",
+          "have lower": "most limited by {}, which may only increase",
+          "have higher": "most limited by {}, which may only decrease",
+          "are outside the range of": "most limited by the range of {}",
+          "move": "most limited by how far {} may move (--max-move)"}
+
+
 def _reason_key(reason: str | None) -> str:
-    """A short label grouping infeasibility reasons by the constraint that removed the most candidates."""
+    """A short label grouping infeasibility reasons by the rule that removed the most candidates, in words
+    (``most limited by gender, which may not change``)."""
     if not reason:
         return "no reason given"
     match = _REASON_KEY.search(reason)
     if match:
-        return f"{match.group(1)} {match.group(2)}" + (" beyond --max-move" if match.group(1) == "move" else "")
+        return _RULES[match.group(1)].format(match.group(2))
     # the reason's first clause without its leading count ("3 recourse(s) dropped: ..." -> "recourse(s) dropped"):
     # the summary puts the number of applicants in front of it
     return re.sub(r"^\d+ ", "", reason.split(":")[0])[:60]
@@ -57,7 +66,7 @@ def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
     if counts.get("already-favorable"):
         parts.append(f"{counts['already-favorable']} already favourable")
     if counts.get("infeasible"):
-        by = ", ".join(f"{v} {k}" for k, v in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        by = "; ".join(f"{v} {k}" for k, v in sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0])))
         parts.append(f"{counts['infeasible']} infeasible ({by})")
     if counts.get("invalid-input"):
         parts.append(f"{counts['invalid-input']} invalid input")
