@@ -139,6 +139,39 @@ def test_bootstrap_depends_on_the_seed_only():
     assert not np.allclose(one["cost low"], other["cost low"])
 
 
+class BothModel:
+    """Favourable iff x >= 5 and y >= 5."""
+
+    threshold = 0.5
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        x, y = np.asarray(rows["x"], dtype=float), np.asarray(rows["y"], dtype=float)
+        return np.where((x >= 5.0) & (y >= 5.0), 0.9, 0.1)
+
+
+def test_a_pair_covers_what_neither_action_covers_alone():
+    model = BothModel()
+    x = np.arange(11, dtype=float)
+    frame = pd.DataFrame({"x": x, "y": x, "label": (x >= 5).astype(int)})
+    schema = infer_schema(frame, SchemaSpec(target="label", favorable=1, continuous=("x", "y")))
+    training = build_training_set(frame, schema, model)
+    applicants = pd.DataFrame({"x": [3.0] * 30 + [8.0] * 30, "y": [3.0] * 30 + [2.0] * 30})
+    records = [{"applicant": str(i), "method": "m", "recourses": [{"rank": 1, "features": {"x": 6.0, "y": 6.0}}]}
+               for i in range(30)]
+    records += [{"applicant": str(i), "method": "m", "recourses": [{"rank": 1, "features": {"x": 8.0, "y": 6.0}}]}
+                for i in range(30, 60)]
+    groups = {"g": group_labels(["both"] * 30 + ["y only"] * 30)}
+    audit = audit_plans(records, training, model, applicants, groups=groups, actions=True, pairs=True)
+    actions = audit.actions.set_index("action")
+    # x +3 (0.3 of the range) alone flips nobody (y stays low); y up by the mean step 0.35 flips 'y only' only
+    assert actions.loc["x ↑ 0.25–0.5", "covered"] == 0
+    assert actions.loc["y ↑ 0.25–0.5", "covered"] == 30
+    pairs = audit.pairs.set_index("group")
+    assert pairs.loc["both", "coverage"] == 1.0 and pairs.loc["both", "single coverage"] == 0.0
+    assert {pairs.loc["both", "first"], pairs.loc["both", "second"]} == {"x ↑ 0.25–0.5", "y ↑ 0.25–0.5"}
+    assert pairs.loc["y only", "single coverage"] == 1.0
+
+
 # --------------------------------------------------------------------------- coverage against brute force
 
 
