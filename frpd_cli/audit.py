@@ -28,8 +28,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import (_audit_rules, _check_records, _ks, _method_of, checked_applicants, record_rows,
-                         score_records)
+from .evaluation import _audit_rules, _check_records, _ks, _method_of, checked_applicants, record_rows, score_records
 from .exceptions import InputError
 
 __all__ = [

@@ -92,7 +92,7 @@ def _coerce(frame: pd.DataFrame, schema) -> pd.DataFrame:
             out[f.name] = pd.to_numeric(values.replace("", np.nan), errors="coerce").astype(np.float64)
         else:
             lookup = {category_key(level): level for level in f.levels}
-            out[f.name] = pd.Series(_per_distinct(values.tolist(), lambda v: lookup.get(category_key(v), v)),
+            out[f.name] = pd.Series(_per_distinct(values.tolist(), lambda v, lookup=lookup: lookup.get(category_key(v), v)),
                                     index=values.index, dtype=object)
     return pd.DataFrame(out, index=frame.index)
 
@@ -128,7 +128,8 @@ def _encodable(R: pd.DataFrame, encoder) -> np.ndarray:
                     ok &= numbers == np.round(numbers)
         else:
             levels = set(category_key(level) for level in f.levels)
-            ok &= np.array(_per_distinct(values.tolist(), lambda v: v is not None and category_key(v) in levels),
+            ok &= np.array(_per_distinct(values.tolist(),
+                                         lambda v, levels=levels: v is not None and category_key(v) in levels),
                            dtype=bool)
     return ok
 
@@ -428,7 +429,7 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
     records = _check_records(records)
     if manifold not in MANIFOLDS:
         raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
-    schema, encoder = training.schema, training.encoder
+    schema = training.schema
     names = list(schema.feature_names)
     applicants, ids = checked_applicants(applicants, ids, names)
     ks = _ks(records, k)

@@ -198,7 +198,6 @@ def _brute_force_covered(action, training, model, raw0) -> int:
     schema, encoder = training.schema, training.encoder
     rules = _audit_rules(training)
     f = schema.feature(action["feature"])
-    j = schema.feature_names.index(f.name)
     count = 0
     for i in range(len(raw0)):
         x = raw0.iloc[[i]].reset_index(drop=True)

@@ -14,8 +14,8 @@ from ..exceptions import InputError, OptionError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
 from ._output import busy, open_output, print_rows, resolve_format, write_records
+from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
 from .app import app
 
 __all__ = ["audit_command"]

@@ -13,14 +13,13 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from ..artifacts import read_artifact
-from ..evaluation import (MANIFOLDS, evaluate_plans, plan_counts, plot_tradeoff, summarize_by_method,
-                          summary_metrics)
+from ..evaluation import MANIFOLDS, evaluate_plans, plan_counts, plot_tradeoff, summarize_by_method, summary_metrics
 from ..exceptions import ArtifactError, InputError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
 from ._output import open_output, render_rows_blocks, resolve_format, stderr_console, write_records
+from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
 from .app import app
 
 __all__ = ["evaluate_command", "load_graph_artifact", "summary_cells", "METRIC_WORDS", "metric_label"]
