@@ -6,7 +6,7 @@ import codecs
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Literal, Optional
+from typing import TYPE_CHECKING, Annotated, ClassVar, Literal, Optional
 
 import typer
 
@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # annotations only
 # with are imported inside the functions that need them (start-up time).
 
 __all__ = [
+    "MaxMoveOpt", "declared_only",
     "DataArg", "ModelOpt", "SchemaOpt", "TargetOpt", "FavorableOpt", "ImmutableOpt", "IncreasingOpt",
     "DecreasingOpt", "CategoricalOpt", "ContinuousOpt", "IdColumnOpt", "SeedOpt", "ThresholdOpt", "EncodingOpt",
     "MaxCandidatesOpt", "MethodOpt", "KOpt", "ThetaOpt", "BandwidthOpt", "CandidatesOpt", "FormatOpt", "PlanFormatOpt",
@@ -464,9 +465,9 @@ class SchemaFlags:
     weights: Optional[list] = None
     max_moves: Optional[list] = None
     scale: str = "minmax"
-    #: whether the default move bound applies when no flag or file declares one (planning commands; evaluate
-    #: audits only the declared constraints)
-    default_max_move: bool = True
+    #: whether the built-in move bound applies when no flag or file declares one (planning commands; evaluate
+    #: and audit check only declared constraints: :func:`declared_only`)
+    default_max_move: ClassVar[bool] = True
 
     def spec(self) -> SchemaSpec:
         from ..dataset import resolve_spec
@@ -502,6 +503,18 @@ class SchemaFlags:
         if column in given:
             return OptionError(option, str(exc))
         return None
+
+
+@dataclass(frozen=True)
+class _DeclaredSchemaFlags(SchemaFlags):
+    default_max_move: ClassVar[bool] = False
+
+
+def declared_only(flags: SchemaFlags) -> SchemaFlags:
+    """The same flags without the built-in move bound: only a bound the flags or the schema file declare."""
+    from dataclasses import fields
+
+    return _DeclaredSchemaFlags(**{f.name: getattr(flags, f.name) for f in fields(flags)})
 
 
 def _weights(values) -> dict:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -93,7 +92,7 @@ def audit_command(
         fmt = resolve_format(fmt, output)
         if plot is not None:
             require_matplotlib()
-        flags = replace(flags, default_max_move=False)      # audit checks only a declared move bound
+        flags = o.declared_only(flags)      # audit checks only a declared move bound
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, quiet=quiet)
         by = list(dict.fromkeys(by or ()))

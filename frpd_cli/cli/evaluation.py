@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -175,7 +174,7 @@ def evaluate_command(
         fmt = resolve_format(fmt, output)
         if plot is not None:
             require_matplotlib()
-        flags = replace(flags, default_max_move=False)      # evaluate audits only a declared move bound
+        flags = o.declared_only(flags)      # evaluate audits only a declared move bound
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, quiet=quiet)
         others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -111,7 +110,7 @@ def schema_command(
     with lock_outputs(files=(write,)):
         write_to_stdout = write is not None and is_stdio(write)
         fmt_ = resolve_format(fmt, None)
-        spec = replace(flags, default_max_move=False).spec()     # the built-in move bound is not written
+        spec = o.declared_only(flags).spec()     # the built-in move bound is not written
         frame = read_training_frame(data, encoding=encoding)
         report = inspect_schema(frame, spec, source=f"'{data}'")
         toml = schema_to_toml(report.schema, columns=list(frame.columns), source=f"'{Path(data).name}'")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -306,7 +305,7 @@ def interpolate_command(
                              "selection made on the graph's reachable candidates: select --graph DIR, then "
                              "interpolate --scheme graph --graph DIR.")
         encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
-        _check_same_schema(encoder.schema, replace(flags, default_max_move=False).spec(), selection)
+        _check_same_schema(encoder.schema, o.declared_only(flags).spec(), selection)
         names = list(encoder.schema.feature_names)
         margin = selected_at if margin is None else float(margin)   # default: the margin the selection was made at
         o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,
