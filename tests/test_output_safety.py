@@ -160,19 +160,21 @@ with output_lock(sys.argv[1]):
 def test_a_lock_left_by_a_killed_writer_is_taken_over(work):
     """Liveness is the flock, not the pid in the file: a writer killed with SIGKILL leaves a file nobody locks."""
     out = work["folder"] / "plans.csv"
-    holder = subprocess.Popen([sys.executable, "-c", _HOLDER, str(out)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, cwd=ROOT)
-    try:
-        assert holder.stdout.readline() == b"locked\n"
-        busy = runner.invoke(app, _plan(work, "--format", "csv", "--output", str(out)))
-        assert busy.exit_code == 1
-        assert f"'{out}' is being written by another frpd process (pid {holder.pid})" in busy.stderr
-        holder.kill()
-        holder.wait()
-    finally:
-        if holder.poll() is None:
+    # ``with`` closes the pipes: left open, they are collected during a later in-process run, whose stderr then
+    # starts with "Warning: unclosed file" (ResourceWarning) instead of its own message.
+    with subprocess.Popen([sys.executable, "-c", _HOLDER, str(out)], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, cwd=ROOT) as holder:
+        try:
+            assert holder.stdout.readline() == b"locked\n"
+            busy = runner.invoke(app, _plan(work, "--format", "csv", "--output", str(out)))
+            assert busy.exit_code == 1
+            assert f"'{out}' is being written by another frpd process (pid {holder.pid})" in busy.stderr
             holder.kill()
             holder.wait()
+        finally:
+            if holder.poll() is None:
+                holder.kill()
+                holder.wait()
     assert lock_path(out).read_text() == f"{holder.pid}\n"       # left behind, unlocked
     done = runner.invoke(app, _plan(work, "--format", "csv", "--output", str(out)))
     assert done.exit_code == 0, done.stderr
