@@ -378,6 +378,9 @@ def test_cli_actions_pairs_and_plot(constructed, tmp_path):
     assert big["plans"] == 30 and big["step"] == pytest.approx(step)
     assert big["covered"] == int(np.sum(x0 + 10 * step > 4.5))      # the tree accepts x > 4.5
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the groups table asked for with --by is not in the jsonl: said on stderr, not dropped silently
+    assert "Warning: jsonl holds one table: wrote the actions table; the groups table(s) were left out" \
+        in result.stderr
     pairs = runner.invoke(app, _args(constructed, "--by", "region", "--pairs", "--format", "csv"))
     assert pairs.exit_code == 0, pairs.output
     rows = list(csv.DictReader(io.StringIO(pairs.stdout)))

@@ -70,7 +70,8 @@ def audit_command(
 
     Plans are re-checked as evaluate checks them (re-encoded, re-predicted, constraints); costs are in the
     scale of --scale, the one the plans were made in. Tables: groups (with --by), actions (--actions), pairs
-    (--pairs); a terminal shows each asked for, csv/json/jsonl write the last of them.
+    (--pairs); a terminal shows each asked for; csv/json/jsonl hold one table, the last of them (a warning
+    names the ones left out).
 
     Example: frpd audit sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv --plans plans.jsonl --by housing --actions
@@ -141,6 +142,10 @@ def audit_command(
             else:
                 _kind, _title, table = tables[-1]
                 write_records(stream, fmt, _records(table), list(table.columns))
+        if fmt != "table" and len(tables) > 1:
+            left = " and ".join(kind for kind, _, _ in tables[:-1])
+            echo_err(f"Warning: {fmt} holds one table: wrote the {tables[-1][0]} table; the {left} table(s) were "
+                     "left out (run once per table, e.g. without --actions for the groups, or use --format table).")
         if not quiet:
             for r in result.summary.to_dict("records"):
                 line = (f"Audited {r['plans']} plan(s) of method {r['method']}: {r['denied']} denied applicant(s), "
