@@ -42,6 +42,51 @@ def sample_paths(sample_model) -> dict:
     }
 
 
+TINY_FEATURES = ["income", "years", "sector", "debt"]
+
+
+def _tiny_credit(folder: Path, *, seed: int, n: int, cut: float, below: float, n_applicants: int) -> dict:
+    """A small credit problem: income, years (integer), sector (a, b, c), debt; the label is 1 when income + 1.5
+    years - debt + 10 [sector c] > ``cut``; a logistic pipeline on one-hot sector and min-max numbers. The
+    applicants are the first ``n_applicants`` rows the model scores below ``below``. Files in ``folder``."""
+    import joblib
+    import numpy as np
+    import pandas as pd
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    rng = np.random.default_rng(seed)
+    frame = pd.DataFrame({
+        "income": np.round(rng.uniform(10, 90, n), 1),
+        "years": rng.integers(0, 30, n),
+        "sector": rng.choice(["a", "b", "c"], n),
+        "debt": np.round(rng.uniform(0, 50, n), 1),
+    })
+    score = frame["income"] + 1.5 * frame["years"] - frame["debt"] + 10 * (frame["sector"] == "c")
+    frame["label"] = (score > cut).astype(int)
+    model = Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sector"]),
+                                    ("num", MinMaxScaler(), ["income", "years", "debt"])])),
+        ("clf", LogisticRegression(C=50.0, max_iter=2000)),
+    ]).fit(frame[TINY_FEATURES], frame["label"])
+    data, model_path, app_path = folder / "train.csv", folder / "model.pkl", folder / "applicants.csv"
+    frame.to_csv(data, index=False)
+    joblib.dump(model, model_path)
+    proba = model.predict_proba(frame[TINY_FEATURES])[:, 1]
+    applicants = frame[TINY_FEATURES][proba < below].head(n_applicants).reset_index(drop=True)
+    applicants.to_csv(app_path, index=False)
+    return {"data": data, "model": model_path, "applicants": app_path, "frame": frame, "estimator": model,
+            "raw": applicants, "tmp": folder}
+
+
+@pytest.fixture(scope="session")
+def tiny_credit():
+    """The builder of a small credit problem (``tiny_credit(folder, seed=, n=, cut=, below=, n_applicants=)``)."""
+    return _tiny_credit
+
+
 def dataset_path(name: str) -> Path:
     """Path of a real dataset beside the project; the calling test is skipped when it is absent."""
     path = DATASETS / name

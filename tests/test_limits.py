@@ -4,14 +4,9 @@ from __future__ import annotations
 
 import json
 
-import joblib
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.compose import ColumnTransformer
-from sklearn.linear_model import LogisticRegression
-from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
 from typer.testing import CliRunner
 
 from frpd_cli.choice import PlanSettings, select_for_applicant
@@ -28,34 +23,9 @@ FEATURES = ["income", "years", "sector", "debt"]
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny(tmp_path_factory, tiny_credit):
     """150 rows; the label rises with income and years, falls with debt; sector c helps a little."""
-    tmp = tmp_path_factory.mktemp("limits")
-    rng = np.random.default_rng(11)
-    n = 150
-    frame = pd.DataFrame({
-        "income": np.round(rng.uniform(10, 90, n), 1),
-        "years": rng.integers(0, 30, n),
-        "sector": rng.choice(["a", "b", "c"], n),
-        "debt": np.round(rng.uniform(0, 50, n), 1),
-    })
-    score = frame["income"] + 1.5 * frame["years"] - frame["debt"] + 10 * (frame["sector"] == "c")
-    frame["label"] = (score > 55).astype(int)
-    model = Pipeline([
-        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sector"]),
-                                    ("num", MinMaxScaler(), ["income", "years", "debt"])])),
-        ("clf", LogisticRegression(C=50.0, max_iter=2000)),
-    ]).fit(frame[FEATURES], frame["label"])
-    data = tmp / "train.csv"
-    frame.to_csv(data, index=False)
-    model_path = tmp / "model.pkl"
-    joblib.dump(model, model_path)
-    proba = model.predict_proba(frame[FEATURES])[:, 1]
-    applicants = frame[FEATURES][proba < 0.3].head(5).reset_index(drop=True)
-    app_path = tmp / "applicants.csv"
-    applicants.to_csv(app_path, index=False)
-    return {"data": data, "model": model_path, "applicants": app_path, "frame": frame, "estimator": model,
-            "raw": applicants, "tmp": tmp}
+    return tiny_credit(tmp_path_factory.mktemp("limits"), seed=11, n=150, cut=55, below=0.3, n_applicants=5)
 
 
 def _training(c, spec: SchemaSpec):

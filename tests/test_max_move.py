@@ -10,10 +10,9 @@ import joblib
 import numpy as np
 import pandas as pd
 import pytest
-from sklearn.compose import ColumnTransformer
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import Pipeline
-from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+from sklearn.preprocessing import MinMaxScaler
 from typer.testing import CliRunner
 
 from frpd_cli.cli.app import app
@@ -35,32 +34,9 @@ def _records(result):
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
+def tiny(tmp_path_factory, tiny_credit):
     """300 rows; the label rises with income and years, falls with debt; the denied applicants sit low."""
-    tmp = tmp_path_factory.mktemp("max_move")
-    rng = np.random.default_rng(5)
-    n = 300
-    frame = pd.DataFrame({
-        "income": np.round(rng.uniform(10, 90, n), 1),
-        "years": rng.integers(0, 30, n),
-        "sector": rng.choice(["a", "b", "c"], n),
-        "debt": np.round(rng.uniform(0, 50, n), 1),
-    })
-    score = frame["income"] + 1.5 * frame["years"] - frame["debt"] + 10 * (frame["sector"] == "c")
-    frame["label"] = (score > 60).astype(int)
-    model = Pipeline([
-        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["sector"]),
-                                    ("num", MinMaxScaler(), NUMERIC)])),
-        ("clf", LogisticRegression(C=50.0, max_iter=2000)),
-    ]).fit(frame[FEATURES], frame["label"])
-    data, model_path, app_path = tmp / "train.csv", tmp / "model.pkl", tmp / "applicants.csv"
-    frame.to_csv(data, index=False)
-    joblib.dump(model, model_path)
-    proba = model.predict_proba(frame[FEATURES])[:, 1]
-    applicants = frame[FEATURES][proba < 0.2].head(12).reset_index(drop=True)
-    applicants.to_csv(app_path, index=False)
-    return {"data": data, "model": model_path, "applicants": app_path, "frame": frame, "estimator": model,
-            "raw": applicants, "tmp": tmp}
+    return tiny_credit(tmp_path_factory.mktemp("max_move"), seed=5, n=300, cut=60, below=0.2, n_applicants=12)
 
 
 def _plan(c, *extra):
