@@ -209,8 +209,9 @@ def test_schema_writes_ranges_and_classes_as_people_do(tmp_path):
     import joblib
     from sklearn.linear_model import LogisticRegression
 
-    # one noisy value (0.1 + 0.2 style) gives age ten decimals: its range is still 33 – 94
-    frame = pd.DataFrame({"age": [33.0, 94.0, 40.300000000000004, 50.0, 60.0, 70.0] * 3,
+    # one noisy value gives age more than ten decimals: its range is still 33 – 94 (not 40.300000000000004,
+    # which the csv parser of older pandas versions reads as 40.3: the precision shown would depend on pandas)
+    frame = pd.DataFrame({"age": [33.0, 94.0, 40.30000000001, 50.0, 60.0, 70.0] * 3,
                           "ratio": [0.1234567891, 0.5, 0.25, 0.75, 0.3, 0.9] * 3,
                           "label": [1.0, 0.0, 1.0, 0.0, 1.0, 0.0] * 3})
     data, model = tmp_path / "data.csv", tmp_path / "model.pkl"
