@@ -13,8 +13,9 @@ from ..exceptions import InputError
 from ..plans import read_plans
 from . import _options as o
 from ._errors import echo_err
+from ._output import resolve_format
 
-__all__ = ["PlansOpt", "require_matplotlib", "read_plans_with_applicants"]
+__all__ = ["PlansOpt", "require_matplotlib", "load_for_review", "read_plans_with_applicants"]
 
 PlansOpt = Annotated[Path, typer.Option("--plans", readable=False, help="Plans from plan/interpolate (csv or jsonl; "
                                         "several methods may be concatenated).", show_default=False)]
@@ -27,6 +28,17 @@ def require_matplotlib() -> None:
     except ImportError:
         raise InputError("--plot needs matplotlib: install the plot extra with "
                          "`pip install 'frpd-cli[plot]'`.") from None
+
+
+def load_for_review(fmt, output: Path | None, plot: Path | None, data: Path, model: Path, flags, **options):
+    """The setup ``evaluate`` and ``audit`` share, in order: the output format, matplotlib when ``--plot`` asks
+    for it, then the training data and model with only a *declared* move bound checked (a review never imposes
+    the planning default). Returns ``(fmt, (training, loaded, spec))``; ``options`` go to
+    :func:`_options.load_training`."""
+    fmt = resolve_format(fmt, output)
+    if plot is not None:
+        require_matplotlib()
+    return fmt, o.load_training(data, model, o.declared_only(flags), **options)
 
 
 @contextmanager

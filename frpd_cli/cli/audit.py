@@ -13,8 +13,8 @@ from ..exceptions import InputError, OptionError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import busy, open_output, print_rows, resolve_format, write_records
-from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
+from ._output import busy, open_output, print_rows, write_records
+from ._plan_files import PlansOpt, load_for_review, read_plans_with_applicants
 from .app import app
 
 __all__ = ["audit_command"]
@@ -90,12 +90,8 @@ def audit_command(
     check_not_inputs({"--output": output, "--plot": plot},
                      {"data": data, "model": model, "plans": plans, "applicants": applicants, "schema": flags.schema})
     with lock_outputs(files=(output, plot)):
-        fmt = resolve_format(fmt, output)
-        if plot is not None:
-            require_matplotlib()
-        flags = o.declared_only(flags)      # audit checks only a declared move bound
-        training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                                trusted_types=trust_type, quiet=quiet)
+        fmt, (training, loaded, spec) = load_for_review(fmt, output, plot, data, model, flags, threshold=threshold,
+                                                        encoding=encoding, trusted_types=trust_type, quiet=quiet)
         by = list(dict.fromkeys(by or ()))
         features = list(training.schema.feature_names)
         others = [c for c in by if c not in features]

@@ -17,8 +17,8 @@ from ..exceptions import ArtifactError, InputError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import open_output, render_rows_blocks, resolve_format, stderr_console, write_records
-from ._plan_files import PlansOpt, read_plans_with_applicants, require_matplotlib
+from ._output import open_output, render_rows_blocks, stderr_console, write_records
+from ._plan_files import PlansOpt, load_for_review, read_plans_with_applicants
 from .app import app
 
 __all__ = ["evaluate_command", "load_graph_artifact", "summary_cells", "METRIC_WORDS", "metric_label"]
@@ -171,12 +171,8 @@ def evaluate_command(
             echo_err(f"Provenance '{provenance}': {checked} are the ones recorded.")
         if manifold not in MANIFOLDS:
             raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
-        fmt = resolve_format(fmt, output)
-        if plot is not None:
-            require_matplotlib()
-        flags = o.declared_only(flags)      # evaluate audits only a declared move bound
-        training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                                trusted_types=trust_type, quiet=quiet)
+        fmt, (training, loaded, spec) = load_for_review(fmt, output, plot, data, model, flags, threshold=threshold,
+                                                        encoding=encoding, trusted_types=trust_type, quiet=quiet)
         others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)
         records, frame, ids = read_plans_with_applicants(plans, applicants, training, spec.id_column,
                                                          encoding=encoding)
