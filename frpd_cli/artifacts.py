@@ -50,6 +50,7 @@ import pandas as pd
 
 from . import __version__
 from ._csv import frame_csv
+from .data import EXACT_FLOATS
 from .exceptions import ArtifactError, InputError, StaleArtifactError
 from .outputs import fsync_folder as fsync_dir
 from .outputs import output_lock, signals_held
@@ -551,7 +552,7 @@ class Artifact:
 
     def load_csv(self, name: str, **read_csv_kwargs) -> pd.DataFrame:
         """An ``.csv`` payload as a DataFrame (keyword arguments go to :func:`pandas.read_csv`)."""
-        return pd.read_csv(self._payload_path(name, ".csv"), **read_csv_kwargs)
+        return pd.read_csv(self._payload_path(name, ".csv"), **{**EXACT_FLOATS, **read_csv_kwargs})
 
     def load_json(self, name: str):
         """A ``.json`` payload, parsed."""

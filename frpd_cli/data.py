@@ -10,12 +10,17 @@ import pandas as pd
 
 from .exceptions import InputError
 
-__all__ = ["read_csv", "iter_csv", "check_header"]
+__all__ = ["read_csv", "iter_csv", "check_header", "EXACT_FLOATS"]
 
 _DELIMITERS = (";", "\t", "|")
 #: pandas' default missing-value markers (``keep_default_na=True``), used for every column but the text ones.
 _DEFAULT_NA = frozenset({"", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
                          "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null"})
+#: ``pd.read_csv`` options that parse every decimal to the nearest float, as Python's ``float`` does: the default
+#: parser of pandas 2 can be one unit in the last place off (``40.300000000000004`` read as ``40.3``), so the same
+#: file would give other numbers, and other plans, under another pandas. pandas 3 parses exactly by default and
+#: deprecates the option.
+EXACT_FLOATS = {"float_precision": "round_trip"} if int(pd.__version__.split(".")[0]) < 3 else {}
 
 
 def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.DataFrame:
@@ -61,7 +66,7 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
     check_header(path, text.splitlines()[0], what)
     del raw
     try:
-        frame = pd.read_csv(io.StringIO(text), skipinitialspace=False, keep_default_na=True)
+        frame = pd.read_csv(io.StringIO(text), skipinitialspace=False, keep_default_na=True, **EXACT_FLOATS)
     except (pd.errors.ParserError, ValueError) as exc:
         message = str(exc).strip().splitlines()[0]
         raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
@@ -244,7 +249,7 @@ def iter_csv(path, *, chunk_size: int, encoding: str = "utf-8", what: str = "app
     else:
         na = {"keep_default_na": True}
     try:
-        reader = pd.read_csv(path, encoding=encoding, chunksize=chunk_size, dtype=dtype, **na)
+        reader = pd.read_csv(path, encoding=encoding, chunksize=chunk_size, dtype=dtype, **na, **EXACT_FLOATS)
         n = 0
         with reader:
             for frame in reader:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from .data import EXACT_FLOATS
 from .exceptions import InputError
 
 __all__ = [
@@ -271,7 +272,7 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
         raise InputError(f"The plans file '{path}' is empty.")
     if stripped[0] in "{[":
         return _read_json_plans(path, stripped)
-    frame = pd.read_csv(path, dtype={"applicant": str}, keep_default_na=False)
+    frame = pd.read_csv(path, dtype={"applicant": str}, keep_default_na=False, **EXACT_FLOATS)
     required = {"applicant", "status", "reason", "rank", "method", "cost", "probability"}
     missing = sorted(required - set(frame.columns))
     if missing:
