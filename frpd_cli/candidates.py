@@ -70,6 +70,7 @@ __all__ = [
     "candidate_mask",
     "candidate_set",
     "moved_candidates",
+    "moved_candidates_many",
     "has_move_bounds",
     "project_rows",
     "effective_policy",
@@ -200,28 +201,64 @@ class CandidateStage:
         -------
         candidates : Candidates
         """
+        return self.find_many(np.asarray(x0)[None, :], codes0, [raw0], [0])[0]
+
+    def find_many(self, X0: np.ndarray, codes0: ConstraintCodes, raw_rows: list, applicants) -> dict:
+        """The candidates of several applicants; those short of K share one model call for their moved
+        candidates (:func:`moved_candidates_many`).
+
+        Parameters
+        ----------
+        X0 : ndarray of shape (n_applicants, n_features_out)
+            The encoded applicants.
+        codes0 : ConstraintCodes
+            Their constraint codes (one row per applicant).
+        raw_rows : list of dict or Series
+            Their raw values.
+        applicants : iterable of int
+            The applicants (rows of ``X0``) to find candidates for.
+
+        Returns
+        -------
+        found : dict of int to Candidates
+            Keyed by applicant; each the same as :meth:`find` of that applicant alone.
+        """
+        applicants = list(applicants)
         if self.graph is not None:
-            return self._on_graph(x0, codes0, raw0)
-        training, k, pool = self.training, self.settings.k, self.pool
+            return {i: self._on_graph(X0[i], codes0.row(i), raw_rows[i]) for i in applicants}
+        k = self.settings.k
+        found = {i: self._as_they_are(X0[i], codes0.row(i), raw_rows[i]) for i in applicants}
+        short = [i for i in applicants if len(found[i]) < k] if (
+            self.model is not None and has_move_bounds(self.training.schema)) else []
+        if short:          # too few within the move bounds: the other rows moved into them, if still favourable
+            moved = moved_candidates_many(self.training, self.model, X0[short], [codes0.row(i) for i in short],
+                                          [raw_rows[i] for i in short], self.pool, [found[i].rows for i in short],
+                                          policy=self.policy, level=self.level)
+            for i, extra in zip(short, moved):
+                found[i] = _with_moved(self.training, found[i], extra)
+        short = set(short)
+        return {i: found[i] if len(found[i]) >= k else self._explain(found[i], codes0.row(i), raw_rows[i],
+                                                                     moved=i in short)
+                for i in applicants}
+
+    def _as_they_are(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
+        """Linear scheme: the candidates before any is moved into the move bounds."""
+        training, pool = self.training, self.pool
         if self.policy == "filter":
             rows = np.flatnonzero(candidate_mask(training, x0, codes0, pool, raw0))
             limit = getattr(self.settings, "max_candidates", None)
             if limit is not None and rows.size > limit:
                 rows = nearest_rows(training, pool, rows, x0, limit)
-            found = Candidates(rows=rows, n_pool=int(pool.sum()))
-        else:
-            if self.model is None:
-                raise InputError(f"The '{self.policy}' immutable policy needs the model to re-predict projected rows.")
-            cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
-            found = Candidates(rows=cset.rows, X=cset.X, projected=cset.projected, n_pool=int(pool.sum()))
-        moved = len(found) < k and self.model is not None and has_move_bounds(training.schema)
-        if moved:          # too few within the move bounds: the other rows moved into them, if still favourable
-            found = _with_moved(training, found, moved_candidates(training, self.model, x0, codes0, raw0, pool,
-                                                                  found.rows, policy=self.policy, level=self.level))
-        if len(found) >= k:
-            return found
-        parts = exclusions(training, codes0, pool, raw0)
-        reason = _shortfall(found.n_pool, len(found), k, parts)
+            return Candidates(rows=rows, n_pool=int(pool.sum()))
+        if self.model is None:
+            raise InputError(f"The '{self.policy}' immutable policy needs the model to re-predict projected rows.")
+        cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
+        return Candidates(rows=cset.rows, X=cset.X, projected=cset.projected, n_pool=int(pool.sum()))
+
+    def _explain(self, found: Candidates, codes0: ConstraintCodes, raw0, *, moved: bool) -> Candidates:
+        """``found`` (fewer than K) with the reason and the counts of what ruled the other rows out."""
+        parts = exclusions(self.training, codes0, self.pool, raw0)
+        reason = _shortfall(found.n_pool, len(found), self.settings.k, parts)
         if self.policy != "filter":
             reason += ("; even after projecting the others onto the applicant's immutable values"
                        if self.policy == "project"
@@ -287,10 +324,9 @@ def _with_moved(training: TrainingSet, found: Candidates, moved: "CandidateSet")
     if not len(moved):
         return found
     X = training.X[found.rows] if found.X is None else found.X
-    known = {row.tobytes() for row in X}
-    fresh = np.array([row.tobytes() not in known for row in moved.X], dtype=bool)
+    fresh = _first_of_each(moved.X, np.ones(len(moved), dtype=bool), {row.tobytes() for row in X})
     moved = CandidateSet(rows=moved.rows[fresh], X=moved.X[fresh], projected=moved.projected[fresh],
-                         raw=moved.raw[fresh].reset_index(drop=True))
+                         raw=moved.raw.iloc[fresh].reset_index(drop=True))
     projected = np.zeros(len(found), dtype=bool) if found.projected is None else found.projected
     return Candidates(rows=np.concatenate([found.rows, moved.rows]), X=np.vstack([X, moved.X]),
                       projected=np.concatenate([projected, moved.projected]), n_pool=found.n_pool)
@@ -620,14 +656,84 @@ def moved_candidates(training: TrainingSet, model, x0: np.ndarray, codes0, raw0:
     each other, are returned, flagged projected. Only the :data:`MOVED_NEAREST`
     eligible rows nearest to the applicant (encoded distance, before the
     move) are moved and re-predicted.
-    The candidate stage calls it for an applicant with fewer than K
-    candidates; it costs one model call.
+    The candidate stage calls it (through :func:`moved_candidates_many`) for
+    the applicants with fewer than K candidates.
 
     Returns
     -------
     candidates : CandidateSet
         Empty when no row qualifies.
     """
+    return moved_candidates_many(training, model, np.asarray(x0)[None, :], [codes0], [raw0], pool, [taken],
+                                 policy=policy, level=level)[0]
+
+
+def moved_candidates_many(training: TrainingSet, model, X0: np.ndarray, codes0: list, raw0: list, pool: np.ndarray,
+                          taken: list, *, policy: str = "filter", level: float | None = None) -> list[CandidateSet]:
+    """:func:`moved_candidates` of several applicants, with one model call for all of their moved rows.
+
+    Parameters
+    ----------
+    X0 : ndarray of shape (n_applicants, n_features_out)
+        The encoded applicants.
+    codes0 : list of ConstraintCodes
+        Each applicant's constraint codes (one row).
+    raw0 : list of dict or Series
+        Each applicant's raw values.
+    pool : ndarray of bool, shape (n_rows,)
+    taken : list of ndarray of int
+        Each applicant's candidates already found (not moved again).
+
+    Returns
+    -------
+    candidates : list of CandidateSet
+        One per applicant, each the same as for that applicant alone (a row's probability does not depend on the
+        other rows of the call: :meth:`frpd_cli.model.Model.favorable_probability`).
+    """
+    rows = [_movable_rows(training, x0, c0, pool, t, policy) for x0, c0, t in zip(X0, codes0, taken)]
+    empty = CandidateSet(rows=np.zeros(0, dtype=np.int64), X=np.zeros((0, training.X.shape[1])),
+                         projected=np.zeros(0, dtype=bool), raw=training.frame.iloc[:0])
+    owner = np.concatenate([np.full(r.size, a, dtype=np.int64) for a, r in enumerate(rows)]) if rows else \
+        np.zeros(0, dtype=np.int64)
+    if owner.size == 0:
+        return [empty for _ in rows]
+    every = np.concatenate(rows)
+    moved = _project_many(training, every, owner, raw0)
+    inside = np.ones(len(moved), dtype=bool)
+    for f in training.schema.features:
+        if not f.has_range:
+            continue
+        own = [raw0[a][f.name] for a in range(len(raw0))]
+        if f.is_numeric and f.max_move is not None and f.mutability != "immutable":
+            low, high = f.bounds(np.asarray(own, dtype=np.float64)[owner])
+            values = moved[f.name].to_numpy(dtype=np.float64)
+            moved[f.name] = np.clip(values, low, high).astype(moved[f.name].dtype, copy=False)
+        values = moved[f.name].to_numpy()
+        if f.is_numeric:        # inside the range, or at the applicant's own value
+            origin = np.asarray(own, dtype=np.float64)[owner]
+            inside &= f.in_range(values, origin if f.is_relative else None) | (values == origin)
+        else:
+            inside &= f.in_range(values) | np.array([v == own[a] for v, a in zip(values.tolist(), owner)], dtype=bool)
+    moved, every, owner = moved[inside].reset_index(drop=True), every[inside], owner[inside]
+    if every.size == 0:
+        return [empty for _ in rows]
+    X = training.encoder.encode(moved, source="the candidates moved into the move bounds")
+    keep = np.asarray(model.favorable_probability(moved), dtype=np.float64) >= (
+        model.threshold if level is None else level)
+    keep &= ~np.all(X == X0[owner], axis=1)
+    out = []
+    for a in range(len(rows)):
+        mine = np.flatnonzero(owner == a)
+        mine = mine[_first_of_each(X[mine], keep[mine])]
+        out.append(CandidateSet(rows=every[mine].astype(np.int64), X=X[mine],
+                                projected=np.ones(mine.size, dtype=bool), raw=moved.iloc[mine].reset_index(drop=True)))
+    return out
+
+
+def _movable_rows(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray, taken: np.ndarray,
+                  policy: str) -> np.ndarray:
+    """The pool rows (ascending) :func:`moved_candidates` moves for one applicant: not ``taken``, allowed by the
+    policy, the :data:`MOVED_NEAREST` nearest to the applicant."""
     eligible = pool.copy()
     eligible[taken] = False
     policy = effective_policy(training.schema, policy)
@@ -644,37 +750,41 @@ def moved_candidates(training: TrainingSet, model, x0: np.ndarray, codes0, raw0:
     if rows.size > MOVED_NEAREST:        # the rows nearest to the applicant only: a bounded model call
         near = np.argsort(np.sum((training.X[rows] - x0) ** 2, axis=1), kind="stable")[:MOVED_NEAREST]
         rows = np.sort(rows[near])
-    empty = CandidateSet(rows=np.zeros(0, dtype=np.int64), X=np.zeros((0, training.X.shape[1])),
-                         projected=np.zeros(0, dtype=bool), raw=training.frame.iloc[:0])
-    if rows.size == 0:
-        return empty
-    moved = project_rows(training, rows, raw0)
-    inside = np.ones(len(moved), dtype=bool)
+    return rows
+
+
+def _project_many(training: TrainingSet, rows: np.ndarray, owner: np.ndarray, raw0: list) -> pd.DataFrame:
+    """:func:`project_rows` of several applicants at once: row ``j`` projected onto applicant ``owner[j]``."""
+    out = training.frame.iloc[rows].reset_index(drop=True).copy()
     for f in training.schema.features:
-        if f.is_numeric and f.max_move is not None and f.mutability != "immutable":
-            low, high = f.bounds(float(raw0[f.name]))
-            values = moved[f.name].to_numpy(dtype=np.float64)
-            moved[f.name] = np.clip(values, low, high).astype(moved[f.name].dtype, copy=False)
-        if f.has_range:
-            values = moved[f.name]
-            inside &= f.in_range(values.to_numpy(), raw0[f.name] if f.is_relative else None) | (
-                values == raw0[f.name]).to_numpy()
-    moved, rows = moved[inside].reset_index(drop=True), rows[inside]
-    if rows.size == 0:
-        return empty
-    X = training.encoder.encode(moved, source="the candidates moved into the move bounds")
-    keep = np.asarray(model.favorable_probability(moved), dtype=np.float64) >= (
-        model.threshold if level is None else level)
-    keep &= ~np.all(X == x0, axis=1)
-    seen = set()
+        if f.mutability == "immutable":
+            out[f.name] = pd.Series([raw0[a][f.name] for a in owner], dtype=out[f.name].dtype)
+        elif f.mutability in ("increasing", "decreasing"):
+            up = f.mutability == "increasing"
+            if f.is_categorical:
+                rank = {level: i for i, level in enumerate(f.levels)}
+                r0 = np.array([rank[raw0[a][f.name]] for a in range(len(raw0))])[owner]
+                ranks = out[f.name].map(rank).to_numpy()
+                clipped = np.maximum(ranks, r0) if up else np.minimum(ranks, r0)
+                out[f.name] = pd.Series([f.levels[i] for i in clipped], dtype=out[f.name].dtype)
+            else:
+                values = out[f.name].to_numpy()
+                base = np.array([raw0[a][f.name] for a in range(len(raw0))])[owner]
+                out[f.name] = np.maximum(values, base) if up else np.minimum(values, base)
+    return out
+
+
+def _first_of_each(X: np.ndarray, keep: np.ndarray, seen: set | None = None) -> np.ndarray:
+    """Positions of the rows of ``X`` flagged in ``keep`` whose encoded row is not in ``seen`` and not equal to an
+    earlier such row (``seen`` grows by them)."""
+    seen = set() if seen is None else seen
+    first = []
     for j in np.flatnonzero(keep):
         key = X[j].tobytes()
-        if key in seen:
-            keep[j] = False
-        else:
+        if key not in seen:
             seen.add(key)
-    return CandidateSet(rows=rows[keep].astype(np.int64), X=X[keep], projected=np.ones(int(keep.sum()), dtype=bool),
-                        raw=moved[keep].reset_index(drop=True))
+            first.append(j)
+    return np.asarray(first, dtype=np.int64)
 
 
 def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd.Series, pool: np.ndarray, *,
@@ -749,17 +859,11 @@ def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd
                 keep = np.asarray(model.favorable_probability(projected), dtype=np.float64) >= threshold
                 keep &= ~np.all(Xp == x0, axis=1)
                 # Drop projected rows equal to an earlier candidate (strict or projected).
-                seen = {row.tobytes() for row in X[0]}
-                for j in np.flatnonzero(keep):
-                    key = Xp[j].tobytes()
-                    if key in seen:
-                        keep[j] = False
-                    else:
-                        seen.add(key)
-                rows.append(others[keep])
-                X.append(Xp[keep])
-                raw.append(projected[keep].reset_index(drop=True))
-                flags.append(np.ones(int(keep.sum()), dtype=bool))
+                first = _first_of_each(Xp, keep, {row.tobytes() for row in X[0]})
+                rows.append(others[first])
+                X.append(Xp[first])
+                raw.append(projected.iloc[first].reset_index(drop=True))
+                flags.append(np.ones(first.size, dtype=bool))
     return CandidateSet(rows=np.concatenate(rows).astype(np.int64), X=np.vstack(X),
                         projected=np.concatenate(flags), raw=pd.concat(raw, ignore_index=True))
 

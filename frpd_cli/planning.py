@@ -103,9 +103,8 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
     stage = CandidateStage(training, settings, model=model, graph=graph if settings.scheme == "graph" else None)
     raw_rows = records(raw)
     outcomes: list[SelectionOutcome | None] = []
-    found: list[Candidates | None] = []
-    for i in range(len(raw)):
-        found.append(None if prob0[i] >= model.threshold else stage.find(X0[i], codes0.row(i), raw_rows[i]))
+    denied = stage.find_many(X0, codes0, raw_rows, [i for i in range(len(raw)) if prob0[i] < model.threshold])
+    found: list[Candidates | None] = [denied.get(i) for i in range(len(raw))]
     if settings.proximity == "recourse":    # each candidate priced by its recourse, the chunk's segments batched
         from .recourse_cost import with_recourse_costs
 
@@ -748,14 +747,22 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     pending = []  # positions in proto_rows of prototypes that are training rows
     n_reused = 0
     keep = save_eigen or reuse_eigen is not None
-    priced, priced_to = {}, 0   # --proximity recourse: candidates found and priced ahead, 256 applicants at a time
+    # candidates found ahead, 256 applicants at a time (their moved candidates share a model call); with
+    # --proximity recourse also priced (the graph scheme's, each holding its shortest paths, one at a time)
+    ahead, ahead_to = {}, 0
     for i in range(len(raw)):
-        if settings.proximity == "recourse" and i >= priced_to:
-            from .recourse_cost import find_priced
+        if graph is not None and settings.proximity != "recourse":
+            ahead = {} if prob0[i] >= model.threshold else {i: stage.find(X0[i], codes0.row(i), raw_rows[i])}
+        elif i >= ahead_to:
+            ahead_to = min(i + 256, len(raw))
+            denied = [j for j in range(i, ahead_to) if prob0[j] < model.threshold]
+            if settings.proximity == "recourse":
+                from .recourse_cost import find_priced
 
-            priced_to = min(i + 256, len(raw))
-            priced = find_priced(stage, raised_threshold(model, settings.margin), X0, codes0, raw, raw_rows,
-                                 [j for j in range(i, priced_to) if prob0[j] < model.threshold])
+                ahead = find_priced(stage, raised_threshold(model, settings.margin), X0, codes0, raw, raw_rows,
+                                    denied)
+            else:
+                ahead = stage.find_many(X0, codes0, raw_rows, denied)
         stored = None
         if reuse_eigen is not None and f"values_{i}" in reuse_eigen:
             stored = Eigen(values=reuse_eigen[f"values_{i}"].astype(np.float64),
@@ -765,7 +772,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                                          f"the model already predicts favourable (probability {prob0[i]:.4f})",
                                          np.zeros(0, dtype=np.int64)) for _ in thetas]
         else:
-            found = priced[i] if i in priced else stage.find(X0[i], codes0.row(i), raw_rows[i])
+            found = ahead[i]
             outcomes = select_candidates(training, X0[i], found, settings, thetas=thetas, eigen=stored, keep=keep)
             if stored is not None and outcomes[0].candidates is not None:
                 if np.array_equal(outcomes[0].candidates, reuse_eigen[f"candidates_{i}"]):

@@ -328,8 +328,8 @@ def find_priced(stage, model, X0: np.ndarray, codes0, raw0: pd.DataFrame, raw_ro
         Keyed by applicant.
     """
     found = [None] * len(raw_rows)
-    for i in applicants:
-        found[i] = stage.find(X0[i], codes0.row(i), raw_rows[i])
+    for i, candidates in stage.find_many(X0, codes0, raw_rows, applicants).items():
+        found[i] = candidates
     priced = with_recourse_costs(stage.training, model, X0, raw0, found)
     return {i: priced[i] for i in applicants}
 
