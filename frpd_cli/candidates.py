@@ -68,6 +68,7 @@ __all__ = [
     "CandidateSet",
     "Exclusion",
     "candidate_mask",
+    "candidate_positions",
     "candidate_set",
     "moved_candidates",
     "moved_candidates_many",
@@ -245,11 +246,11 @@ class CandidateStage:
         """Linear scheme: the candidates before any is moved into the move bounds."""
         training, pool = self.training, self.pool
         if self.policy == "filter":
-            rows = np.flatnonzero(candidate_mask(training, x0, codes0, pool, raw0))
+            pool_rows, at = candidate_positions(training, x0, codes0, pool, raw0)
             limit = getattr(self.settings, "max_candidates", None)
-            if limit is not None and rows.size > limit:
-                rows = nearest_rows(training, pool, rows, x0, limit)
-            return Candidates(rows=rows, n_pool=int(pool.sum()))
+            if limit is not None and at.size > limit:
+                at = _nearest_positions(training, pool, at, x0, limit)
+            return Candidates(rows=pool_rows[at], n_pool=int(pool_rows.size))
         if self.model is None:
             raise InputError(f"The '{self.policy}' immutable policy needs the model to re-predict projected rows.")
         cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
@@ -456,6 +457,27 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     the monotone tests run on the group's rows. The result is the same rows as
     testing every constraint on every pool row.
     """
+    rows, at = candidate_positions(training, x0, codes0, pool, raw0)
+    mask = np.zeros(pool.shape[0], dtype=bool)
+    mask[rows[at]] = True
+    return mask
+
+
+def candidate_positions(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray,
+                        raw0=None) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of :func:`candidate_mask` as positions in the pool's compact arrays, without a mask over the rows.
+
+    Returns
+    -------
+    pool_rows : ndarray of int64, shape (n_pool,)
+        The pool's row numbers (:meth:`TrainingSet.pool_rows`).
+    at : ndarray of int64
+        Ascending positions in ``pool_rows``: the candidates are ``pool_rows[at]``.
+
+    Notes
+    -----
+    Costs the applicant's immutable group, not the training set: no array of ``n_rows`` is made.
+    """
     rows, X_rows = training.pool_rows(pool)         # check the (usually much smaller) pool only
     index = _pool_index(training, pool, rows)
     at = index.group(codes0)
@@ -475,9 +497,7 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
     same = _equal_rows(X_rows, at, x0)
     if same.size:
         at = np.setdiff1d(at, same, assume_unique=True)
-    mask = np.zeros(pool.shape[0], dtype=bool)
-    mask[rows[at]] = True
-    return mask
+    return rows, np.asarray(at, dtype=np.int64)
 
 
 def nearest_rows(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, x0: np.ndarray, m: int) -> np.ndarray:
@@ -505,15 +525,22 @@ def nearest_rows(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, x0: 
     -----
     ``O(n_candidates p)``: one pass over the candidates' encoded rows, instead of the selection's several.
     """
-    pool_rows, X_rows = training.pool_rows(pool)
-    at = np.searchsorted(pool_rows, rows)
+    pool_rows = training.pool_rows(pool)[0]
+    at = _nearest_positions(training, pool, np.searchsorted(pool_rows, rows), x0, m)
+    return pool_rows[at].astype(np.int64)
+
+
+def _nearest_positions(training: TrainingSet, pool: np.ndarray, at: np.ndarray, x0: np.ndarray,
+                       m: int) -> np.ndarray:
+    """:func:`nearest_rows` on ascending positions in the pool's compact arrays (positions, ascending)."""
+    X_rows = training.pool_rows(pool)[1]
     diff = np.take(X_rows, at, axis=0)
     diff -= np.asarray(x0, dtype=np.float64)
     distance = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     kth = np.partition(distance, m - 1)[m - 1]
     near = np.flatnonzero(distance <= kth)                   # the m nearest and every row tied with the m-th
-    order = np.lexsort((rows[near], distance[near]))[:m]
-    return np.sort(rows[near[order]]).astype(np.int64)
+    order = np.lexsort((at[near], distance[near]))[:m]       # positions ascend with the rows: ties by row
+    return np.sort(at[near[order]]).astype(np.int64)
 
 
 class _PoolIndex:

@@ -114,7 +114,8 @@ class TrainingSet:
         """``X[rows]`` for ascending row numbers, and whether it is a new array the caller may overwrite.
 
         When the last pool of :meth:`pool_rows` holds every row asked for, they are read from its compact
-        array (all of it, without a copy, when ``rows`` are the whole pool); otherwise gathered from ``X``
+        array (all of it, without a copy, when ``rows`` are the whole pool; found there through a table of
+        each row's position, made once per pool, instead of a search); otherwise gathered from ``X``
         (``np.take``: several times faster than fancy indexing here).
         """
         cached = self.__dict__.get("_pool_rows")
@@ -122,14 +123,28 @@ class TrainingSet:
             pool_rows, X_rows = cached[1], cached[2]
             if rows.size == pool_rows.size and np.array_equal(rows, pool_rows):
                 return X_rows, False
-            at = np.searchsorted(pool_rows, rows)
-            if at.size and int(at.max()) < pool_rows.size and np.array_equal(pool_rows[at], rows):
-                return np.take(X_rows, at, axis=0), True
+            if rows.size and int(rows.min()) >= 0 and int(rows.max()) < self.n_rows:
+                at = np.take(self._pool_positions(cached), rows)
+                if int(at.min()) >= 0:          # every row in the pool: -1 marks the others
+                    return np.take(X_rows, at, axis=0), True
         return np.take(self.X, rows, axis=0), True
+
+    def _pool_positions(self, cached: tuple) -> np.ndarray:
+        """Each training row's position in the compact arrays of the pool ``cached`` (-1: not in it)."""
+        known = self.__dict__.get("_pool_positions_of")
+        if known is not None and known[0] is cached[1]:
+            return known[1]
+        pool_rows = cached[1]
+        dtype = np.int32 if pool_rows.size < np.iinfo(np.int32).max else np.int64
+        positions = np.full(self.n_rows, -1, dtype=dtype)
+        positions[pool_rows] = np.arange(pool_rows.size, dtype=dtype)
+        object.__setattr__(self, "_pool_positions_of", (pool_rows, positions))
+        return positions
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state.pop("_pool_rows", None)
+        state.pop("_pool_positions_of", None)
         return state
 
 

@@ -129,6 +129,44 @@ def test_candidate_mask_matches_the_rule_row_by_row(seed):
     assert np.any(pool & actionable_mask(codes.row(0), codes) & np.all(X == X[0], axis=1))
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_candidate_positions_are_the_masks_rows_and_remembered_gathers_are_exact(seed):
+    # candidate_positions: the rows of candidate_mask as positions in the pool's compact arrays (ascending);
+    # encoded_rows finds them in the pool's compact copy through its table of positions (rows outside the
+    # pool, or of another pool, are gathered from X); the table is not pickled
+    import pickle
+
+    from frpd_cli.candidates import candidate_positions
+    from frpd_cli.constraints import ConstraintCodes
+    from frpd_cli.dataset import TrainingSet
+    from frpd_cli.projection import candidate_mask
+
+    rng = np.random.default_rng(seed)
+    n = 500
+    X = rng.integers(0, 3, size=(n, 4)).astype(np.float64)
+    codes = ConstraintCodes(immutable=rng.integers(0, 3, size=(n, 2)).astype(np.float64),
+                            monotone=rng.integers(0, 4, size=(n, 1)).astype(np.float64),
+                            direction=np.array([1], dtype=np.int8))
+    pools = [rng.random(n) < 0.6, rng.random(n) < 0.4]
+    training = TrainingSet(frame=None, schema=None, encoder=None, X=X, codes=codes, probability=pools[0] * 1.0,
+                           favorable=pools[0], labeled=pools[0])
+    for pool in pools:
+        for applicant in range(15):
+            x0, codes0 = X[applicant], codes.row(applicant)
+            pool_rows, at = candidate_positions(training, x0, codes0, pool)
+            assert np.array_equal(pool_rows, np.flatnonzero(pool)) and np.all(np.diff(at) > 0)
+            rows = pool_rows[at]
+            assert np.array_equal(rows, np.flatnonzero(candidate_mask(training, x0, codes0, pool)))
+            Xc, fresh = training.encoded_rows(rows)
+            assert fresh and np.array_equal(Xc, X[rows])
+            outside = np.flatnonzero(~pool)[:3]
+            for some in (np.arange(3), np.sort(np.concatenate([rows[:2], outside])), outside):
+                assert np.array_equal(training.encoded_rows(some)[0], X[some])
+            assert np.array_equal(training._pool_positions_of[1][pool_rows], np.arange(pool_rows.size))
+    copy = pickle.loads(pickle.dumps(training))
+    assert "_pool_positions_of" not in copy.__dict__
+
+
 def test_training_set_pool_cache_is_not_pickled(crafted):
     import pickle
 
