@@ -11,6 +11,9 @@ A *pool* (``frpd build-pool``) keeps the result::
                       the encoded rows, their scores and constraint codes, one uncompressed array each
       encoder.json    the fitted encoder (schema, min-max ranges, decimals)
       population.json the population shares of every feature (``largest_shift``, :mod:`frpd_cli.population`)
+      frame.json, frame_<j>.npy
+                      the training CSV as parsed: column j's values (numbers as they are, text as codes into
+                      its levels, listed in frame.json with the pandas version that parsed them)
 
 and :func:`load_pool` turns it back into the same :class:`~frpd_cli.dataset.TrainingSet`, bit for bit,
 after checking that it was built from the data file, model, schema, threshold and text encoding given now.
@@ -19,6 +22,12 @@ The arrays are memory-mapped read-only, not read: opening a pool of a million ro
 ``--jobs`` (forked) share those pages instead of copying them. Their sha256 is recorded in the manifest
 but only their size is checked when a pool is opened (hashing would read every byte); the two input files
 are hashed and compared as before. Pools written by earlier versions (one compressed ``pool.npz``) still load.
+
+A run given a pool does not parse the training CSV either (:func:`pool_frame`): the CSV's sha256 must be the
+one the pool records, so its bytes, and with the same text encoding and pandas version their parse, are the
+pool's; the parsed columns are rebuilt from ``frame_<j>.npy`` (a few tenths of a second for a million rows,
+against about two seconds of parsing). A pool without them (older, or a column of a type they cannot hold
+exactly) is used with the CSV parsed as before.
 """
 
 from __future__ import annotations
@@ -26,22 +35,24 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
-from .artifacts import read_artifact, write_artifact
+from .artifacts import read_artifact, sha256_file, write_artifact
 from .constraints import ConstraintCodes
 from .dataset import TrainingSet, labeled_rows
 from .encoding import DEFAULT_SCALE, Encoder, fit_encoder
 from .exceptions import ArtifactError, StaleArtifactError
 from .population import PopulationShares, population_of
 
-__all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "pool_difference"]
+__all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "open_pool", "pool_frame", "pool_difference"]
 
 POOL_KIND = "pool"
 POOL_HINT = "frpd build-pool DATA --model MODEL --out DIR (with the same schema flags and --threshold)"
 _ARRAYS = ("X", "probability", "immutable", "monotone", "direction")
 
 
-def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float, encoding: str = "utf-8") -> Path:
+def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float, encoding: str = "utf-8",
+               frame: pd.DataFrame | None = None) -> Path:
     """Save ``training`` as a pool artifact in ``out_dir``.
 
     Parameters
@@ -56,6 +67,9 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
         The favourable threshold ``training`` was built with.
     encoding : str
         The text encoding the CSV was read with.
+    frame : DataFrame, optional
+        The CSV as read (:func:`frpd_cli.dataset.read_training_frame`): kept in the pool when its columns can be
+        rebuilt exactly (:func:`pool_frame`), so that runs with the pool need not parse the CSV.
 
     Returns
     -------
@@ -75,12 +89,15 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
     payloads = {f"{name}.npy": array for name, array in arrays.items()}
     payloads["encoder.json"] = training.encoder.to_dict()
     payloads["population.json"] = population_of(training).to_dict()
+    parsed = None if frame is None else _frame_payloads(frame)
+    if parsed is not None:
+        payloads.update(parsed)
     return write_artifact(out_dir, kind=POOL_KIND, params=params, inputs={"data": data, "model": model},
                           payloads=payloads)
 
 
 def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encoding: str = "utf-8",
-              source: str = "the data file", scale: str = DEFAULT_SCALE) -> TrainingSet:
+              source: str = "the data file", scale: str = DEFAULT_SCALE, artifact=None) -> TrainingSet:
     """Open a pool artifact and return the training set it holds, checked against the inputs given now.
 
     Parameters
@@ -99,6 +116,8 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
         The text encoding given now.
     scale : {"effort", "minmax"}
         The ``--scale`` given now.
+    artifact : Artifact, optional
+        The pool as opened (and checked against ``data`` and ``model``) by :func:`open_pool`.
 
     Returns
     -------
@@ -118,8 +137,8 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     Costs reading and hashing the pool and the two input files, and refitting the encoder (one pass over
     the numeric columns) to check it; encoding the rows and calling the model are skipped.
     """
-    artifact = read_artifact(pool_dir, kind=POOL_KIND, inputs={"data": data, "model": model}, command_hint=POOL_HINT,
-                             hash_npy=False)
+    if artifact is None:
+        artifact = open_pool(pool_dir, data=data, model=model)
     params = artifact.params
     stored_threshold = params.get("threshold")
     if not isinstance(stored_threshold, (int, float)) or float(stored_threshold) != float(threshold):
@@ -165,6 +184,105 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     if "population.json" in artifact.payload_names:      # the same rows and schema: the same shares
         object.__setattr__(training, "_population", PopulationShares.from_dict(artifact.load_json("population.json")))
     return training
+
+
+def open_pool(pool_dir, *, data, model):
+    """Open a pool artifact, checked against the data file and model given now (their sha256).
+
+    Raises
+    ------
+    ArtifactError, StaleArtifactError, InputError
+        As :func:`frpd_cli.artifacts.read_artifact`.
+    """
+    return read_artifact(pool_dir, kind=POOL_KIND, inputs={"data": data, "model": model}, command_hint=POOL_HINT,
+                         hash_npy=False)
+
+
+#: The column kinds a pool keeps as they are (the others are text, kept as codes into their levels).
+_NUMBER_KINDS = "biuf"
+
+
+def _frame_payloads(frame: pd.DataFrame) -> dict | None:
+    """The payloads of :func:`pool_frame` for ``frame``, or None when a column cannot be rebuilt exactly (not
+    numbers nor text, a name that is not text, or a round trip that does not give back the same frame)."""
+    columns, payloads = [], {}
+    for j, name in enumerate(frame.columns):
+        column = frame[name]
+        dtype = column.dtype
+        if not isinstance(name, str):
+            return None
+        if isinstance(dtype, np.dtype) and dtype.kind in _NUMBER_KINDS:
+            payloads[f"frame_{j}.npy"] = np.ascontiguousarray(column.to_numpy())
+            columns.append({"name": name, "dtype": str(dtype)})
+            continue
+        codes, levels = pd.factorize(column, use_na_sentinel=True)
+        levels = list(np.asarray(levels, dtype=object))
+        if not all(type(level) is str for level in levels):
+            return None
+        payloads[f"frame_{j}.npy"] = codes.astype(np.min_scalar_type(-len(levels) - 1))
+        columns.append({"name": name, "dtype": str(dtype), "levels": levels})
+    described = {"pandas": pd.__version__, "n_rows": int(frame.shape[0]), "columns": columns}
+    rebuilt = _rebuild_frame(described, {name: np.asarray(array) for name, array in payloads.items()})
+    if rebuilt is None or not _same_frame(rebuilt, frame):
+        return None
+    payloads["frame.json"] = described
+    return payloads
+
+
+def _same_frame(a: pd.DataFrame, b: pd.DataFrame) -> bool:
+    return (list(a.columns) == list(b.columns) and list(map(str, a.dtypes)) == list(map(str, b.dtypes))
+            and a.index.equals(b.index) and a.equals(b))
+
+
+def _rebuild_frame(described: dict, arrays: dict) -> pd.DataFrame | None:
+    n_rows = described["n_rows"]
+    columns = {}
+    for j, column in enumerate(described["columns"]):
+        values = np.array(arrays[f"frame_{j}.npy"])           # a copy in memory: the frame's own, writable
+        if values.shape != (n_rows,):
+            return None
+        if "levels" in column:
+            levels = np.empty(len(column["levels"]) + 1, dtype=object)
+            levels[:-1] = column["levels"]
+            levels[-1] = np.nan                                  # code -1: a missing value
+            if values.size and (values.min() < -1 or values.max() >= len(column["levels"])):
+                return None
+            values = levels[values]
+        columns[column["name"]] = pd.Series(values, dtype=column["dtype"], name=column["name"])
+    return pd.DataFrame(columns, index=pd.RangeIndex(n_rows)) if columns else None
+
+
+def pool_frame(artifact, *, encoding: str = "utf-8") -> pd.DataFrame | None:
+    """The training CSV as parsed when the pool was built, or None when the pool cannot give it.
+
+    Parameters
+    ----------
+    artifact : Artifact
+        From :func:`open_pool` (so the data file given now has the bytes the pool was built from).
+    encoding : str
+        The text encoding given now.
+
+    Returns
+    -------
+    frame : DataFrame or None
+        Equal to ``read_training_frame(data, encoding=encoding)`` (values, dtypes, column order); None when
+        the pool does not hold the parsed columns, was read with another text encoding or parsed by another
+        pandas version, or a column does not come back whole: the caller then parses the CSV.
+    """
+    if "frame.json" not in artifact.payload_names or artifact.params.get("encoding", "utf-8") != encoding:
+        return None
+    described = artifact.load_json("frame.json")
+    if not isinstance(described, dict) or described.get("pandas") != pd.__version__:
+        return None
+    try:
+        names = [f"frame_{j}.npy" for j in range(len(described["columns"]))]
+        # hashed, unlike the pool's other arrays: they are small (a few bytes a row), and a damaged one would
+        # change the raw values plans print; one that differs from the manifest is not used
+        if any(sha256_file(artifact.path / name) != artifact.manifest["payloads"][name]["sha256"] for name in names):
+            return None
+        return _rebuild_frame(described, {name: artifact.load_npy(name) for name in names})
+    except (ArtifactError, KeyError, TypeError, ValueError, OSError):
+        return None
 
 
 def _pool_arrays(artifact) -> dict:

@@ -175,3 +175,81 @@ def test_pool_of_an_earlier_version_still_loads(sample_paths, pool_dir, tmp_path
             for folder in (pool_dir, old))
     assert np.array_equal(a.X, b.X) and np.array_equal(a.probability, b.probability)
     assert np.array_equal(a.codes.immutable, b.codes.immutable) and not isinstance(b.X, np.memmap)
+
+
+def test_a_run_with_the_pool_does_not_parse_the_training_csv(sample_paths, pool_dir, monkeypatch):
+    # the pool holds the CSV as parsed (checked by the CSV's sha256): read_training takes it from there, equal
+    # in values, dtypes and column order to a parse of the CSV, and the training set is the same
+    import frpd_cli.dataset as dataset
+    from frpd_cli.cli._options import SchemaFlags, read_training
+
+    parsed = read_training_frame(sample_paths["data"])
+    flags = SchemaFlags(schema=sample_paths["schema"])
+    expected, _, _ = read_training(sample_paths["data"], sample_paths["model"], flags)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the training CSV was parsed")
+
+    monkeypatch.setattr(dataset, "read_training_frame", refuse)
+    seen = []
+    training, _, _ = read_training(sample_paths["data"], sample_paths["model"], flags, pool=pool_dir,
+                                   on_frame=seen.append)
+    pd.testing.assert_frame_equal(seen[0], parsed, check_exact=True)
+    assert list(map(str, seen[0].dtypes)) == list(map(str, parsed.dtypes))
+    pd.testing.assert_frame_equal(training.frame, expected.frame, check_exact=True)
+    assert np.array_equal(training.X, expected.X) and np.array_equal(training.labeled, expected.labeled)
+
+
+def test_a_damaged_or_foreign_parsed_csv_in_the_pool_is_not_used(sample_paths, pool_dir, tmp_path, monkeypatch):
+    # a parsed column whose bytes differ from the manifest's sha256, or written by another pandas version: the
+    # CSV is parsed instead, and the plans are those of a run without the pool
+    import frpd_cli.dataset as dataset
+
+    calls = []
+    real = dataset.read_training_frame
+    monkeypatch.setattr(dataset, "read_training_frame", lambda *a, **k: calls.append(a) or real(*a, **k))
+    args = ["plan", *_common(sample_paths, "--applicants", str(sample_paths["applicants"]), "--format", "csv")]
+    without = runner.invoke(app, args)
+    assert without.exit_code == 0 and len(calls) == 1
+    for damage in ("bytes", "pandas"):
+        broken = tmp_path / damage
+        broken.mkdir()
+        for file in pool_dir.iterdir():
+            (broken / file.name).write_bytes(file.read_bytes())
+        if damage == "bytes":
+            codes = bytearray((broken / "frame_1.npy").read_bytes())   # a text column's codes: 0 -> 1
+            codes[-1] ^= 0x01
+            (broken / "frame_1.npy").write_bytes(bytes(codes))
+        else:
+            described = json.loads((broken / "frame.json").read_text())
+            described["pandas"] = "0.0"
+            from frpd_cli.artifacts import write_artifact
+
+            current = read_artifact(pool_dir, kind=POOL_KIND, command_hint="-")
+            payloads = {name: (current.load_json(name) if name.endswith(".json")
+                               else np.array(current.load_npy(name))) for name in current.payload_names}
+            payloads["frame.json"] = described
+            write_artifact(broken, kind=POOL_KIND, params=current.params,
+                           inputs={"data": sample_paths["data"], "model": sample_paths["model"]}, payloads=payloads)
+        before = len(calls)
+        result = runner.invoke(app, [*args, "--pool", str(broken)])
+        assert result.exit_code == 0, result.stderr
+        assert result.stdout == without.stdout and len(calls) == before + 1, damage
+
+
+def test_parsed_columns_round_trip_exactly_or_are_not_kept(tmp_path):
+    # text with missing values and non-ASCII levels, booleans, floats with NaN, a column of numbers and text:
+    # rebuilt equal to the parse; a column of another kind (dates parsed by the caller) is not kept at all
+    from frpd_cli.pool import _frame_payloads, _rebuild_frame
+
+    path = tmp_path / "odd.csv"
+    path.write_text("a,b,c,d,e\nx,True,1.5,1,7\n,False,,b,8\nÿé,True,2.0,3,9\nx,False,3.25,,10\n", encoding="utf-8")
+    frame = read_training_frame(path)
+    payloads = _frame_payloads(frame)
+    assert payloads is not None
+    rebuilt = _rebuild_frame(payloads["frame.json"], {k: v for k, v in payloads.items() if k.endswith(".npy")})
+    pd.testing.assert_frame_equal(rebuilt, frame, check_exact=True)
+    assert list(map(str, rebuilt.dtypes)) == list(map(str, frame.dtypes))
+    assert rebuilt["a"].isna().tolist() == [False, True, False, False]
+    dated = frame.assign(e=pd.to_datetime(frame["e"], unit="D"))
+    assert _frame_payloads(dated) is None

@@ -551,12 +551,16 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bo
 
 
 def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
-                  encoding: str = "utf-8", trusted_types=None, pool: Path | None = None, robust=None):
+                  encoding: str = "utf-8", trusted_types=None, pool: Path | None = None, robust=None,
+                  on_frame=None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
 
     With ``pool`` (a folder from ``frpd build-pool``) the encoded rows and their scores are read from it,
     after checking it was built from these inputs, instead of being computed. With ``robust``
     (:class:`frpd_cli.cli._robust.RobustModels`) the model returned is the judge over every model to satisfy.
+    A pool that holds the parsed CSV (:func:`frpd_cli.pool.pool_frame`) spares parsing it; any trouble opening
+    the pool and the CSV is parsed, and the pool's own checks report it as before. ``on_frame``, when given, is
+    called with the CSV as read (``build-pool`` keeps it in the pool).
 
     Returns
     -------
@@ -569,7 +573,20 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     from ..schema import DeclarationError, infer_schema
 
     spec = flags.spec()
-    frame = read_training_frame(data, encoding=encoding)
+    artifact, frame = None, None
+    if pool is not None:
+        from ..exceptions import FrpdError
+        from ..pool import open_pool, pool_frame
+
+        try:
+            artifact = open_pool(pool, data=data, model=model_path)
+            frame = pool_frame(artifact, encoding=encoding)
+        except FrpdError:      # reported by load_pool below, after the CSV's, schema's and model's own errors
+            artifact = None
+    if frame is None:
+        frame = read_training_frame(data, encoding=encoding)
+    if on_frame is not None:
+        on_frame(frame)
     try:
         schema = infer_schema(frame, spec, source=f"'{data}'")
     except DeclarationError as exc:
@@ -585,7 +602,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         from ..pool import load_pool
 
         training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
-                             encoding=encoding, source=f"'{data}'", scale=flags.scale)
+                             encoding=encoding, source=f"'{data}'", scale=flags.scale, artifact=artifact)
         if robust is not None and robust.active:
             # the pool holds the model's verdict alone: its encoded rows are kept, the judge scores the rows
             from ..dataset import rescored
