@@ -11,6 +11,7 @@ A *pool* (``frpd build-pool``) keeps the result::
                       the encoded rows, their scores and constraint codes, one uncompressed array each
       encoder.json    the fitted encoder (schema, min-max ranges, decimals)
       population.json the population shares of every feature (``largest_shift``, :mod:`frpd_cli.population`)
+      labeled.npy     the rows labelled favourable (for the target and favourable class in the manifest)
       frame.json, frame_<j>.npy
                       the training CSV as parsed: column j's values (numbers as they are, text as codes into
                       its levels, listed in frame.json with the pandas version that parsed them)
@@ -84,9 +85,10 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
         "direction": np.asarray(codes.direction),
     }
     params = {"threshold": float(threshold), "encoding": encoding, "scale": training.encoder.scale,
-              "n_rows": training.n_rows,
+              "n_rows": training.n_rows, "labeled_by": _labeled_by(training.schema),
               "immutable_names": list(codes.immutable_names), "monotone_names": list(codes.monotone_names)}
     payloads = {f"{name}.npy": array for name, array in arrays.items()}
+    payloads["labeled.npy"] = np.asarray(training.labeled, dtype=bool)
     payloads["encoder.json"] = training.encoder.to_dict()
     payloads["population.json"] = population_of(training).to_dict()
     parsed = None if frame is None else _frame_payloads(frame)
@@ -180,10 +182,31 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     probability = arrays["probability"]
     training = TrainingSet(frame=features, schema=schema, encoder=encoder, X=arrays["X"], codes=codes,
                            probability=probability, favorable=probability >= threshold,
-                           labeled=labeled_rows(frame, schema))
+                           labeled=_labeled(artifact, frame, schema, n_rows))
     if "population.json" in artifact.payload_names:      # the same rows and schema: the same shares
         object.__setattr__(training, "_population", PopulationShares.from_dict(artifact.load_json("population.json")))
     return training
+
+
+def _labeled_by(schema) -> list:
+    """What the rows labelled favourable depend on besides the CSV's bytes: the target and the favourable
+    class, its type included."""
+    return [str(schema.target), repr(schema.favorable)]
+
+
+def _labeled(artifact, frame, schema, n_rows: int) -> np.ndarray:
+    """The rows labelled favourable: the pool's ``labeled.npy`` when it was computed for this target and
+    favourable class (and its sha256 is the manifest's), else computed from ``frame``."""
+    name = "labeled.npy"
+    if name in artifact.payload_names and artifact.params.get("labeled_by") == _labeled_by(schema):
+        try:
+            if sha256_file(artifact.path / name) == artifact.manifest["payloads"][name]["sha256"]:
+                labeled = np.array(artifact.load_npy(name))
+                if labeled.shape == (n_rows,) and labeled.dtype == bool:
+                    return labeled
+        except (ArtifactError, KeyError, TypeError, OSError):
+            pass
+    return labeled_rows(frame, schema)
 
 
 def open_pool(pool_dir, *, data, model):

@@ -253,3 +253,38 @@ def test_parsed_columns_round_trip_exactly_or_are_not_kept(tmp_path):
     assert rebuilt["a"].isna().tolist() == [False, True, False, False]
     dated = frame.assign(e=pd.to_datetime(frame["e"], unit="D"))
     assert _frame_payloads(dated) is None
+
+
+def test_the_pools_labelled_rows_are_used_only_for_its_target_and_favourable_class(sample_paths, pool_dir,
+                                                                                   tmp_path, monkeypatch):
+    # labeled.npy is taken as it is when the manifest's target and favourable class (type included) are the
+    # schema's and its bytes are the manifest's; otherwise the rows are labelled from the CSV, as without a pool
+    import frpd_cli.pool as pool_module
+    from frpd_cli.artifacts import write_artifact
+    from frpd_cli.dataset import labeled_rows
+
+    frame, schema, _ = _training(sample_paths)
+    expected = labeled_rows(frame, schema)
+    assert 0 < expected.sum() < expected.size
+    calls = []
+    monkeypatch.setattr(pool_module, "labeled_rows", lambda f, s: calls.append(1) or labeled_rows(f, s))
+    load = dict(data=sample_paths["data"], model=sample_paths["model"], threshold=0.5)
+    assert np.array_equal(load_pool(pool_dir, frame, schema, **load).labeled, expected) and not calls
+    current = read_artifact(pool_dir, kind=POOL_KIND, command_hint="-")
+    payloads = {name: (current.load_json(name) if name.endswith(".json") else np.array(current.load_npy(name)))
+                for name in current.payload_names}
+    for case in ("favourable as text", "labels damaged"):
+        params, arrays = dict(current.params), dict(payloads)
+        if case == "favourable as text":
+            params["labeled_by"] = [params["labeled_by"][0], repr(str(schema.favorable))]
+        else:
+            arrays["labeled.npy"] = ~arrays["labeled.npy"]
+        out = write_artifact(tmp_path / case.replace(" ", "_"), kind=POOL_KIND, params=params,
+                             inputs={"data": sample_paths["data"], "model": sample_paths["model"]}, payloads=arrays)
+        if case == "labels damaged":        # bytes that differ from the manifest's sha256
+            manifest = json.loads((out / "manifest.json").read_text())
+            manifest["payloads"]["labeled.npy"]["sha256"] = current.manifest["payloads"]["labeled.npy"]["sha256"]
+            (out / "manifest.json").write_text(json.dumps(manifest))
+        before = len(calls)
+        assert np.array_equal(load_pool(out, frame, schema, **load).labeled, expected), case
+        assert len(calls) == before + 1, case
