@@ -99,23 +99,37 @@ def test_unknown_policy_refused(crafted):
         candidate_set(training, model, x0, codes0, raw0, training.favorable, policy="loose")
 
 
+def _coded_rows(rng, n: int, *, levels: tuple, direction: list):
+    """Random encoded rows (4 columns) and constraint codes (2 immutable columns, one monotone column per
+    direction) with few distinct values each: ``levels`` = (encoded, immutable, monotone) value counts."""
+    from frpd_cli.constraints import ConstraintCodes
+
+    X = rng.integers(0, levels[0], size=(n, 4)).astype(np.float64)
+    codes = ConstraintCodes(immutable=rng.integers(0, levels[1], size=(n, 2)).astype(np.float64),
+                            monotone=rng.integers(0, levels[2], size=(n, len(direction))).astype(np.float64),
+                            direction=np.array(direction, dtype=np.int8))
+    return X, codes
+
+
+def _bare_training(X, codes, pool):
+    from frpd_cli.dataset import TrainingSet
+
+    return TrainingSet(frame=None, schema=None, encoder=None, X=X, codes=codes, probability=pool * 1.0,
+                       favorable=pool, labeled=pool)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_candidate_mask_matches_the_rule_row_by_row(seed):
     # oracle: the actionability rule of constraints.actionable_mask on every row, the pool, and "not equal to
     # the applicant", computed on whole arrays; the data has few distinct values so every case occurs
-    from frpd_cli.constraints import ConstraintCodes, actionable_mask
-    from frpd_cli.dataset import TrainingSet
+    from frpd_cli.constraints import actionable_mask
     from frpd_cli.projection import candidate_mask
 
     rng = np.random.default_rng(seed)
     n = 400
-    X = rng.integers(0, 2, size=(n, 4)).astype(np.float64)
-    codes = ConstraintCodes(immutable=rng.integers(0, 2, size=(n, 2)).astype(np.float64),
-                            monotone=rng.integers(0, 3, size=(n, 2)).astype(np.float64),
-                            direction=np.array([1, -1], dtype=np.int8))
+    X, codes = _coded_rows(rng, n, levels=(2, 2, 3), direction=[1, -1])
     pool = rng.random(n) < 0.7
-    training = TrainingSet(frame=None, schema=None, encoder=None, X=X, codes=codes, probability=pool * 1.0,
-                           favorable=pool, labeled=pool)
+    training = _bare_training(X, codes, pool)
     for applicant in range(20):
         x0, codes0 = X[applicant], codes.row(applicant)
         expected = pool & actionable_mask(codes0, codes) & ~np.all(X == x0, axis=1)
@@ -137,19 +151,13 @@ def test_candidate_positions_are_the_masks_rows_and_remembered_gathers_are_exact
     import pickle
 
     from frpd_cli.candidates import candidate_positions
-    from frpd_cli.constraints import ConstraintCodes
-    from frpd_cli.dataset import TrainingSet
     from frpd_cli.projection import candidate_mask
 
     rng = np.random.default_rng(seed)
     n = 500
-    X = rng.integers(0, 3, size=(n, 4)).astype(np.float64)
-    codes = ConstraintCodes(immutable=rng.integers(0, 3, size=(n, 2)).astype(np.float64),
-                            monotone=rng.integers(0, 4, size=(n, 1)).astype(np.float64),
-                            direction=np.array([1], dtype=np.int8))
+    X, codes = _coded_rows(rng, n, levels=(3, 3, 4), direction=[1])
     pools = [rng.random(n) < 0.6, rng.random(n) < 0.4]
-    training = TrainingSet(frame=None, schema=None, encoder=None, X=X, codes=codes, probability=pools[0] * 1.0,
-                           favorable=pools[0], labeled=pools[0])
+    training = _bare_training(X, codes, pools[0])
     for pool in pools:
         for applicant in range(15):
             x0, codes0 = X[applicant], codes.row(applicant)
