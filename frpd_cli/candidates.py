@@ -72,6 +72,7 @@ __all__ = [
     "candidate_set",
     "moved_candidates",
     "moved_candidates_many",
+    "favourable_edges",
     "has_move_bounds",
     "project_rows",
     "effective_policy",
@@ -232,11 +233,24 @@ class CandidateStage:
         short = [i for i in applicants if len(found[i]) < k] if (
             self.model is not None and has_move_bounds(self.training.schema)) else []
         if short:          # too few within the move bounds: the other rows moved into them, if still favourable
-            moved = moved_candidates_many(self.training, self.model, X0[short], [codes0.row(i) for i in short],
-                                          [raw_rows[i] for i in short], self.pool, [found[i].rows for i in short],
-                                          policy=self.policy, level=self.level)
+            raws = [raw_rows[i] for i in short]
+            edges = favourable_edges(self.training, self.model, raws)
+            moved = moved_candidates_many(self.training, self.model, X0[short], [codes0.row(i) for i in short], raws,
+                                          self.pool, [found[i].rows for i in short], policy=self.policy,
+                                          level=self.level, edges=edges)
             for i, extra in zip(short, moved):
                 found[i] = _with_moved(self.training, found[i], extra)
+            # still short: unless the rule is the strict filter, the favourable rows of the other groups too,
+            # projected onto the applicant's immutable values (as --immutable-policy project does)
+            wider = [a for a, i in enumerate(short) if len(found[i]) < k] if (
+                self.settings.immutable_policy != "filter" and self.policy != "project") else []
+            if wider:
+                moved = moved_candidates_many(
+                    self.training, self.model, X0[[short[a] for a in wider]], [codes0.row(short[a]) for a in wider],
+                    [raws[a] for a in wider], self.pool, [found[short[a]].rows for a in wider], policy="project",
+                    level=self.level, edges={name: e[wider] for name, e in edges.items()})
+                for a, extra in zip(wider, moved):
+                    found[short[a]] = _with_moved(self.training, found[short[a]], extra)
         short = set(short)
         return {i: found[i] if len(found[i]) >= k else self._explain(found[i], codes0.row(i), raw_rows[i],
                                                                      moved=i in short)
@@ -696,7 +710,8 @@ def moved_candidates(training: TrainingSet, model, x0: np.ndarray, codes0, raw0:
 
 
 def moved_candidates_many(training: TrainingSet, model, X0: np.ndarray, codes0: list, raw0: list, pool: np.ndarray,
-                          taken: list, *, policy: str = "filter", level: float | None = None) -> list[CandidateSet]:
+                          taken: list, *, policy: str = "filter", level: float | None = None,
+                          edges: dict | None = None) -> list[CandidateSet]:
     """:func:`moved_candidates` of several applicants, with one model call for all of their moved rows.
 
     Parameters
@@ -710,6 +725,8 @@ def moved_candidates_many(training: TrainingSet, model, X0: np.ndarray, codes0: 
     pool : ndarray of bool, shape (n_rows,)
     taken : list of ndarray of int
         Each applicant's candidates already found (not moved again).
+    edges : dict, optional
+        :func:`favourable_edges` of these applicants (computed when not given).
 
     Returns
     -------
@@ -726,35 +743,121 @@ def moved_candidates_many(training: TrainingSet, model, X0: np.ndarray, codes0: 
         return [empty for _ in rows]
     every = np.concatenate(rows)
     moved = _project_many(training, every, owner, raw0)
-    inside = np.ones(len(moved), dtype=bool)
+    bounded = [f for f in training.schema.features
+               if f.is_numeric and f.max_move is not None and f.mutability != "immutable"]
+    origins = {f.name: np.asarray([raw0[a][f.name] for a in range(len(raw0))], dtype=np.float64)
+               for f in bounded}
+    for f in bounded:
+        low, high = f.bounds(origins[f.name][owner])
+        values = moved[f.name].to_numpy(dtype=np.float64)
+        moved[f.name] = np.clip(values, low, high).astype(moved[f.name].dtype, copy=False)
+    # each moved row also pushed to the edge of the applicant's bounds, feature by feature, on the side where the
+    # model's probability rises (a feature the row does not move the right way may still help)
+    edges = favourable_edges(training, model, raw0) if edges is None else edges
+    pushed = moved.copy()
+    changed = np.zeros(len(moved), dtype=bool)
+    for f in bounded:
+        edge = edges[f.name][owner]
+        values = pushed[f.name].to_numpy(dtype=np.float64).copy()
+        at = ~np.isnan(edge) & (values != edge)
+        values[at] = edge[at]
+        changed |= at
+        pushed[f.name] = values.astype(pushed[f.name].dtype, copy=False)
+    partner = np.full(len(moved), -1, dtype=np.int64)        # the pushed row of each moved row (-1: none)
+    partner[changed] = len(moved) + np.arange(int(changed.sum()))
+    both = pd.concat([moved, pushed[changed]], ignore_index=True)
+    owner2 = np.concatenate([owner, owner[changed]])
+    inside = _inside_limits(training, both, owner2, raw0)
+    X = training.encoder.encode(both, source="the candidates moved into the move bounds")
+    ok = np.zeros(len(both), dtype=bool)
+    if inside.any():
+        ok[inside] = np.asarray(model.favorable_probability(both[inside]), dtype=np.float64) >= (
+            model.threshold if level is None else level)
+    ok &= ~np.all(X == X0[owner2], axis=1)
+    # per moved row: itself when favourable, else its pushed row when that is
+    pick = np.where(ok[:len(moved)], np.arange(len(moved)), np.where((partner >= 0) & ok[np.maximum(partner, 0)],
+                                                                    partner, -1))
+    source = every[np.concatenate([np.arange(len(moved)), np.flatnonzero(changed)])]    # the row of each of both
+    out = []
+    for a in range(len(rows)):
+        mine = pick[(owner == a) & (pick >= 0)]
+        mine = mine[_first_of_each(X[mine], np.ones(mine.size, dtype=bool))]
+        out.append(CandidateSet(rows=source[mine].astype(np.int64), X=X[mine],
+                                projected=np.ones(mine.size, dtype=bool), raw=both.iloc[mine].reset_index(drop=True)))
+    return out
+
+
+def _inside_limits(training: TrainingSet, frame: pd.DataFrame, owner: np.ndarray, raw0: list) -> np.ndarray:
+    """Rows of ``frame`` whose every ranged feature is inside its limits for applicant ``owner[j]`` (relative ones
+    and move bounds included) or at that applicant's value."""
+    inside = np.ones(len(frame), dtype=bool)
     for f in training.schema.features:
         if not f.has_range:
             continue
         own = [raw0[a][f.name] for a in range(len(raw0))]
-        if f.is_numeric and f.max_move is not None and f.mutability != "immutable":
-            low, high = f.bounds(np.asarray(own, dtype=np.float64)[owner])
-            values = moved[f.name].to_numpy(dtype=np.float64)
-            moved[f.name] = np.clip(values, low, high).astype(moved[f.name].dtype, copy=False)
-        values = moved[f.name].to_numpy()
-        if f.is_numeric:        # inside the range, or at the applicant's own value
+        values = frame[f.name].to_numpy()
+        if f.is_numeric:
             origin = np.asarray(own, dtype=np.float64)[owner]
             inside &= f.in_range(values, origin if f.is_relative else None) | (values == origin)
         else:
             inside &= f.in_range(values) | np.array([v == own[a] for v, a in zip(values.tolist(), owner)], dtype=bool)
-    moved, every, owner = moved[inside].reset_index(drop=True), every[inside], owner[inside]
-    if every.size == 0:
-        return [empty for _ in rows]
-    X = training.encoder.encode(moved, source="the candidates moved into the move bounds")
-    keep = np.asarray(model.favorable_probability(moved), dtype=np.float64) >= (
-        model.threshold if level is None else level)
-    keep &= ~np.all(X == X0[owner], axis=1)
-    out = []
-    for a in range(len(rows)):
-        mine = np.flatnonzero(owner == a)
-        mine = mine[_first_of_each(X[mine], keep[mine])]
-        out.append(CandidateSet(rows=every[mine].astype(np.int64), X=X[mine],
-                                projected=np.ones(mine.size, dtype=bool), raw=moved.iloc[mine].reset_index(drop=True)))
-    return out
+    return inside
+
+
+def favourable_edges(training: TrainingSet, model, raw0: list) -> dict:
+    """Per feature with a move bound, per applicant: the end of the applicant's bounds (the allowed side of a
+    monotone feature) where the model's probability is highest when that feature alone moves there, if higher than
+    the applicant's own; NaN where neither end raises it.
+
+    One model call for all the applicants and features (each applicant, and each feature alone at each end).
+
+    Parameters
+    ----------
+    raw0 : list of dict or Series
+        The applicants' raw values.
+
+    Returns
+    -------
+    edges : dict of str to ndarray of shape (len(raw0),)
+    """
+    bounded = [f for f in training.schema.features
+               if f.is_numeric and f.max_move is not None and f.mutability != "immutable"]
+    n = len(raw0)
+    edges = {f.name: np.full(n, np.nan) for f in bounded}
+    if not bounded or n == 0:
+        return edges
+    names = list(training.schema.feature_names)
+    base = pd.DataFrame([{name: r[name] for name in names} for r in raw0], columns=names)
+    probes, at = [np.arange(n)], []       # applicants of each probe row; (feature, applicant, edge) per probe row
+    for f in bounded:
+        origin = base[f.name].to_numpy(dtype=np.float64)
+        low, high = f.bounds(origin)
+        if f.mutability == "increasing":
+            low = np.maximum(low, origin)
+        elif f.mutability == "decreasing":
+            high = np.minimum(high, origin)
+        for edge in (low, high):
+            moves = np.flatnonzero(np.isfinite(edge) & (edge != origin))
+            probes.append(moves)
+            at.extend((f.name, a, float(edge[a])) for a in moves)
+    index = np.concatenate(probes)
+    if index.size == n:
+        return edges
+    frame = base.iloc[index].reset_index(drop=True)
+    for name in dict.fromkeys(name for name, _, _ in at):
+        values = frame[name].to_numpy(dtype=np.float64).copy()
+        for j, (feature, _, edge) in enumerate(at, start=n):
+            if feature == name:
+                values[j] = edge
+        frame[name] = values
+    prob = np.asarray(model.favorable_probability(frame), dtype=np.float64)
+    for name in edges:
+        best_f = prob[:n].copy()
+        for j, (feature, a, edge) in enumerate(at, start=n):
+            if feature == name and prob[j] > best_f[a]:
+                best_f[a] = prob[j]
+                edges[name][a] = edge
+    return edges
 
 
 def _movable_rows(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray, taken: np.ndarray,
