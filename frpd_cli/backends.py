@@ -34,7 +34,7 @@ from typing import Callable, Iterable, Iterator
 from .exceptions import FrpdError, InputError
 
 __all__ = ["BACKENDS", "JobsCappedWarning", "Workers", "available_cpus", "cap_jobs", "cluster_threads", "map_ordered",
-           "dask_client", "one_thread", "open_workers"]
+           "dask_client", "forks_workers", "one_thread", "open_workers"]
 
 BACKENDS = ("loky", "dask")
 
@@ -313,6 +313,11 @@ def _start_method() -> str:
     if sys.platform.startswith("linux") and "fork" in multiprocessing.get_all_start_methods():
         return "fork"
     return "spawn"
+
+
+def forks_workers() -> bool:
+    """Whether local worker processes (``loky``) are forked, and so share this process's memory."""
+    return _start_method() == "fork"
 
 
 def _init_worker(shared, parent_pid: int) -> None:

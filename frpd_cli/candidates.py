@@ -187,6 +187,14 @@ class CandidateStage:
                              "policy projects rows, so its candidates are not training rows to index). Pass "
                              "--immutable-policy filter, or leave out --max-candidates.")
 
+    def prepare(self) -> None:
+        """Compute now what every applicant's filter reads: the pool's compact rows and their grouping by
+        immutable values (remembered on the training set). Called before worker processes are forked, they
+        share these pages instead of each gathering and grouping the pool again."""
+        if self.graph is None and self.policy == "filter":
+            rows, _ = self.training.pool_rows(self.pool)
+            _pool_index(self.training, self.pool, rows)
+
     def find(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
         """The candidates of one applicant.
 

@@ -478,7 +478,7 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
     are regrouped into the input's chunks either way. BLAS and OpenMP run on
     one thread in every process, this one included.
     """
-    from .backends import BACKENDS, cap_jobs, one_thread, open_workers
+    from .backends import BACKENDS, cap_jobs, forks_workers, one_thread, open_workers
 
     if backend not in BACKENDS:
         raise InputError(f"The 'backend' option must be one of {', '.join(BACKENDS)}. Got {backend!r} instead.")
@@ -506,6 +506,9 @@ def plan_stream(training: TrainingSet, model, chunks: Iterable[ApplicantChunk], 
             results = (_run_task(shared, *task) for task in _tasks(stream, 1, sizes, task_applicants))
             yield from _regrouped(results, sizes)
         return
+    if backend == "loky" and scheduler is None and forks_workers():
+        # forked workers inherit the pool's compact rows and grouping: one copy shared by all, computed once
+        CandidateStage(training, settings, model=model, graph=graph if settings.scheme == "graph" else None).prepare()
     with open_workers(n_jobs, backend, scheduler=scheduler, shared=shared) as workers:
         results = workers.map(_run_task, _tasks(stream, workers.n_workers, sizes, task_applicants))
         yield from _regrouped(results, sizes)

@@ -288,3 +288,29 @@ def test_the_pools_labelled_rows_are_used_only_for_its_target_and_favourable_cla
         before = len(calls)
         assert np.array_equal(load_pool(out, frame, schema, **load).labeled, expected), case
         assert len(calls) == before + 1, case
+
+
+def test_forked_workers_inherit_the_pools_compact_rows_and_grouping(sample_paths):
+    # with --jobs, the pool's compact rows and immutable grouping are computed in this process before the
+    # workers are forked (they share the pages); the plans are those of one process
+    from frpd_cli.backends import available_cpus, forks_workers
+    from frpd_cli.choice import PlanSettings
+    from frpd_cli.planning import plan_applicants
+
+    if available_cpus() < 2 or not forks_workers():
+        pytest.skip("needs two CPUs and forked workers")
+    frame, schema, model = _training(sample_paths)
+    applicants = pd.concat([pd.read_csv(sample_paths["applicants"])] * 10, ignore_index=True)
+    ids = [str(i) for i in range(len(applicants))]
+    settings = PlanSettings(method="quad", k=3)
+    runs = {}
+    for n_jobs in (1, 2):
+        training = build_training_set(frame, schema, model)
+        runs[n_jobs] = [p for chunk in plan_applicants(training, model, applicants, ids, settings, n_jobs=n_jobs)
+                        for p in chunk]
+        if n_jobs == 2:                     # computed here, in the parent, which plans nothing itself
+            assert "_pool_index" in training.__dict__ and "_pool_rows" in training.__dict__
+            rows, X_rows = training.pool_rows(training.favorable)
+            assert training.__dict__["_pool_index"][0] is training.favorable
+            assert np.array_equal(rows, np.flatnonzero(training.favorable)) and np.array_equal(X_rows, training.X[rows])
+    assert runs[1] == runs[2] and len(runs[1]) == 200
