@@ -14,8 +14,10 @@ training file frpd is given. Simulated updates, each the same recipe retrained:
 - ``seed``:  on half A again with random_state 1 (the same data, another initialisation).
 
 Applicants are the first N test rows today's model denies. Configurations: plain frpd (N = 0), --margin 0.1 and
-0.2, --robust N for N in {4, 8, 16} and --robust-level q in {1, 0.9}, --robust 8 and --robust 16 --robust-level
-0.9 with --resample subsample, --robust 8 with --resample shifted, with --margin 0.05 and with --robust-spread 2.
+0.2, --robust N (bootstrap) for N in {4, 8, 16} and --robust-level q in {1, 0.9}, --robust 8 and --robust 16
+--robust-level 0.9 with --resample subsample, mixed and halves, --robust 8 with --resample shifted, with --margin
+0.05 (bootstrap and mixed: the latter is ``frpd plan --robust 8``) and with --robust-spread 2, and --margin 0.05
+alone (plain ``frpd plan``).
 Each recourse is scored by each updated model (validity = share of recourses it accepts; plans = share of plans
 with a recourse in which it accepts at least one). Cost and changed features are means over recourses; CPU is
 the planning CPU time (refits loaded from an artifact built once; their fitting CPU is reported apart).
@@ -152,7 +154,8 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
             schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))
             model = load_model(case["model"], favorable=schema.favorable, feature_names=schema.feature_names)
             refit_dirs, fit_cpu = {}, {}
-            for how in ("bootstrap", "subsample", "shifted") if shifted else ("bootstrap", "subsample"):
+            kinds = ("bootstrap", "subsample", "mixed", "halves") + (("shifted",) if shifted else ())
+            for how in kinds:
                 if (tmp / f"{name}_{how}" / "manifest.json").exists():       # --work: built by an earlier run
                     refit_dirs[how], fit_cpu[how] = tmp / f"{name}_{how}", (float("nan"), float("nan"))
                     continue
@@ -168,13 +171,17 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
                 for q in (1.0, 0.9):
                     configs.append((f"robust {n} q {q:g}",
                                     {"robust": n, "level": q, "refits": refit_dirs["bootstrap"]}))
-            for n, q in ((8, 1.0), (16, 0.9)):
-                configs.append((f"robust {n} subsample" + (f" q {q:g}" if q < 1 else ""),
-                                {"robust": n, "level": q, "refits": refit_dirs["subsample"], "resample": "subsample"}))
+            for how in ("subsample", "mixed", "halves"):
+                for n, q in ((8, 1.0), (16, 0.9)):
+                    configs.append((f"robust {n} {how}" + (f" q {q:g}" if q < 1 else ""),
+                                    {"robust": n, "level": q, "refits": refit_dirs[how], "resample": how}))
             if shifted:
                 configs.append(("robust 8 shifted", {"robust": 8, "refits": refit_dirs["shifted"],
                                                      "resample": "shifted"}))
             configs.append(("robust 8 margin 0.05", {"robust": 8, "refits": refit_dirs["bootstrap"], "margin": 0.05}))
+            configs.append(("robust 8 mixed margin 0.05", {"robust": 8, "refits": refit_dirs["mixed"], "resample": "mixed",
+                                                          "margin": 0.05}))
+            configs.append(("margin 0.05", {"margin": 0.05}))
             configs.append(("robust 8 spread 2", {"robust": 8, "refits": refit_dirs["bootstrap"], "spread": 2.0}))
             for label, kwargs in configs:
                 if only and label not in only:

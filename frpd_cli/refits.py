@@ -2,8 +2,9 @@
 
 A lender retrains its model on newer labelled data; a recourse the next model rejects is worse than none.
 ``--robust N`` asks every recourse to be favourable under (a share of) N refits as well
-(:class:`frpd_cli.judge.Judge`). Each refit is ``sklearn.base.clone(estimator)`` fitted on a bootstrap
-resample of the training file's rows and its *target column* (the next release learns from labels, not
+(:class:`frpd_cli.judge.Judge`). Each refit is ``sklearn.base.clone(estimator)`` fitted on a resample
+of the training file's rows (:data:`DEFAULT_RESAMPLE`: bootstrap and half-size subsamples in turn) and its
+*target column* (the next release learns from labels, not
 from this model's predictions), with every ``random_state`` parameter set from ``--seed`` and the refit's
 number, so the refits are the same for the same data, model, seed and N, whatever ``--jobs``.
 
@@ -30,15 +31,22 @@ import pandas as pd
 
 from .exceptions import InputError, ModelError
 
-__all__ = ["REFITS_KIND", "REFITS_HINT", "RESAMPLES", "fit_refits", "write_refits", "load_refits", "refit_seed",
-           "check_refittable"]
+__all__ = ["REFITS_KIND", "REFITS_HINT", "RESAMPLES", "DEFAULT_RESAMPLE", "fit_refits", "write_refits", "load_refits", "refit_seed",
+           "check_refittable", "resample_of", "refit_rows"]
 
 REFITS_KIND = "refits"
 REFITS_HINT = "frpd build-refits DATA --model MODEL --robust N --out DIR (with the same --seed)"
-#: How each refit's rows are drawn: ``bootstrap`` (n rows with replacement, the default), ``subsample`` (half
-#: of the rows, without replacement: more varied refits, each fitted in about half the time) or ``shifted`` (a bootstrap weighted towards one end of a random direction
-#: of the numeric features: a drifted population).
-RESAMPLES = ("bootstrap", "subsample", "shifted")
+#: How each refit's rows are drawn (:func:`refit_rows`): ``bootstrap`` (n rows with replacement),
+#: ``subsample`` (half of the rows, without replacement: more varied refits, each fitted in about half the
+#: time), ``shifted`` (a bootstrap weighted towards one end of a random direction of the numeric features: a
+#: drifted population), ``mixed`` (bootstrap and subsample refits in turn) or ``halves`` (pairs of refits
+#: fitted on complementary halves: two models of disjoint data).
+RESAMPLES = ("bootstrap", "subsample", "shifted", "mixed", "halves")
+#: ``--resample`` when not given. A bootstrap refit differs from today's model about as much as a fit on
+#: another sample of as many rows would; a flexible model fitted on half the rows (subsample) differs more,
+#: as a release fitted on new data did in the measurements (docs/robust.md). Both kinds in turn hold every
+#: recourse against both, with no setting to tune per data set.
+DEFAULT_RESAMPLE = "mixed"
 
 
 def refit_seed(seed: int, i: int) -> int:
@@ -75,6 +83,14 @@ def check_refittable(model) -> None:
                          "--also-valid-for MODEL instead.")
 
 
+def resample_of(how: str, i: int) -> str:
+    """How refit ``i`` (0-based) draws its rows: ``how`` itself, or for ``mixed`` bootstrap (even ``i``) and
+    subsample (odd ``i``) in turn."""
+    if how == "mixed":
+        return "bootstrap" if i % 2 == 0 else "subsample"
+    return how
+
+
 def _resample(rng: np.random.Generator, frame: pd.DataFrame, numeric: list, how: str) -> np.ndarray:
     n = len(frame)
     if how == "bootstrap":
@@ -90,18 +106,34 @@ def _resample(rng: np.random.Generator, frame: pd.DataFrame, numeric: list, how:
     return rng.choice(n, size=n, replace=True, p=weights / weights.sum())
 
 
+def refit_rows(X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int, i: int, how: str) -> np.ndarray:
+    """Positions of the training rows refit ``i`` (0-based) is fitted on.
+
+    ``halves``: refit ``2j`` draws half the rows as ``subsample`` does, refit ``2j + 1`` takes the other half
+    (two models of disjoint data, as today's and the next release are).
+    """
+    if how == "halves":
+        first = refit_rows(X, y, numeric, seed, i - i % 2, "subsample")
+        if i % 2 == 0:
+            return first
+        return np.setdiff1d(np.arange(len(X)), first)
+    rng = np.random.default_rng(refit_seed(seed, i))
+    how = resample_of(how, i)
+    rows = _resample(rng, X, numeric, how)
+    for _ in range(100):                 # a resample holding one class only cannot be fitted: draw again
+        if np.unique(y[rows]).size >= 2:
+            break
+        rows = _resample(rng, X, numeric, how)
+    return rows
+
+
 def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int, i: int, how: str):
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
 
     state = refit_seed(seed, i)
-    rng = np.random.default_rng(state)
-    rows = _resample(rng, X, numeric, how)
-    for _ in range(100):                 # a resample holding one class only cannot be fitted: draw again
-        if np.unique(y[rows]).size >= 2:
-            break
-        rows = _resample(rng, X, numeric, how)
+    rows = refit_rows(X, y, numeric, seed, i, how)
     refit = clone(estimator)
     params = refit.get_params(deep=True)
     refit.set_params(**{k: state % (2**31 - 1) for k in params if k == "random_state" or k.endswith("__random_state")})
@@ -112,7 +144,7 @@ def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int
     return refit
 
 
-def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, resample: str = "bootstrap",
+def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, resample: str = DEFAULT_RESAMPLE,
                n_jobs: int = 1) -> list:
     """Fit ``n`` refits of ``model``'s estimator on resamples of the training frame and its target column.
 
@@ -127,7 +159,8 @@ def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, res
         Number of refits (>= 1).
     seed : int
         ``--seed``; refit ``i`` uses :func:`refit_seed` (seed, i).
-    resample : {"bootstrap", "shifted"}
+    resample : {"mixed", "bootstrap", "subsample", "shifted", "halves"}
+        How refit ``i`` draws its rows (:func:`refit_rows`).
     n_jobs : int
         Processes fitting refits; the refits do not depend on it.
 
@@ -173,7 +206,7 @@ def _dumps(estimator) -> tuple[str, bytes]:
         return ".joblib", buffer.getvalue()
 
 
-def write_refits(out_dir, refits: list, *, data, model, seed: int, resample: str = "bootstrap",
+def write_refits(out_dir, refits: list, *, data, model, seed: int, resample: str = DEFAULT_RESAMPLE,
                  target: str | None = None) -> Path:
     """Save refits as a refits artifact (``manifest.json`` + one file per refit)."""
     from .artifacts import write_artifact
@@ -189,7 +222,7 @@ def write_refits(out_dir, refits: list, *, data, model, seed: int, resample: str
                           inputs={"data": data, "model": model}, payloads=payloads)
 
 
-def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str = "bootstrap", schema,
+def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str = DEFAULT_RESAMPLE, schema,
                 threshold: float, trusted_types=None) -> list:
     """The refits of an artifact as :class:`frpd_cli.model.Model` objects, after checking they fit this run.
 

@@ -187,7 +187,7 @@ def test_subsample_refits_draw_half_the_rows_and_the_artifact_keeps_the_resample
     assert len(rows) == 250 and len(np.unique(rows)) == 250 and rows.max() < 500
     manifest, refits = _refits(setup, tmp_path / "half", "--resample", "subsample")
     assert manifest["params"]["resample"] == "subsample" and len(refits) == 4
-    # the same refits as a run fitting them itself, and refused for a run asking for bootstrap refits
+    # the same refits as a run fitting them itself, and refused for a run asking for the default (mixed) refits
     assert _plan(setup, "--refits", tmp_path / "half", "--resample", "subsample") == \
         _plan(setup, "--robust", "4", "--resample", "subsample")
     stale = _run(["plan", setup.data, "--model", setup.model, "--applicants", setup.applicants, "--target", "y",
@@ -232,3 +232,41 @@ def test_subsample_and_spread_plans_are_the_same_bytes_for_any_jobs_and_chunk_si
     assert _run([*base, "--jobs", "2"]).stdout == one
     assert _run([*base, "--chunk-size", "7"]).stdout == one
     assert _run([*base[:-2], "--jobs", "2"]).stdout != one          # the spread changes plans
+
+
+def test_halves_refits_come_in_pairs_fitted_on_complementary_halves(setup, tmp_path):
+    from frpd_cli.refits import refit_rows
+
+    frame = pd.read_csv(setup.data)
+    X, y = frame[FEATURES], frame["y"].to_numpy()
+    for j in (0, 2, 4):
+        first, second = refit_rows(X, y, [], 0, j, "halves"), refit_rows(X, y, [], 0, j + 1, "halves")
+        # oracle: two disjoint halves that together are every row, each row once
+        assert len(first) == len(second) == 250
+        assert np.array_equal(np.sort(np.concatenate([first, second])), np.arange(500))
+        # the first of a pair is the subsample refit of the same number
+        assert np.array_equal(first, refit_rows(X, y, [], 0, j, "subsample"))
+    assert not np.array_equal(refit_rows(X, y, [], 0, 0, "halves"), refit_rows(X, y, [], 0, 2, "halves"))
+    manifest, refits = _refits(setup, tmp_path / "halves", "--resample", "halves")
+    assert manifest["params"]["resample"] == "halves"
+    # each refit is the estimator fitted on those rows (and the refit's own random state): refit it here
+    grid = pd.DataFrame(np.random.default_rng(1).uniform(0, 10, (100, 3)), columns=FEATURES)
+    for i in (0, 1):
+        rows = refit_rows(X, y, [], 0, i, "halves")
+        again = LogisticRegression(C=10.0, max_iter=2000).fit(X.iloc[rows].reset_index(drop=True), y[rows])
+        assert np.allclose(again.predict_proba(grid), refits[i].predict_proba(grid), atol=1e-6)
+
+
+def test_refits_by_default_alternate_bootstrap_and_subsample_refits(setup, tmp_path):
+    manifest, mixed = _refits(setup, tmp_path / "mixed")
+    assert manifest["params"]["resample"] == "mixed"
+    _, boot = _refits(setup, tmp_path / "boot", "--resample", "bootstrap")
+    _, half = _refits(setup, tmp_path / "half", "--resample", "subsample")
+    grid = pd.DataFrame(np.random.default_rng(2).uniform(0, 10, (100, 3)), columns=FEATURES)
+    for i, refit in enumerate(mixed):
+        same = (boot if i % 2 == 0 else half)[i]
+        assert np.array_equal(refit.predict_proba(grid), same.predict_proba(grid))
+    # --robust without --resample fits these refits; --resample mixed names them
+    assert _plan(setup, "--robust", "4") == _plan(setup, "--refits", tmp_path / "mixed") == \
+        _plan(setup, "--refits", tmp_path / "mixed", "--resample", "mixed")
+    assert _plan(setup, "--robust", "4") != _plan(setup, "--refits", tmp_path / "boot", "--resample", "bootstrap")

@@ -35,8 +35,8 @@ AlsoValidForOpt = Annotated[Optional[list[Path]], typer.Option(
     "interpolation, sparsification and --margin use the worst of the models; the records add each model's "
     "probability.", rich_help_panel=_ROBUST)]
 RobustOpt = Annotated[Optional[int], typer.Option(
-    "--robust", metavar="N", min=1, help="Refit N copies of the model's estimator on bootstrap resamples of the "
-    "training file (its target column) and require every recourse to be favourable under them too (see "
+    "--robust", metavar="N", min=1, help="Refit N copies of the model's estimator on resamples of the "
+    "training file (its target column; see --resample) and require every recourse to be favourable under them too (see "
     "--robust-level): plausible next releases. Deterministic for --seed; --jobs fits them in parallel; "
     "frpd build-refits saves them for reuse (--refits).", rich_help_panel=_ROBUST)]
 RobustLevelOpt = Annotated[float, typer.Option(
@@ -51,9 +51,10 @@ RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
 ResampleOpt = Annotated[str, typer.Option(
-    "--resample", help="How refits draw their rows: bootstrap; subsample (half the rows without replacement: "
-    "more varied refits, each fitted in half the time); or shifted (a bootstrap tilted along a random direction "
-    "of the numeric features: a drifted population).", rich_help_panel=_ROBUST)]
+    "--resample", help="How refits draw their rows: mixed (bootstrap and subsample refits in turn); bootstrap; "
+    "subsample (half the rows without replacement: more varied refits, each fitted in half the time); halves "
+    "(pairs of refits on complementary halves); or shifted (a bootstrap tilted along a random direction of the "
+    "numeric features: a drifted population).", rich_help_panel=_ROBUST)]
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class RobustModels:
     level: float = 1.0
     spread: Optional[float] = None
     refits: Optional[Path] = None
-    resample: str = "bootstrap"
+    resample: str = "mixed"
     seed: int = 0
     jobs: int = 1
 
@@ -105,7 +106,7 @@ ROBUST_OPTIONS = OptionGroup(RobustModels, (
     ("robust_level", RobustLevelOpt, 1.0),
     ("robust_spread", RobustSpreadOpt, None),
     ("refits", RefitsOpt, None),
-    ("resample", ResampleOpt, "bootstrap"),
+    ("resample", ResampleOpt, "mixed"),
 ), build=_robust_models, shared=("seed", "jobs"))
 
 

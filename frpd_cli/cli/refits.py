@@ -25,7 +25,7 @@ def build_refits_command(
     out: Annotated[Path, typer.Option("--out", readable=False, help="Folder to write the refits artifact to.", show_default=False)],
     robust: Annotated[int, typer.Option("--robust", metavar="N", min=1, help="How many refits.",
                                         show_default=False)],
-    resample: ResampleOpt = "bootstrap",
+    resample: ResampleOpt = "mixed",
     seed: o.SeedOpt = 0,
     jobs: o.JobsOpt = 1,
     flags: o.SchemaFlags = o.SchemaFlags(),
@@ -37,7 +37,7 @@ def build_refits_command(
     """Refit copies of the model on resamples of the training data and save them as a refits artifact.
 
     Each refit is sklearn.base.clone of the model's estimator fitted on a resample of the data file's rows and
-    target column (--resample: bootstrap, subsample or shifted), with every random_state set from --seed and the refit's number: the same data,
+    target column (--resample: mixed, bootstrap, subsample, halves or shifted), with every random_state set from --seed and the refit's number: the same data,
     model, seed and N give the same refits, whatever --jobs. plan, select and interpolate given --refits DIR
     require every recourse to be favourable under them (--robust-level: a share of them). Models frpd cannot
     refit (ONNX, classes without fit/get_params) are refused: pass models trained elsewhere with
