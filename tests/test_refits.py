@@ -270,3 +270,23 @@ def test_refits_by_default_alternate_bootstrap_and_subsample_refits(setup, tmp_p
     assert _plan(setup, "--robust", "4") == _plan(setup, "--refits", tmp_path / "mixed") == \
         _plan(setup, "--refits", tmp_path / "mixed", "--resample", "mixed")
     assert _plan(setup, "--robust", "4") != _plan(setup, "--refits", tmp_path / "boot", "--resample", "bootstrap")
+
+
+def test_every_refit_has_its_own_random_state_down_a_pipeline(setup):
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from frpd_cli.model import Model
+    from frpd_cli.refits import fit_refits
+    from frpd_cli.schema import SchemaSpec, infer_schema
+
+    frame = pd.read_csv(setup.data)
+    pipe = Pipeline([("scale", StandardScaler()), ("clf", SGDClassifier(loss="log_loss", random_state=0))])
+    pipe.fit(frame[FEATURES], frame["y"])
+    model = Model(estimator=pipe, path="pipe.pkl", favorable=1, threshold=0.5, feature_names=FEATURES, uses_proba=True)
+    schema = infer_schema(frame, SchemaSpec(target="y", favorable="1"))
+    refits = fit_refits(model, frame, schema, n=3, seed=5)
+    # the nested estimator's initialisation varies with the refit (an MLP's weights, an SGD's shuffling)
+    assert [r.named_steps["clf"].random_state for r in refits] == [refit_seed(5, i) % (2**31 - 1) for i in range(3)]
+    assert pipe.named_steps["clf"].random_state == 0              # the user's model is left alone
