@@ -309,7 +309,8 @@ def main(argv=None) -> int:
     lines = [
         "## Training sets of growing size (`benchmarks/bench_scale.py`)", "",
         f"Machine: {machine_line()}, single-threaded BLAS; load average "
-        f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min) at the end of the run. Command: `python benchmarks/bench_scale.py --sizes "
+        f"{' / '.join(f'{x:.1f}' for x in os.getloadavg())} (1 / 5 / 15 min) at the end of the run. "
+        "Command: `python benchmarks/bench_scale.py --sizes "
         f"{args.sizes}{' --with-10m' if args.with_10m else ''} --n-applicants {args.n_applicants}`.", "",
         "Adult resampled (hours jittered, labelled by the MLP), immutable marital_status, gender and race, age "
         "increasing, quad, K = 3; each command in a fresh process (s: wall seconds; MB: peak resident memory of "

@@ -15,7 +15,8 @@ from .encoding import DEFAULT_SCALE, Encoder, check_magnitude, fit_encoder
 from .exceptions import InputError, ModelOutputError, SchemaError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
-__all__ = ["TrainingSet", "build_training_set", "rescored", "labeled_rows", "resolve_spec", "read_training_frame", "CANDIDATE_POOLS"]
+__all__ = ["TrainingSet", "build_training_set", "rescored", "labeled_rows", "resolve_spec", "read_training_frame",
+           "CANDIDATE_POOLS"]
 
 CANDIDATE_POOLS = ("predicted", "labeled")
 

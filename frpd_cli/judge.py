@@ -13,8 +13,8 @@ with refits (``--robust N``), the margin that at least a share ``q`` of the refi
 (the ``ceil(q * N)``-th largest). With a spread ``s`` (``--robust-spread``) a refit's probability is taken
 ``s`` times as far from the model's as it is, ``p + s * (p_refit - p)``: a refit of today's data differs from
 today's model less than a model trained on other data of the same population does, and ``s > 1`` asks the
-recourse to hold against such wider deviations in the directions the refits show. So ``score >= threshold`` exactly when every required model
-accepts the row, and bisection on the score is bisection on the worst margin. Raising the judge's
+recourse to hold against such wider deviations in the directions the refits show. So ``score >= threshold``
+exactly when every required model accepts the row, and bisection on the score is bisection on the worst margin. Raising the judge's
 threshold by a margin (:func:`frpd_cli.planning.raised_threshold`) raises every model's threshold
 by it.
 

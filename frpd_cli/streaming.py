@@ -212,7 +212,7 @@ class ResumableOutput:
 
     def _foreign(self, path: Path, st: os.stat_result, role: str) -> InputError:
         return foreign_file_error(self._shown(path), st, f"the {role} file of '{self.path}'",
-                                  f"Move it away (or remove it if it is yours), then run again; or choose another "
+                                  "Move it away (or remove it if it is yours), then run again; or choose another "
                                   "output path.")
 
     def _leftover(self, path: Path, role: str) -> os.stat_result | None:

@@ -313,7 +313,7 @@ def test_vectorised_rule_check_agrees_with_constraint_violations(sample_audit):
 def constructed(tmp_path_factory):
     """A model that ignores the group column, which is in the applicants file only."""
     import sklearn.compose  # noqa: F401 - imported for real: loading a model that does not use it would leave
-    from sklearn.tree import DecisionTreeClassifier      # the loader's deferred stub in sys.modules for later tests
+    from sklearn.tree import DecisionTreeClassifier  # the loader's deferred stub in sys.modules for later tests
 
     folder = tmp_path_factory.mktemp("constructed")
     x = np.arange(11, dtype=float)

@@ -6,6 +6,7 @@ Paper Section 5.2: "we choose the distance function as the shortest path on the 
 from __future__ import annotations
 
 import dataclasses
+
 import networkx as nx
 import numpy as np
 import pandas as pd

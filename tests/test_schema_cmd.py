@@ -6,11 +6,11 @@ from __future__ import annotations
 import csv
 import io
 import json
+import tomllib
 
 import joblib
 import numpy as np
 import pandas as pd
-import tomllib
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner

@@ -23,7 +23,8 @@ from . import _options as o
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint, ignored_columns_warning
 from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
-from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, robust_params as _robust_params
+from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs
+from ._robust import robust_params as _robust_params
 from .app import app
 
 __all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]

@@ -37,11 +37,11 @@ def build_refits_command(
     """Refit copies of the model on resamples of the training data and save them as a refits artifact.
 
     Each refit is sklearn.base.clone of the model's estimator fitted on a resample of the data file's rows and
-    target column (--resample: mixed, bootstrap, subsample, halves or shifted), with every random_state set from --seed and the refit's number: the same data,
-    model, seed and N give the same refits, whatever --jobs. plan, select and interpolate given --refits DIR
-    require every recourse to be favourable under them (--robust-level: a share of them). Models frpd cannot
-    refit (ONNX, classes without fit/get_params) are refused: pass models trained elsewhere with
-    --also-valid-for.
+    target column (--resample: mixed, bootstrap, subsample, halves or shifted), with every random_state set from
+    --seed and the refit's number: the same data, model, seed and N give the same refits, whatever --jobs.
+    plan, select and interpolate given --refits DIR require every recourse to be favourable under them
+    (--robust-level: a share of them). Models frpd cannot refit (ONNX, classes without fit/get_params) are
+    refused: pass models trained elsewhere with --also-valid-for.
 
     Example: frpd build-refits sample_data/credit.csv --model sample_data/model.pkl --schema
     sample_data/schema.toml --robust 4 --out refits/
