@@ -314,3 +314,60 @@ def test_forked_workers_inherit_the_pools_compact_rows_and_grouping(sample_paths
             assert training.__dict__["_pool_index"][0] is training.favorable
             assert np.array_equal(rows, np.flatnonzero(training.favorable)) and np.array_equal(X_rows, training.X[rows])
     assert runs[1] == runs[2] and len(runs[1]) == 200
+
+
+def test_a_run_with_the_pool_does_not_infer_the_schema(sample_paths, pool_dir, monkeypatch):
+    # build-pool keeps the inferred schema and the identifier-like features (derived.json); a run with the same
+    # declarations takes them from there, equal to what inference gives, and the training set is the same
+    import frpd_cli.schema as schema_module
+    from frpd_cli.cli._options import SchemaFlags, read_training
+
+    flags = SchemaFlags(schema=sample_paths["schema"])
+    expected, _, _ = read_training(sample_paths["data"], sample_paths["model"], flags)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the schema was inferred again")
+
+    monkeypatch.setattr(schema_module, "infer_schema", refuse)
+    monkeypatch.setattr(schema_module, "id_like_columns", refuse)
+    training, _, _ = read_training(sample_paths["data"], sample_paths["model"], flags, pool=pool_dir)
+    assert training.schema == expected.schema
+    assert np.array_equal(training.X, expected.X) and training.encoder.to_dict() == expected.encoder.to_dict()
+
+
+def test_the_pools_schema_is_used_only_with_what_it_was_derived_from(sample_paths, pool_dir, monkeypatch):
+    # the stored schema is a function of the CSV (its sha256 checked when the pool is opened), the declarations,
+    # the text encoding, the pandas and numpy versions and the inference code: any of these changed, and the
+    # pool gives none (the schema is inferred as without a pool)
+    from dataclasses import replace
+
+    import frpd_cli.pool as pool_module
+    from frpd_cli.cli._options import SchemaFlags
+    from frpd_cli.pool import open_pool, pool_schema
+
+    frame = read_training_frame(sample_paths["data"])
+    spec = SchemaFlags(schema=sample_paths["schema"]).spec()         # as build-pool declared it
+    artifact = open_pool(pool_dir, data=sample_paths["data"], model=sample_paths["model"])
+    schema, id_like = pool_schema(artifact, spec)
+    assert schema == infer_schema(frame, spec) and id_like == []
+    other_spec = replace(spec, max_move=0.5)
+    assert infer_schema(frame, other_spec) != schema
+    assert pool_schema(artifact, other_spec) == (None, None)
+    assert pool_schema(artifact, spec, encoding="latin-1") == (None, None)
+    for target, name, value in ((pd, "__version__", "0.0"), (np, "__version__", "0.0"),
+                                (pool_module, "_schema_module_digest", lambda: "0" * 64)):
+        with monkeypatch.context() as m:
+            m.setattr(target, name, value)
+            assert pool_schema(artifact, spec) == (None, None), name
+    assert pool_schema(artifact, spec)[0] == schema
+
+
+def test_plans_with_other_declarations_than_the_pools_are_those_without_the_pool(sample_paths, pool_dir):
+    # --max-move changes the schema but not the pool's encoded rows: the pool is used, its stored schema is not
+    args = ["plan", *_common(sample_paths, "--applicants", str(sample_paths["applicants"]), "--format", "csv",
+                             "--max-move", "0.1")]
+    without = runner.invoke(app, args)
+    with_pool = runner.invoke(app, [*args, "--pool", str(pool_dir)])
+    assert without.exit_code == 0 and with_pool.exit_code == 0, with_pool.stderr
+    default = runner.invoke(app, args[:-2])
+    assert without.stdout != default.stdout and with_pool.stdout == without.stdout

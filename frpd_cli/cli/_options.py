@@ -573,24 +573,26 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     from ..schema import DeclarationError, infer_schema
 
     spec = flags.spec()
-    artifact, frame = None, None
+    artifact, frame, schema, id_like = None, None, None, None
     if pool is not None:
         from ..exceptions import FrpdError
-        from ..pool import open_pool, pool_frame
+        from ..pool import open_pool, pool_frame, pool_schema
 
         try:
             artifact = open_pool(pool, data=data, model=model_path)
             frame = pool_frame(artifact, encoding=encoding)
+            schema, id_like = pool_schema(artifact, spec, encoding=encoding)
         except FrpdError:      # reported by load_pool below, after the CSV's, schema's and model's own errors
-            artifact = None
+            artifact, schema, id_like = None, None, None
     if frame is None:
         frame = read_training_frame(data, encoding=encoding)
     if on_frame is not None:
         on_frame(frame)
-    try:
-        schema = infer_schema(frame, spec, source=f"'{data}'")
-    except DeclarationError as exc:
-        raise (flags.usage_error(exc) or exc) from None
+    if schema is None:
+        try:
+            schema = infer_schema(frame, spec, source=f"'{data}'")
+        except DeclarationError as exc:
+            raise (flags.usage_error(exc) or exc) from None
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                        threshold=threshold, trusted_types=trusted_types or None)
     if robust is not None and robust.active:    # several models to satisfy: the judge scores the rows
@@ -610,17 +612,20 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             training = rescored(training, model, source=f"'{data}'")
     else:
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale)
-    _warn_about_training(frame, training, model, source=f"'{data}'")
+    _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like)
     return training, model, spec
 
 
-def _warn_about_training(frame, training: TrainingSet, model, *, source: str) -> None:
-    """Warnings and hints about inputs that are likely a mistake (see ``_hints``)."""
+def _warn_about_training(frame, training: TrainingSet, model, *, source: str, id_like=None) -> None:
+    """Warnings and hints about inputs that are likely a mistake (see ``_hints``); ``id_like``, when given, is
+    ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
     from ..schema import id_like_columns
     from ._hints import id_like_warning, no_favorable_hint
 
+    if id_like is None:
+        id_like = id_like_columns(frame, training.schema)
     highest = float(training.probability.max()) if training.n_rows else 0.0
-    for message in (id_like_warning(id_like_columns(frame, training.schema), source),
+    for message in (id_like_warning(id_like, source),
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest)):
         if message:
             echo_err(message)

@@ -46,9 +46,10 @@ def build_pool_command(
     with lock_outputs(folders=(out,)):
         start = time.perf_counter()
         read = []
-        training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                         trusted_types=trust_type, quiet=quiet, on_frame=read.append)
-        write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding, frame=read[0])
+        training, _, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                            trusted_types=trust_type, quiet=quiet, on_frame=read.append)
+        write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding, frame=read[0],
+                   spec=spec)
         if not quiet:
             echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "
                      f"{training.X.shape[1]} encoded columns) in {time.perf_counter() - start:.2f} s. "
