@@ -15,7 +15,8 @@ Reported per size, from the command line (`frpd` in a fresh process each time; p
 resident set of the process and its children, `ru_maxrss`):
 
 - `frpd build-pool`: wall time and peak memory;
-- one applicant: wall time of `frpd plan` without and with `--pool`;
+- one applicant: wall time of `frpd plan` without and with `--pool`, and the CPU time of the latter (frpd's
+  modules are byte-compiled first, as `pip install` does);
 - the applicants (`--n-applicants`, default 200) with `--pool`: CPU per applicant beyond the one-applicant run
   (user + system CPU of the process and its workers), `--jobs 1`, `--jobs 2` and `--max-candidates N`
   (default 1024), and peak memory;
@@ -183,6 +184,7 @@ def measure(n: int, data: Path, paths: dict, work: Path, n_applicants: int, limi
     warm = run_frpd([*base, "--pool", str(pool), "--applicants", str(one)], work)
     row["1 applicant s"], row["1 applicant MB"] = cold["wall"], cold["rss_mb"]
     row["1 applicant --pool s"], row["1 applicant --pool MB"] = warm["wall"], warm["rss_mb"]
+    row["1 applicant --pool CPU s"] = warm["cpu"]
     outputs, walls = {}, {}
     for label, extra in (("jobs 1", ["--jobs", "1"]), ("jobs 2", ["--jobs", "2"]),
                          (f"--max-candidates {limit}", ["--max-candidates", str(limit)])):
@@ -298,6 +300,12 @@ def main(argv=None) -> int:
     paths = generate(args.work, sizes)
     if args.generate_only:
         return 0
+    # frpd's modules byte-compiled, as `pip install` leaves them: with PYTHONDONTWRITEBYTECODE set, an editable
+    # install would otherwise compile its sources in every run and the start-up columns would measure that
+    import frpd_cli
+
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(frpd_cli.__file__).parent)], check=True,
+                   capture_output=True)
     rows = []
     for n in sizes:
         rows.append(measure(n, paths["sets"][n], paths, args.work, args.n_applicants, args.max_candidates))
