@@ -14,7 +14,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,safe,dask,plot]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,safe,dask,plot,ann]'
 	touch $(STAMP)
 
 sample_data/model.pkl: $(STAMP) sample_data/credit.csv sample_data/train_model.py

@@ -13,7 +13,18 @@ import typer
 from ..artifacts import read_artifact, write_artifact
 from ..constraints import actionable_pairs
 from ..exceptions import ArtifactError, InputError, OptionError, StaleArtifactError
-from ..graph import build_graph, default_neighbors, graph_from_arrays, graph_statistics, graph_to_arrays, to_networkx
+from ..graph import (
+    APPROXIMATE_MIN_ROWS,
+    approximate_search_available,
+    build_graph,
+    default_candidates,
+    default_neighbors,
+    graph_from_arrays,
+    graph_statistics,
+    graph_to_arrays,
+    resolve_search,
+    to_networkx,
+)
 from ..judge import primary_model
 from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
@@ -26,6 +37,7 @@ __all__ = ["build_graph_command", "load_graph", "check_graph_payload", "category
 GRAPH_KIND = "graph"
 GRAPH_HINT = "frpd build-graph DATA --model MODEL --out DIR"
 _EXPORT_FORMATS = ("graphml",)
+_SEARCHES = ("auto", "exact", "approximate")
 #: Default of ``--favorable-neighbors``: edges from every row to its 10 nearest favourable rows (docs/benchmarks.md,
 #: "What any actionability graph can give": on Adult FACE's path cost falls from 1.46 to the straight-line floor,
 #: 1.33, and QUAD's from 1.96 to 1.81; on SBA QUAD's from 1.05 to 0.87 with a full plan for 99 applicants of 100).
@@ -217,6 +229,18 @@ def build_graph_command(
                                           "rows). Not with --increasing/--decreasing features.",
                                           rich_help_panel="Graph")] = False,
     max_step: o.MaxStepOpt = None,
+    neighbor_search: Annotated[str, typer.Option("--neighbor-search", help="How the nearest rows are found: exact, "
+                                                 "approximate (a faiss HNSW index proposes the candidates; the "
+                                                 "edge rule and lengths stay exact, a true neighbour can be "
+                                                 "missed; needs faiss-cpu, the ann extra) or auto: approximate "
+                                                 f"from {APPROXIMATE_MIN_ROWS:,} rows when faiss is installed. "
+                                                 "Deterministic for a --seed. See docs/scale.md.",
+                                                 case_sensitive=False, rich_help_panel="Graph")] = "auto",
+    search_candidates: Annotated[Optional[int], typer.Option("--search-candidates", min=1, help="Approximate "
+                                                             "search: distinct nearest points proposed per "
+                                                             "distinct row (more: higher recall, slower). "
+                                                             "Default: 4 x --neighbors, at least 128.",
+                                                             show_default=False, rich_help_panel="Graph")] = None,
     weight: o.WeightOpt = "euclidean",
     kde_bandwidth: o.KdeBandwidthOpt = None,
     export: Annotated[Optional[tuple[str, Path]], typer.Option("--export", help="Also write the graph for "
@@ -255,6 +279,18 @@ def build_graph_command(
         if kde_bandwidth is not None and weight != "density":
             raise InputError("The 'kde-bandwidth' option only applies to --weight density.")
         fmt_ = resolve_format(fmt, None)
+        neighbor_search = neighbor_search.lower()
+        if neighbor_search not in _SEARCHES:
+            raise OptionError("--neighbor-search", f"--neighbor-search must be one of {', '.join(_SEARCHES)}. Got "
+                              f"{neighbor_search!r} instead.")
+        if neighbor_search == "approximate" and radius is not None:
+            raise OptionError("--neighbor-search", "--neighbor-search approximate finds nearest neighbours; a "
+                              "--radius graph is built by the exact search. Drop --radius, or use "
+                              "--neighbor-search exact.")
+        if neighbor_search == "approximate" and not approximate_search_available():
+            raise OptionError("--neighbor-search", "--neighbor-search approximate needs faiss, which is not "
+                              "installed. Install it (pip install 'frpd-cli[ann]', or pip install faiss-cpu), or use "
+                              "--neighbor-search exact.")
         training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, pool=pool, quiet=quiet)
         if neighbors is None:
@@ -271,12 +307,18 @@ def build_graph_command(
         console = stderr_console()
         progress = Progress(TextColumn("building graph"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                             console=console, transient=True, disable=quiet or not console.is_terminal)
+        searched = resolve_search(neighbor_search, training.n_rows, radius)
+        if (neighbor_search == "auto" and searched == "exact" and radius is None
+                and training.n_rows >= APPROXIMATE_MIN_ROWS and not quiet):
+            echo_err(f"Note: {training.n_rows} rows: the exact neighbour search may take long; pip install "
+                     "'frpd-cli[ann]' enables the approximate one (--neighbor-search auto, docs/scale.md).")
         start = time.perf_counter()
         with progress:
             task = progress.add_task("graph", total=training.n_rows)
             hubs = dict(hubs=training.favorable, hub_neighbors=favorable_neighbors) if favorable_neighbors else {}
             graph = build_graph(training.X, training.codes, n_neighbors=neighbors, radius=radius, max_step=max_step,
                                 weight=weight, bandwidth=kde_bandwidth, category_blocks=blocks, connect=connect,
+                                search=neighbor_search, candidates=search_candidates, seed=seed,
                                 progress=lambda done, total: progress.update(task, completed=done), **hubs)
         seconds = time.perf_counter() - start
 
@@ -288,6 +330,9 @@ def build_graph_command(
             "bandwidth": graph.bandwidth, "threshold": threshold, "seed": seed,
             "per_change": graph.category_blocks is not None,
             "connect": connect,
+            "neighbor_search": searched,
+            "search_candidates": (default_candidates(neighbors) if search_candidates is None else search_candidates)
+            if searched == "approximate" else None,
             "favorable_neighbors": favorable_neighbors,
             "schema": _plain_schema(training.schema),
             "scale": training.encoder.scale,
