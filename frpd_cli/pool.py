@@ -35,7 +35,7 @@ exactly) is used with the CSV parsed as before.
 Nor does it infer the schema again (:func:`pool_schema`): the schema and the identifier-like features are
 functions of the parsed CSV, the schema declarations and frpd's own inference code, so the pool keeps them
 with a key naming all of these (the declarations, the text encoding, the pandas and numpy versions and the
-sha256 of the module that infers them); the CSV's bytes are the pool's (checked above). A run whose key
+sha256 of the modules that parse the CSV and infer the schema); the CSV's bytes are the pool's (checked above). A run whose key
 differs in anything infers the schema from the frame as before.
 """
 
@@ -327,24 +327,32 @@ def pool_frame(artifact, *, encoding: str = "utf-8") -> pd.DataFrame | None:
         return None
 
 
-def _schema_module_digest() -> str | None:
-    """The sha256 of the module that infers the schema and finds identifier-like features (None when its source
-    cannot be read): a pool's stored schema is used only by the same inference code."""
-    from . import schema as module
+#: The modules that parse the CSV (when the pool's parsed copy is not used) and infer the schema from it.
+_DERIVING_MODULES = ("data", "dataset", "schema")
 
+
+def _deriving_code_digest() -> str | None:
+    """The sha256 of the sources of :data:`_DERIVING_MODULES` (None when one cannot be read): a pool's stored
+    schema is used only by the same parsing and inference code."""
+    import importlib
+
+    digest = hashlib.sha256()
     try:
-        return hashlib.sha256(Path(module.__file__).read_bytes()).hexdigest()
+        for name in _DERIVING_MODULES:
+            source = Path(importlib.import_module(f"{__package__}.{name}").__file__).read_bytes()
+            digest.update(hashlib.sha256(source).digest())
     except (OSError, TypeError):
         return None
+    return digest.hexdigest()
 
 
 def _derived_key(spec, encoding: str) -> dict | None:
     """What a stored schema was derived from besides the CSV's bytes (checked by :func:`open_pool`)."""
-    digest = _schema_module_digest()
+    digest = _deriving_code_digest()
     if digest is None:
         return None
     return {"spec": repr(spec), "encoding": encoding, "pandas": pd.__version__, "numpy": np.__version__,
-            "schema_module": digest}
+            "code": digest}
 
 
 def _derived_payload(frame: pd.DataFrame, schema, spec, encoding: str) -> dict | None:

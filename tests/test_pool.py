@@ -355,7 +355,7 @@ def test_the_pools_schema_is_used_only_with_what_it_was_derived_from(sample_path
     assert pool_schema(artifact, other_spec) == (None, None)
     assert pool_schema(artifact, spec, encoding="latin-1") == (None, None)
     for target, name, value in ((pd, "__version__", "0.0"), (np, "__version__", "0.0"),
-                                (pool_module, "_schema_module_digest", lambda: "0" * 64)):
+                                (pool_module, "_deriving_code_digest", lambda: "0" * 64)):
         with monkeypatch.context() as m:
             m.setattr(target, name, value)
             assert pool_schema(artifact, spec) == (None, None), name
