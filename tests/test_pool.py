@@ -371,3 +371,24 @@ def test_plans_with_other_declarations_than_the_pools_are_those_without_the_pool
     assert without.exit_code == 0 and with_pool.exit_code == 0, with_pool.stderr
     default = runner.invoke(app, args[:-2])
     assert without.stdout != default.stdout and with_pool.stdout == without.stdout
+
+
+def test_the_identifier_warning_is_the_same_with_the_pool(sample_paths, tmp_path):
+    # the identifier-like features come from the pool's derived.json: the warning is the one a run without the
+    # pool prints (a column of consecutive numbers, a different one in every row)
+    frame = pd.read_csv(sample_paths["data"])
+    frame["duration"] = np.arange(1, len(frame) + 1)
+    data = tmp_path / "credit.csv"
+    frame.to_csv(data, index=False)
+    common = [str(data), "--model", str(sample_paths["model"]), "--schema", str(sample_paths["schema"])]
+    built = runner.invoke(app, ["build-pool", *common, "--out", str(tmp_path / "pool")])
+    assert built.exit_code == 0, built.stderr
+    derived = read_artifact(tmp_path / "pool", kind=POOL_KIND, command_hint="-").load_json("derived.json")
+    assert derived["id_like"] == ["duration"]
+    args = ["plan", *common, "--applicants", str(sample_paths["applicants"]), "--format", "csv"]
+    without = runner.invoke(app, args)
+    with_pool = runner.invoke(app, [*args, "--pool", str(tmp_path / "pool")])
+    assert without.exit_code == 0 and with_pool.exit_code == 0, with_pool.stderr
+    warning = [line for line in without.stderr.splitlines() if "like an identifier" in line]
+    assert len(warning) == 1 and "'duration'" in warning[0]
+    assert warning[0] in with_pool.stderr.splitlines() and with_pool.stdout == without.stdout
