@@ -76,6 +76,8 @@ def main(argv=None) -> None:
             rows[-1]["recall"] = common / keys["exact"].size
             rows[-1]["extra"] = keys["approximate"].size - common
     lines = [
+        "## Graphs of a million rows (`benchmarks/bench_graph_scale.py`)",
+        "",
         f"Machine: {machine_line()}. Adult resampled (`bench_scale.py`), `frpd build-graph --pool` with the defaults "
         "(20 neighbours per number of changed categories, 10 favourable neighbours), one process per run. Recall: "
         "the fraction of the exact graph's edges the approximate graph holds; extra: its edges the exact graph "
