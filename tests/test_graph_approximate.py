@@ -62,6 +62,23 @@ def test_every_candidate_gives_the_exact_graph():
 
 
 @needs_faiss
+def test_identical_rows_with_other_monotone_codes_keep_the_exact_rule():
+    # rows with the same encoded values but other monotone codes: zero-length edges only the allowed way
+    X, codes, blocks = make_onehot_data(n=800, duplicates=200, seed=1)
+    rng = np.random.default_rng(1)
+    codes = ConstraintCodes(immutable=codes.immutable, monotone=rng.integers(0, 3, size=(X.shape[0], 1)).astype(float),
+                            direction=codes.direction)
+    exact = _build(X, codes, blocks, "exact")
+    approx = _build(X, codes, blocks, "approximate", candidates=X.shape[0])
+    assert (exact.adjacency != approx.adjacency).nnz == 0
+    assert np.array_equal(exact.adjacency.indices, approx.adjacency.indices)
+    src, dst, w = _edges(approx)
+    zero = w == ZERO_LENGTH_WEIGHT
+    assert np.all(codes.monotone[dst[zero], 0] >= codes.monotone[src[zero], 0])
+    assert np.any(codes.monotone[dst[zero], 0] > codes.monotone[src[zero], 0])  # the case is really there
+
+
+@needs_faiss
 @pytest.mark.parametrize("candidates", [8, 24])
 def test_approximate_edges_obey_the_rule_and_recall_the_exact_graph(candidates):
     X, codes, blocks = make_onehot_data()
