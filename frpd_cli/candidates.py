@@ -242,7 +242,7 @@ class CandidateStage:
             self.model is not None and has_move_bounds(self.training.schema)) else []
         if short:          # too few within the move bounds: the other rows moved into them, if still favourable
             raws = [raw_rows[i] for i in short]
-            edges = favourable_edges(self.training, self.model, raws)
+            edges = favourable_edges(self.training.encoder, self.model, raws)
             moved = moved_candidates_many(self.training, self.model, X0[short], [codes0.row(i) for i in short], raws,
                                           self.pool, [found[i].rows for i in short], policy=self.policy,
                                           level=self.level, edges=edges)
@@ -761,7 +761,7 @@ def moved_candidates_many(training: TrainingSet, model, X0: np.ndarray, codes0: 
         moved[f.name] = np.clip(values, low, high).astype(moved[f.name].dtype, copy=False)
     # each moved row also pushed to the edge of the applicant's bounds, feature by feature, on the side where the
     # model's probability rises (a feature the row does not move the right way may still help)
-    edges = favourable_edges(training, model, raw0) if edges is None else edges
+    edges = favourable_edges(training.encoder, model, raw0) if edges is None else edges
     pushed = moved.copy()
     changed = np.zeros(len(moved), dtype=bool)
     for f in bounded:
@@ -812,15 +812,19 @@ def _inside_limits(training: TrainingSet, frame: pd.DataFrame, owner: np.ndarray
     return inside
 
 
-def favourable_edges(training: TrainingSet, model, raw0: list) -> dict:
+def favourable_edges(encoder, model, raw0: list) -> dict:
     """Per feature with a move bound, per applicant: the end of the applicant's bounds (the allowed side of a
-    monotone feature) where the model's probability is highest when that feature alone moves there, if higher than
-    the applicant's own; NaN where neither end raises it.
+    monotone feature, inside the training range unless the applicant is outside it) where the model's probability
+    is highest when that feature alone moves there, if higher than the applicant's own; NaN where neither end
+    raises it.
 
     One model call for all the applicants and features (each applicant, and each feature alone at each end).
 
     Parameters
     ----------
+    encoder : frpd_cli.encoding.Encoder
+        Its schema, and the training minimum and maximum of each feature.
+    model : frpd_cli.model.Model
     raw0 : list of dict or Series
         The applicants' raw values.
 
@@ -828,18 +832,22 @@ def favourable_edges(training: TrainingSet, model, raw0: list) -> dict:
     -------
     edges : dict of str to ndarray of shape (len(raw0),)
     """
-    bounded = [f for f in training.schema.features
+    schema = encoder.schema
+    bounded = [f for f in schema.features
                if f.is_numeric and f.max_move is not None and f.mutability != "immutable"]
     n = len(raw0)
     edges = {f.name: np.full(n, np.nan) for f in bounded}
     if not bounded or n == 0:
         return edges
-    names = list(training.schema.feature_names)
+    names = list(schema.feature_names)
     base = pd.DataFrame([{name: r[name] for name in names} for r in raw0], columns=names)
     probes, at = [np.arange(n)], []       # applicants of each probe row; (feature, applicant, edge) per probe row
     for f in bounded:
         origin = base[f.name].to_numpy(dtype=np.float64)
         low, high = f.bounds(origin)
+        j = schema.feature_names.index(f.name)
+        low = np.maximum(low, np.minimum(origin, encoder.minimum[j]))       # not past the training range
+        high = np.minimum(high, np.maximum(origin, encoder.maximum[j]))
         if f.mutability == "increasing":
             low = np.maximum(low, origin)
         elif f.mutability == "decreasing":

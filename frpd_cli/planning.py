@@ -217,6 +217,11 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         kept = sparse.kept
         if sparsify:
             result = _minimal(encoder, judge, X0[seg_app], seg_raw, seg_app, result, kept, plain)
+            from .directions import other_directions
+            from .sparsify import COST_FACTOR
+
+            result = other_directions(encoder, judge, X0[seg_app], seg_raw, seg_app, result, result.found & kept,
+                                      tol=tol, max_changes=max_changes, cost_limit=COST_FACTOR * plain.costs)
     if len(seg_app):
         Zr = encoder.encode(result.rows, source="the recourses")
         costs = np.linalg.norm(Zr - X0[seg_app], axis=1)

@@ -1,0 +1,283 @@
+"""Recourses that offer different moves, not one move in three sizes.
+
+Sparsification returns every feature the model does not need to the applicant's value. When the model leans on
+one feature, K prototypes that differ as rows can all become the same recourse in different amounts
+(``ChgOffPrinGr: 0 -> 71,969``, ``-> 72,258``, ``-> 73,583``): three options on paper, one for the person.
+
+:func:`other_directions` finds, among an applicant's recourses (cheapest first), each one whose move points
+nearly where a cheaper one's does (cosine of the two moves in the encoded space at least
+:data:`SAME_DIRECTION`). It then looks for one-feature recourses along the other features: each mutable feature
+with a move bound is pushed alone to the end of the applicant's bounds where the model's probability rises
+(:func:`frpd_cli.candidates.favourable_edges`), and the segment from the applicant to that point is interpolated
+and sparsified like a prototype's, at the same threshold and margin. A repeat is replaced by the cheapest such
+recourse that points elsewhere than every recourse kept; a repeat with none stays. The replacement keeps the
+prototype number of the recourse it replaces. Everything depends only on each applicant's own segments, so
+plans do not depend on chunking or workers, and ``frpd interpolate`` finds what ``frpd plan`` finds.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["SAME_DIRECTION", "same_direction_repeats", "other_directions"]
+
+#: Two recourses of an applicant repeat one another when the cosine of their moves (encoded space) is at least this.
+SAME_DIRECTION = 0.9
+#: The most features a replacement moves (pushed together to their ends; sparsification may return some).
+MAX_MOVED = 3
+#: An applicant's replacements together change at most this many features more than the recourses they replace.
+EXTRA_CHANGES = 2
+
+
+def _unit(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    norms = np.linalg.norm(D, axis=1)
+    return D / np.where(norms > 0, norms, 1.0)[:, None], norms
+
+
+def same_direction_repeats(D: np.ndarray, groups: np.ndarray, usable: np.ndarray) -> list[int]:
+    """Segments whose move points within :data:`SAME_DIRECTION` of a cheaper usable segment of the same group.
+
+    Parameters
+    ----------
+    D : ndarray of shape (n_segments, n_features_out)
+        Each segment's move (recourse minus applicant, encoded).
+    groups : ndarray of int, shape (n_segments,)
+        The applicant of each segment.
+    usable : ndarray of bool, shape (n_segments,)
+        Segments with a recourse.
+    cost_limit : ndarray of shape (n_segments,), optional
+        The most a replacement of each segment's recourse may cost (the bound of :mod:`frpd_cli.sparsify`: the
+        cost of the segment's plain recourse).
+
+    Returns
+    -------
+    list of int
+        Ascending. Within a group the segments are visited cheapest first (ties: lower segment first); a segment
+        is a repeat when its cosine with an earlier non-repeat is at least :data:`SAME_DIRECTION`.
+
+    Examples
+    --------
+    >>> D = np.array([[1.0, 0.0], [2.0, 0.1], [0.0, 1.0], [3.0, 0.0]])
+    >>> same_direction_repeats(D, np.array([0, 0, 0, 1]), np.ones(4, dtype=bool))
+    [1]
+    """
+    A, norms = _unit(np.asarray(D, dtype=np.float64))
+    out = []
+    for g in dict.fromkeys(np.asarray(groups).tolist()):
+        segs = np.flatnonzero((groups == g) & usable & (norms > 0))
+        segs = segs[np.lexsort((segs, norms[segs]))]
+        kept: list[int] = []
+        for s in segs:
+            if kept and float(np.max(A[kept] @ A[s])) >= SAME_DIRECTION:
+                out.append(int(s))
+            else:
+                kept.append(int(s))
+    return sorted(out)
+
+
+def favourable_levels(schema, model, base: pd.DataFrame) -> dict:
+    """Per mutable categorical or ordinal feature, per applicant: the level the feature may take (inside its
+    allowed levels, the allowed side of a monotone ordinal) where the model's probability is highest when that
+    feature alone moves there, if higher than the applicant's own; None where no level raises it.
+
+    One model call for all the applicants, features and levels.
+
+    Parameters
+    ----------
+    schema : frpd_cli.schema.Schema
+    model : frpd_cli.model.Model
+    base : DataFrame of shape (n_applicants, n_features)
+        The applicants' raw values.
+
+    Returns
+    -------
+    dict of str to list
+    """
+    from .encoding import category_key
+
+    features = [f for f in schema.features if f.is_categorical and f.mutability != "immutable" and len(f.levels) > 1]
+    n = len(base)
+    out = {f.name: [None] * n for f in features}
+    at = []                                       # (feature, applicant, level) of each probe row after the first n
+    for f in features:
+        keys = [category_key(v) for v in f.levels]
+        allowed = f.in_range(list(f.levels))
+        for a, value in enumerate(base[f.name].tolist()):
+            own = category_key(value)
+            pos = keys.index(own) if own in keys else None
+            for j, level in enumerate(f.levels):
+                if keys[j] == own or not allowed[j]:
+                    continue
+                if f.kind == "ordinal" and pos is not None and (
+                        (f.mutability == "increasing" and j < pos) or (f.mutability == "decreasing" and j > pos)):
+                    continue
+                at.append((f.name, a, level))
+    if not at:
+        return out
+    frame = base.iloc[list(range(n)) + [a for _, a, _ in at]].reset_index(drop=True)
+    for name in dict.fromkeys(name for name, _, _ in at):
+        values = frame[name].tolist()
+        for j, (feature, _, level) in enumerate(at, start=n):
+            if feature == name:
+                values[j] = level
+        frame[name] = pd.Series(values, dtype=object) if frame[name].dtype == object else values
+    prob = np.asarray(model.favorable_probability(frame), dtype=np.float64)
+    best = {name: prob[:n].copy() for name in out}
+    for j, (name, a, level) in enumerate(at, start=n):
+        if prob[j] > best[name][a]:
+            best[name][a] = prob[j]
+            out[name][a] = level
+    return out
+
+
+def _moves(encoder, judge, base: pd.DataFrame) -> list:
+    """Per applicant: the single-feature moves that raise its probability, as (feature, value): numeric features
+    with a move bound to the end of their bounds, categorical ones to their best level."""
+    from .candidates import favourable_edges
+
+    schema = encoder.schema
+    names = list(schema.feature_names)
+    edges = favourable_edges(encoder, judge, [dict(zip(names, r)) for r in base.itertuples(index=False, name=None)])
+    levels = favourable_levels(schema, judge, base)
+    out = []
+    for a in range(len(base)):
+        mine = [(name, float(at[a])) for name, at in edges.items() if not np.isnan(at[a])]
+        mine += [(name, at[a]) for name, at in levels.items() if at[a] is not None]
+        out.append(sorted(mine, key=lambda m: names.index(m[0])))
+    return out
+
+
+def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_changes):
+    """Per owner (a segment standing for its applicant): the recourses towards each combination of ``size`` of its
+    ``moves`` made together (the other features at the applicant's values). Returns (position in ``owners`` of
+    each, rows, probability, usable)."""
+    from .interpolation import interpolate_linear
+    from .sparsify import minimal_recourses, sparsify_recourses
+
+    names = list(encoder.schema.feature_names)
+    base = raw0.iloc[owners].reset_index(drop=True)
+    probes = [(a, dict(combo)) for a in range(len(base)) for combo in itertools.combinations(moves[a], size)]
+    if not probes:
+        return np.zeros(0, dtype=np.int64), base.iloc[:0], np.zeros(0), np.zeros(0, dtype=bool)
+    owner = np.asarray([a for a, _ in probes], dtype=np.int64)
+    frame = base.iloc[owner].reset_index(drop=True)
+    for name in dict.fromkeys(name for _, combo in probes for name in combo):
+        numeric = encoder.schema.feature(name).is_numeric
+        values = frame[name].to_numpy(dtype=np.float64).copy() if numeric else frame[name].tolist()
+        for j, (_, combo) in enumerate(probes):
+            if name in combo:
+                values[j] = combo[name]
+        frame[name] = values if numeric or frame[name].dtype != object else pd.Series(values, dtype=object)
+    XK = encoder.encode(frame, source="the moves along other features")
+    Xs = X0[owners][owner]
+    rs = base.iloc[owner].reset_index(drop=True)
+    line = interpolate_linear(encoder, judge, Xs, XK, rs, tol=tol)
+    sparse = sparsify_recourses(encoder, judge, Xs, XK, rs, line.rows, line.probability, found=line.found,
+                                max_changes=max_changes, tol=tol, groups=owner)
+    ok = line.found & sparse.kept
+    minimal = minimal_recourses(encoder, judge, Xs, rs, sparse.rows, sparse.probability, found=ok, groups=owner)
+    return owner, minimal.rows, minimal.probability, ok
+
+
+def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app: np.ndarray, result, usable, *,
+                     tol: float = 1e-3, max_changes: int | None = None, cost_limit: np.ndarray | None = None):
+    """Replace recourses that repeat a cheaper one's direction by one-feature recourses that point elsewhere.
+
+    Parameters
+    ----------
+    encoder : Encoder
+    judge : frpd_cli.model.Model
+        Accepts rows at the threshold plus the margin.
+    X0 : ndarray of shape (n_segments, n_features_out)
+        Encoded applicant of each segment.
+    raw0 : DataFrame of shape (n_segments, n_features)
+        Raw applicant of each segment.
+    seg_app : ndarray of int, shape (n_segments,)
+        The applicant of each segment.
+    result : frpd_cli.interpolation.LinearResult
+        The segments' recourses (``rows``, ``probability``).
+    usable : ndarray of bool, shape (n_segments,)
+        Segments with a recourse.
+    cost_limit : ndarray of shape (n_segments,), optional
+        The most a replacement of each segment's recourse may cost (the bound of :mod:`frpd_cli.sparsify`: the
+        cost of the segment's plain recourse).
+
+    Returns
+    -------
+    LinearResult
+        ``result`` with the replaced segments' rows and probabilities.
+    """
+    from .sparsify import changed_features
+
+    names = list(encoder.schema.feature_names)
+    if not len(seg_app):
+        return result
+    Z = encoder.encode(result.rows, source="the recourses")
+    repeats = same_direction_repeats(Z - X0, seg_app, usable)
+    if not repeats:
+        return result
+    A, cost_a = _unit(Z - X0)
+    n_seg = changed_features(encoder, Z, X0).sum(axis=1)
+    is_repeat = np.zeros(len(seg_app), dtype=bool)
+    is_repeat[repeats] = True
+    # per applicant: the directions kept so far and its repeats not yet replaced (cheapest first)
+    kept, todo, extra = {}, {}, {}
+    for a in dict.fromkeys(int(seg_app[s]) for s in repeats):
+        segs = np.flatnonzero((seg_app == a) & usable & (cost_a > 0))
+        segs = segs[np.lexsort((segs, cost_a[segs]))]
+        kept[a] = [A[s] for s in segs if not is_repeat[s]]
+        todo[a] = [int(s) for s in segs if is_repeat[s]]
+        extra[a] = EXTRA_CHANGES
+    taken = []                                    # (segment, rows, position in rows, probability)
+    everyone = list(todo)
+    first_of = {a: int(np.flatnonzero(seg_app == a)[0]) for a in everyone}
+    moves = dict(zip(everyone, _moves(encoder, judge, raw0.iloc[[first_of[a] for a in everyone]]
+                                      .reset_index(drop=True))))
+    for size in range(1, MAX_MOVED + 1):          # fewer moved features first
+        apps = [a for a in everyone if todo[a]]
+        if not apps:
+            break
+        first = [first_of[a] for a in apps]
+        owner, rows, probability, ok = _probe_recourses(encoder, judge, X0, raw0, first, [moves[a] for a in apps],
+                                                        size, tol=tol, max_changes=max_changes)
+        if not ok.any():
+            continue
+        Zb = encoder.encode(rows, source="the recourses along other features")
+        B, cost_b = _unit(Zb - X0[first][owner])
+        n_changes = changed_features(encoder, Zb, X0[first][owner]).sum(axis=1)
+        for k, a in enumerate(apps):
+            alts = np.flatnonzero((owner == k) & ok & (cost_b > 0))
+            alts = list(alts[np.lexsort((alts, cost_b[alts]))])
+            while todo[a] and alts:
+                s0 = todo[a][0]
+                alts = [b for b in alts if n_changes[b] <= n_seg[s0] + extra[a] and
+                        (cost_limit is None or cost_b[b] <= cost_limit[s0] * (1 + 1e-12) + 1e-12)]
+                if not alts:
+                    break
+                # the least similar to the directions kept (cosines to 2 decimals), then the cheapest
+                sim = [max(float(d @ B[b]) for d in kept[a]) if kept[a] else -1.0 for b in alts]
+                j = min(range(len(alts)), key=lambda j: (round(sim[j], 1), j))
+                b = alts.pop(j)
+                if sim[j] >= SAME_DIRECTION:
+                    break
+                kept[a].append(B[b])
+                extra[a] -= max(0, int(n_changes[b]) - int(n_seg[s0]))
+                taken.append((todo[a].pop(0), rows, int(b), float(probability[b])))
+    if not taken:
+        return result
+    new_rows = result.rows.copy()
+    new_prob = np.asarray(result.probability, dtype=np.float64).copy()
+    for s, rows, b, p in taken:
+        for c in names:
+            value = rows[c].iloc[b]
+            if new_rows[c].dtype.kind in "iuf" and not isinstance(value, (int, float, np.number)):
+                new_rows[c] = new_rows[c].astype(object)
+            elif new_rows[c].dtype.kind in "iu" and float(value) != int(value):
+                new_rows[c] = new_rows[c].astype(np.float64)
+            new_rows.loc[s, c] = value
+        new_prob[s] = p
+    return replace(result, rows=new_rows, probability=new_prob)
