@@ -367,10 +367,11 @@ def test_cli_numeric_group_column_is_binned_and_output_is_deterministic(construc
 def test_cli_actions_pairs_and_plot(constructed, tmp_path):
     png = tmp_path / "audit.png"
     result = runner.invoke(app, _args(constructed, "--by", "region", "--actions", "--format", "jsonl",
-                                      "--plot", str(png)))
+                                      "--plot", str(png), "--scale", "minmax"))
     assert result.exit_code == 0, result.output
     actions = [json.loads(line) for line in result.stdout.splitlines()]
     # every plan moves x up to 5: north needs +1.0 to +1.5 (0.1-0.25 of the range), south +3 to +4 (0.25-0.5)
+    # (binned in min-max shares of the range: --scale minmax)
     assert {a["action"] for a in actions} == {"x ↑ 0.1–0.25", "x ↑ 0.25–0.5"}
     big = next(a for a in actions if a["size"] == "0.25–0.5")
     x0 = pd.read_csv(constructed / "applicants.csv")["x"].to_numpy()

@@ -155,7 +155,7 @@ def test_nearest_prototypes_are_the_weighted_k_nearest(tiny):
 
 def test_plan_costs_are_weighted_distances(tiny):
     weights = {"income": 4.0, "debt": 0.5}
-    records = _records(_plan(tiny, "--weight", "income=4", "--feature-weight", "debt=0.5"))
+    records = _records(_plan(tiny, "--weight", "income=4", "--feature-weight", "debt=0.5", "--scale", "minmax"))
     raw = tiny["raw"].to_dict("records")
     assert any(rec["recourses"] for rec in records)
     for rec in records:
@@ -192,9 +192,10 @@ def test_weight_on_a_column_that_is_not_a_feature_is_a_usage_error(tiny):
 def test_graph_edges_use_the_weights_and_a_graph_built_without_them_is_refused(tiny, tmp_path):
     graph = tmp_path / "graph"
     built = _run("build-graph", tiny["data"], "--model", tiny["model"], "--feature-weight", "debt=9",
-                 "--neighbors", "15", "--out", graph)
+                 "--neighbors", "15", "--scale", "minmax", "--out", graph)
     assert built.exit_code == 0, built.stderr
-    records = _records(_plan(tiny, "--graph", graph, "--weight", "debt=9", "--max-move", "none"))
+    records = _records(_plan(tiny, "--graph", graph, "--weight", "debt=9", "--max-move", "none", "--scale",
+                             "minmax"))
     frame = tiny["frame"]
     raw = tiny["raw"].to_dict("records")
     assert any(rec["recourses"] for rec in records)
@@ -205,7 +206,7 @@ def test_graph_edges_use_the_weights_and_a_graph_built_without_them_is_refused(t
             stops = [x0] + [frame.iloc[p][FEATURES].to_dict() for p in r["path"]]
             length = sum(_weighted_distance(frame, a, b, {"debt": 9.0}) for a, b in zip(stops, stops[1:]))
             assert r["cost"] == pytest.approx(length, abs=1e-5)
-    refused = _plan(tiny, "--graph", graph)
+    refused = _plan(tiny, "--graph", graph, "--scale", "minmax")
     assert refused.exit_code == 1 and "weight" in refused.stderr
 
 

@@ -207,7 +207,7 @@ def test_long_layout_shows_every_changed_value_of_25_features_at_80_columns(tmp_
         for block, r in zip(blocks, rec["recourses"]):
             assert block["rank"] == r["rank"] and block["n_changes"] == len(r["changes"])
             assert abs(block["cost"] - r["cost"]) <= 5e-4 and abs(block["probability"] - r["probability"]) <= 5e-3
-            assert abs(block["largest_shift"] - r["largest_shift"]) <= 5e-3
+            assert abs(block["largest_shift"] - r["largest_shift"]) <= 5e-3 + 1e-9   # shown to 2 decimals
             assert set(block["changes"]) == set(r["changes"])
             for name, (old, new) in r["changes"].items():
                 shown_old, shown_new = block["changes"][name]

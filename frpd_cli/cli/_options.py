@@ -464,7 +464,7 @@ class SchemaFlags:
     ranges: Optional[list] = None
     weights: Optional[list] = None
     max_moves: Optional[list] = None
-    scale: str = "minmax"
+    scale: str = "effort"
     #: whether the built-in move bound applies when no flag or file declares one (planning commands; evaluate
     #: and audit check only declared constraints: :func:`declared_only`)
     default_max_move: ClassVar[bool] = True
@@ -536,7 +536,7 @@ SCHEMA_OPTIONS = OptionGroup(SchemaFlags, (
     ("ranges", RangeOpt, None),
     ("weights", FeatureWeightOpt, None),
     ("max_moves", MaxMoveOpt, None),
-    ("scale", ScaleOpt, "minmax"),
+    ("scale", ScaleOpt, "effort"),
     ("id_column", IdColumnOpt, None),
 ))
 
