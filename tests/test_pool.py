@@ -44,9 +44,9 @@ def _training(paths, spec_flags=SchemaSpec(), threshold=0.5):
 
 def test_pool_holds_the_training_set_bit_for_bit(sample_paths, pool_dir):
     frame, schema, model = _training(sample_paths)
-    fresh = build_training_set(frame, schema, model)
+    fresh = build_training_set(frame, schema, model, scale="effort")       # the commands' default scale
     pooled = load_pool(pool_dir, frame, schema, data=sample_paths["data"], model=sample_paths["model"],
-                       threshold=0.5)
+                       threshold=0.5, scale="effort")
     for name in ("X", "probability", "favorable", "labeled"):
         a, b = getattr(fresh, name), getattr(pooled, name)
         assert a.dtype == b.dtype and np.array_equal(a, b), name
@@ -153,7 +153,7 @@ def test_corrupted_or_foreign_pool_is_refused(sample_paths, pool_dir, tmp_path):
 def test_pool_arrays_are_memory_mapped_read_only(sample_paths, pool_dir):
     frame, schema, _ = _training(sample_paths)
     pooled = load_pool(pool_dir, frame, schema, data=sample_paths["data"], model=sample_paths["model"],
-                       threshold=0.5)
+                       threshold=0.5, scale="effort")
     for array in (pooled.X, pooled.probability, pooled.codes.immutable, pooled.codes.monotone):
         assert isinstance(array, np.memmap) and not array.flags.writeable
     with pytest.raises(ValueError, match="read-only"):
@@ -171,8 +171,8 @@ def test_pool_of_an_earlier_version_still_loads(sample_paths, pool_dir, tmp_path
                          inputs={"data": sample_paths["data"], "model": sample_paths["model"]},
                          payloads={"pool.npz": arrays, "encoder.json": current.load_json("encoder.json")})
     frame, schema, _ = _training(sample_paths)
-    a, b = (load_pool(folder, frame, schema, data=sample_paths["data"], model=sample_paths["model"], threshold=0.5)
-            for folder in (pool_dir, old))
+    a, b = (load_pool(folder, frame, schema, data=sample_paths["data"], model=sample_paths["model"], threshold=0.5,
+                      scale="effort") for folder in (pool_dir, old))
     assert np.array_equal(a.X, b.X) and np.array_equal(a.probability, b.probability)
     assert np.array_equal(a.codes.immutable, b.codes.immutable) and not isinstance(b.X, np.memmap)
 
@@ -268,7 +268,7 @@ def test_the_pools_labelled_rows_are_used_only_for_its_target_and_favourable_cla
     assert 0 < expected.sum() < expected.size
     calls = []
     monkeypatch.setattr(pool_module, "labeled_rows", lambda f, s: calls.append(1) or labeled_rows(f, s))
-    load = dict(data=sample_paths["data"], model=sample_paths["model"], threshold=0.5)
+    load = dict(data=sample_paths["data"], model=sample_paths["model"], threshold=0.5, scale="effort")
     assert np.array_equal(load_pool(pool_dir, frame, schema, **load).labeled, expected) and not calls
     current = read_artifact(pool_dir, kind=POOL_KIND, command_hint="-")
     payloads = {name: (current.load_json(name) if name.endswith(".json") else np.array(current.load_npy(name)))
