@@ -29,6 +29,8 @@ __all__ = ["SAME_DIRECTION", "same_direction_repeats", "other_directions"]
 SAME_DIRECTION = 0.9
 #: The most features a replacement moves (pushed together to their ends; sparsification may return some).
 MAX_MOVED = 3
+#: Combinations of two or three moves are made of the applicant's this many most promising single moves.
+COMBINED = 6
 #: An applicant's replacements together change at most this many features more than the recourses they replace.
 EXTRA_CHANGES = 2
 
@@ -148,6 +150,24 @@ def _moves(encoder, judge, base: pd.DataFrame) -> list:
         mine = [(name, float(at[a])) for name, at in edges.items() if not np.isnan(at[a])]
         mine += [(name, at[a]) for name, at in levels.items() if at[a] is not None]
         out.append(sorted(mine, key=lambda m: names.index(m[0])))
+    # each applicant's moves, the one that raises the probability most first (one model call)
+    owner = [a for a in range(len(base)) for _ in out[a]]
+    if owner:
+        frame = base.iloc[owner].reset_index(drop=True)
+        moved = [m for a in range(len(base)) for m in out[a]]
+        for name in dict.fromkeys(name for name, _ in moved):
+            numeric = schema.feature(name).is_numeric
+            values = frame[name].to_numpy(dtype=np.float64).copy() if numeric else frame[name].tolist()
+            for j, (feature, value) in enumerate(moved):
+                if feature == name:
+                    values[j] = value
+            frame[name] = values if numeric or frame[name].dtype != object else pd.Series(values, dtype=object)
+        prob = np.asarray(judge.favorable_probability(frame), dtype=np.float64)
+        at = 0
+        for a in range(len(base)):
+            order = sorted(range(len(out[a])), key=lambda j: (-prob[at + j], j))
+            out[a] = [out[a][j] for j in order]
+            at += len(order)
     return out
 
 
@@ -172,6 +192,11 @@ def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_
             if name in combo:
                 values[j] = combo[name]
         frame[name] = values if numeric or frame[name].dtype != object else pd.Series(values, dtype=object)
+    # only the points the model accepts at the margin can end a recourse: the others are not interpolated
+    ends_ok = np.asarray(judge.favorable_probability(frame), dtype=np.float64) >= judge.threshold
+    if not ends_ok.any():
+        return np.zeros(0, dtype=np.int64), base.iloc[:0], np.zeros(0), np.zeros(0, dtype=bool)
+    owner, frame = owner[ends_ok], frame[ends_ok].reset_index(drop=True)
     XK = encoder.encode(frame, source="the moves along other features")
     Xs = X0[owners][owner]
     rs = base.iloc[owner].reset_index(drop=True)
@@ -242,8 +267,9 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
         if not apps:
             break
         first = [first_of[a] for a in apps]
-        owner, rows, probability, ok = _probe_recourses(encoder, judge, X0, raw0, first, [moves[a] for a in apps],
-                                                        size, tol=tol, max_changes=max_changes)
+        tried = [moves[a] if size == 1 else moves[a][:COMBINED] for a in apps]
+        owner, rows, probability, ok = _probe_recourses(encoder, judge, X0, raw0, first, tried, size, tol=tol,
+                                                        max_changes=max_changes)
         if not ok.any():
             continue
         Zb = encoder.encode(rows, source="the recourses along other features")
