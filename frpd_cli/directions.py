@@ -51,9 +51,6 @@ def same_direction_repeats(D: np.ndarray, groups: np.ndarray, usable: np.ndarray
         The applicant of each segment.
     usable : ndarray of bool, shape (n_segments,)
         Segments with a recourse.
-    cost_limit : ndarray of shape (n_segments,), optional
-        The most a replacement of each segment's recourse may cost (the bound of :mod:`frpd_cli.sparsify`: the
-        cost of the segment's plain recourse).
 
     Returns
     -------
@@ -178,7 +175,6 @@ def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_
     from .interpolation import interpolate_linear
     from .sparsify import minimal_recourses, sparsify_recourses
 
-    names = list(encoder.schema.feature_names)
     base = raw0.iloc[owners].reset_index(drop=True)
     probes = [(a, dict(combo)) for a in range(len(base)) for combo in itertools.combinations(moves[a], size)]
     if not probes:
