@@ -6,13 +6,18 @@ one feature, K prototypes that differ as rows can all become the same recourse i
 
 :func:`other_directions` finds, among an applicant's recourses (cheapest first), each one whose move points
 nearly where a cheaper one's does (cosine of the two moves in the encoded space at least
-:data:`SAME_DIRECTION`). It then looks for one-feature recourses along the other features: each mutable feature
-with a move bound is pushed alone to the end of the applicant's bounds where the model's probability rises
-(:func:`frpd_cli.candidates.favourable_edges`), and the segment from the applicant to that point is interpolated
-and sparsified like a prototype's, at the same threshold and margin. A repeat is replaced by the cheapest such
-recourse that points elsewhere than every recourse kept; a repeat with none stays. The replacement keeps the
-prototype number of the recourse it replaces. Everything depends only on each applicant's own segments, so
-plans do not depend on chunking or workers, and ``frpd interpolate`` finds what ``frpd plan`` finds.
+:data:`SAME_DIRECTION`). It then looks for recourses along other features: each mutable feature is taken to
+where the model's probability rises most when it moves alone (a numeric feature with a move bound to the end
+of the applicant's bounds inside the training range, :func:`frpd_cli.candidates.favourable_edges`; a
+categorical one to its best allowed level, :func:`favourable_levels`), one feature at a time, then pairs and
+triples of the :data:`COMBINED` most promising moves; the segment from the applicant to each such point the
+model accepts is interpolated, sparsified and made 1-minimal like a prototype's, at the same threshold and
+margin. A repeat is replaced by the recourse pointing least like the ones kept (cosines to one decimal), then
+the cheapest, if it points elsewhere than every one of them, costs at most the repeat's plain recourse, and the
+applicant's replacements together add at most :data:`EXTRA_CHANGES` changed features; a repeat with none stays.
+The replacement keeps the prototype number of the recourse it replaces. Everything depends only on each
+applicant's own segments, so plans do not depend on chunking or workers, and ``frpd interpolate`` finds what
+``frpd plan`` finds.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-__all__ = ["SAME_DIRECTION", "same_direction_repeats", "other_directions"]
+__all__ = ["SAME_DIRECTION", "same_direction_repeats", "favourable_levels", "other_directions"]
 
 #: Two recourses of an applicant repeat one another when the cosine of their moves (encoded space) is at least this.
 SAME_DIRECTION = 0.9
