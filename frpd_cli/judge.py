@@ -10,7 +10,9 @@ Its "probability" of a row is a score on the model's scale,
 where a model's margin is its favourable probability minus its threshold (plus any ``--margin``),
 and the worst margin is the smallest margin over the model and every ``--also-valid-for`` model, and,
 with refits (``--robust N``), the margin that at least a share ``q`` of the refits reach
-(the ``ceil(q * N)``-th largest). With a spread ``s`` (``--robust-spread``) a refit's probability is taken
+(the ``ceil(q * N)``-th largest), and with label support (``--robust-support K``,
+:mod:`frpd_cli.support`) the share of favourable-labelled rows among the K training rows nearest to the row, less
+the threshold. With a spread ``s`` (``--robust-spread``) a refit's probability is taken
 ``s`` times as far from the model's as it is, ``p + s * (p_refit - p)``: a refit of today's data differs from
 today's model less than a model trained on other data of the same population does, and ``s > 1`` asks the
 recourse to hold against such wider deviations in the directions the refits show. So ``score >= threshold``
@@ -55,6 +57,9 @@ class Judge:
     spread : float
         How many times its deviation from the model's probability a refit's probability counts (>= 1;
         ``--robust-spread``).
+    support : tuple
+        Empty, or one :class:`frpd_cli.support.LabelSupport` (``--robust-support``), named ``support``: the
+        labelled training rows nearest to a recourse must be favourable in the share the threshold asks.
     threshold : float
         The level the score is compared with: the model's threshold, plus any margin
         (:func:`dataclasses.replace` raises it, as :func:`frpd_cli.planning.raised_threshold` does).
@@ -66,13 +71,14 @@ class Judge:
     level: float = 1.0
     threshold: float = 0.5
     spread: float = 1.0
+    support: tuple = ()
 
     #: :meth:`favorable_probability` accepts what the models accept (a dict of column arrays included).
     takes_columns = True
 
     def __getattr__(self, name):
         # path, estimator, favorable, feature_names...: the model's (guarded during unpickling)
-        if name.startswith("__") or name in ("model", "others", "refits", "level", "threshold", "spread"):
+        if name.startswith("__") or name in ("model", "others", "refits", "level", "threshold", "spread", "support"):
             raise AttributeError(name)
         return getattr(self.model, name)
 
@@ -83,8 +89,8 @@ class Judge:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """``model``, then ``also-1``..., then ``refit-1``... (the keys of :meth:`probabilities`)."""
-        return ("model", *extra_model_names(len(self.others), len(self.refits)))
+        """``model``, then ``also-1``..., then ``refit-1``..., then ``support`` (the keys of :meth:`probabilities`)."""
+        return ("model", *extra_model_names(len(self.others), len(self.refits)), *(("support",) if self.support else ()))
 
     @property
     def n_required_refits(self) -> int:
@@ -94,7 +100,7 @@ class Judge:
     def probabilities(self, rows) -> dict:
         """Each model's favourable probability of ``rows``, keyed by :attr:`names` (same call per model)."""
         out = {}
-        for name, m in zip(self.names, (self.model, *self.others, *self.refits)):
+        for name, m in zip(self.names, (self.model, *self.others, *self.refits, *self.support)):
             out[name] = np.asarray(m.favorable_probability(rows), dtype=np.float64)
         return out
 
@@ -112,6 +118,8 @@ class Judge:
             # the need-th largest margin: that many refits reach it
             kth = -np.partition(-D, need - 1, axis=1)[:, need - 1]
             worst = np.minimum(worst, kth)
+        for m in self.support:
+            worst = np.minimum(worst, probabilities["support"] - (float(m.threshold) + raise_by))
         return worst
 
     def _refit_margins(self, p_model: np.ndarray, p_refits: list, raise_by: float) -> np.ndarray:
@@ -160,6 +168,12 @@ class Judge:
             need = self.n_required_refits
             kth = -np.partition(-D, need - 1, axis=1)[:, need - 1]
             worst[alive] = np.minimum(worst[alive], kth)
+            alive = alive[worst[alive] >= 0]
+        for m in self.support:           # last: the neighbour search costs more than a model call
+            if not alive.size:
+                break
+            p = np.asarray(m.favorable_probability(_take(rows, alive)), dtype=np.float64)
+            worst[alive] = np.minimum(worst[alive], p - (float(m.threshold) + raise_by))
         return worst
 
     def is_favorable(self, rows) -> np.ndarray:
@@ -177,6 +191,9 @@ class Judge:
             wide = "" if float(self.spread) == 1.0 else \
                 f", each refit's deviation from the model taken {float(self.spread):g} times (--robust-spread)"
             parts.append(f"{share} of the {len(self.refits)} refitted models (--robust{wide})")
+        for m in self.support:
+            parts.append(f"at least a share {float(m.threshold) + self.margin:g} of favourable labels among the "
+                         f"{m.k} nearest training rows (--robust-support)")
         return "favourable here means accepted by the model and " + " and ".join(parts)
 
 
@@ -189,13 +206,14 @@ def _take(rows, at: np.ndarray):
     return np.asarray(rows)[at]
 
 
-def make_judge(model, others=(), refits=(), *, level: float = 1.0, spread: float = 1.0):
+def make_judge(model, others=(), refits=(), *, level: float = 1.0, spread: float = 1.0, support=None):
     """``model`` itself when there is nothing else to satisfy, else a :class:`Judge` at the model's threshold."""
     others, refits = tuple(others), tuple(refits)
-    if not others and not refits:
+    support = () if support is None else (support,)
+    if not others and not refits and not support:
         return model
     return Judge(model=model, others=others, refits=refits, level=float(level), threshold=float(model.threshold),
-                 spread=float(spread))
+                 spread=float(spread), support=support)
 
 
 def primary_model(model):
@@ -268,6 +286,11 @@ def judge_violations(judge, frame: pd.DataFrame, reported: list, tolerance: floa
             if got < judge.n_required_refits:
                 found.append((i, f"accepted by at least {judge.n_required_refits} of {len(judge.refits)} refits "
                                  f"(probability >= {at:g})", f"{got} accept"))
+        for m in judge.support:
+            p = float(probs["support"][i])
+            if not p >= float(m.threshold) + raise_by - tolerance:
+                found.append((i, f"supported by the labels of its {m.k} nearest training rows (favourable share "
+                                 f">= {float(m.threshold) + raise_by:g})", f"support gives {p:.6g}"))
         claimed = reported[i]
         if claimed is None:
             found.append((i, "every model's probability reported", "the recourse reports none"))

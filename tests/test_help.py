@@ -115,7 +115,8 @@ def test_plan_help_lists_everyday_options_first_and_rare_ones_in_their_panels():
     assert panel_of("--backend") == panel_of("--chunk-size") == panel_of("--resume") == "Large runs"
     assert panel_of("--tol") == panel_of("--margin") == "Recourse tuning"
     assert panel_of("--endpoint") == panel_of("--max-hops") == "Graph (sequential recourse)"
-    assert panel_of("--robust-level") == panel_of("--resample") == "Robustness to model updates"
+    assert panel_of("--robust-level") == panel_of("--resample") == panel_of("--robust-support") == \
+        "Robustness to model updates"
     assert text.index("Schema flags") < text.index("Recourse tuning") < text.index("Large runs")
 
 

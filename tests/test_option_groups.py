@@ -40,14 +40,14 @@ def test_every_command_declares_the_schema_options_alike():
         for opt, param in _options_of(command).items():
             if opt not in ("--schema", "--target", "--favorable", "--immutable", "--increasing", "--decreasing",
                            "--categorical", "--continuous", "--vary", "--range", "--id-column", "--scale",
-                           "--also-valid-for", "--robust-level", "--refits"):
+                           "--also-valid-for", "--robust-level", "--refits", "--robust-support"):
                 continue
             shape = (param.name, param.help, param.default, getattr(param, "rich_help_panel", None))
             seen.setdefault(opt, {})[command] = shape
     for opt, shapes in seen.items():
         assert len(set(shapes.values())) == 1, (opt, shapes)
     assert set(seen["--schema"]) == set(COMMANDS)               # every command reads a schema file
-    assert set(seen["--refits"]) == {"plan", "select", "interpolate"}
+    assert set(seen["--refits"]) == set(seen["--robust-support"]) == {"plan", "select", "interpolate"}
 
 
 @dataclasses.dataclass(frozen=True)

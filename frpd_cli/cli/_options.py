@@ -599,7 +599,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         from ._robust import judge_for
 
         model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
-                          data=data, model_path=model_path)
+                          data=data, model_path=model_path, scale=flags.scale)
     if pool is not None:
         from ..pool import load_pool
 

@@ -10,8 +10,9 @@ import typer
 
 from ._groups import OptionGroup
 
-__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustLevelOpt", "RobustSpreadOpt", "RefitsOpt", "ResampleOpt", "RobustModels",
-           "ROBUST_OPTIONS", "judge_for", "extra_inputs", "robust_params"]
+__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustLevelOpt", "RobustSpreadOpt", "RefitsOpt",
+           "ResampleOpt", "RobustModels", "ROBUST_OPTIONS", "judge_for", "label_support_of", "extra_inputs",
+           "robust_params"]
 
 _SEL = "Selection"
 _ROBUST = "Robustness to model updates"
@@ -21,6 +22,18 @@ def _check_level(value):
     if value is not None and not 0.0 < value <= 1.0:
         raise typer.BadParameter(f"must be a share in (0, 1] of the refits that accept every recourse. Got {value}.")
     return value
+
+
+def _check_support(value):
+    if value is None or value.strip().lower() == "auto":
+        return None if value is None else "auto"
+    try:
+        k = int(value)
+    except ValueError:
+        k = 0
+    if k < 1:
+        raise typer.BadParameter(f"must be a number of neighbours (at least 1) or auto. Got {value!r}.")
+    return str(k)
 
 
 def _check_spread(value):
@@ -47,6 +60,12 @@ RobustSpreadOpt = Annotated[Optional[float], typer.Option(
     "the refits' own deviation from the model: a refit's probability counts S times as far from the model's as it "
     "is (1: the refits as they are). Refits of today's data differ from today's model less than a model trained on "
     "new data does.", rich_help_panel=_ROBUST)]
+RobustSupportOpt = Annotated[Optional[str], typer.Option(
+    "--robust-support", metavar="K|auto", callback=_check_support, help="Also require that the training rows nearest "
+    "to every recourse are labelled favourable: among its K nearest (frpd's encoding; ties counted whole) the share "
+    "of favourable labels must reach --threshold (plus --margin). A model trained on other rows learns the same "
+    "only where the labels are plentiful and agree. auto: K = the square root of the number of favourable-labelled "
+    "rows.", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
@@ -69,10 +88,12 @@ class RobustModels:
     resample: str = "mixed"
     seed: int = 0
     jobs: int = 1
+    support: Optional[str] = None
 
     @property
     def active(self) -> bool:
-        return bool(self.also_valid_for) or self.robust is not None or self.refits is not None
+        return bool(self.also_valid_for) or self.robust is not None or self.refits is not None or \
+            self.support is not None
 
     @property
     def resolved_spread(self) -> float:
@@ -92,10 +113,11 @@ class RobustModels:
         return self
 
 
-def _robust_models(*, also_valid_for, robust, robust_level, robust_spread, refits, resample, seed,
+def _robust_models(*, also_valid_for, robust, robust_level, robust_spread, refits, resample, robust_support, seed,
                    jobs) -> RobustModels:
     return RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
-                        spread=robust_spread, refits=refits, resample=resample, seed=seed, jobs=jobs).check()
+                        spread=robust_spread, refits=refits, resample=resample, seed=seed, jobs=jobs,
+                        support=robust_support).check()
 
 
 #: The other models a recourse must satisfy, declared once: a command takes them as ``others: RobustModels``
@@ -107,12 +129,14 @@ ROBUST_OPTIONS = OptionGroup(RobustModels, (
     ("robust_spread", RobustSpreadOpt, None),
     ("refits", RefitsOpt, None),
     ("resample", ResampleOpt, "mixed"),
+    ("robust_support", RobustSupportOpt, None),
 ), build=_robust_models, shared=("seed", "jobs"))
 
 
 def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, trusted_types=None, frame=None,
-              data=None, model_path=None, echo=None):
-    """``model`` itself, or a :class:`frpd_cli.judge.Judge` over it and the other models of ``robust``."""
+              data=None, model_path=None, echo=None, scale=None):
+    """``model`` itself, or a :class:`frpd_cli.judge.Judge` over it and the other models of ``robust``
+    (``--robust-support`` compares rows in the encoding of ``scale``, fitted on ``frame``)."""
     if robust is None or not robust.active:
         return model
     from ..judge import make_judge
@@ -136,7 +160,22 @@ def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, t
         refits = [Model(estimator=e, path=f"{model.path} (refit {i})", favorable=model.favorable,
                         threshold=model.threshold, feature_names=model.feature_names, uses_proba=model.uses_proba)
                   for i, e in enumerate(fitted, start=1)]
-    return make_judge(model, others, refits, level=robust.level, spread=robust.resolved_spread)
+    return make_judge(model, others, refits, level=robust.level, spread=robust.resolved_spread,
+                      support=None if robust.support is None else label_support_of(model, robust.support, schema,
+                                                                                  frame, scale=scale))
+
+
+def label_support_of(model, k: str, schema, frame, *, scale=None):
+    """The :class:`frpd_cli.support.LabelSupport` of ``--robust-support k`` over the training ``frame``."""
+    from ..dataset import labeled_rows
+    from ..encoding import DEFAULT_SCALE, fit_encoder
+    from ..support import LabelSupport, auto_neighbors
+
+    encoder = fit_encoder(schema, frame, scale=scale or DEFAULT_SCALE)
+    X = encoder.encode(frame.loc[:, list(schema.feature_names)].reset_index(drop=True))
+    labeled = labeled_rows(frame, schema)
+    n = auto_neighbors(int(labeled.sum()), len(frame)) if k == "auto" else min(int(k), len(frame))
+    return LabelSupport(encoder, X, labeled, n, threshold=float(model.threshold), feature_names=schema.feature_names)
 
 
 def extra_inputs(robust: RobustModels | None) -> dict:
@@ -158,4 +197,6 @@ def robust_params(robust: RobustModels | None) -> dict:
     if robust.robust is not None or robust.refits is not None:
         out = {"robust": robust.robust, "robust_level": robust.level, "resample": robust.resample,
                "robust_spread": robust.resolved_spread}
+    if robust.support is not None:
+        out["robust_support"] = robust.support
     return out

@@ -270,6 +270,11 @@ def interpolate_command(
 
         raise OptionError("--robust", "--robust and --refits need --data: the refits are fitted on (and checked "
                           "against) the training file.")
+    if others.support is not None and data is None:
+        from ..exceptions import OptionError
+
+        raise OptionError("--robust-support", "--robust-support needs --data: the labels it counts are the training "
+                          "file's.")
     check_not_inputs({"--out": out, "--output": output}, {"selection": selection, "model": model, "graph": graph,
                                                           "data": data, "schema": flags.schema, **extra_inputs(others)})
     if provenance is not None:
@@ -315,7 +320,8 @@ def interpolate_command(
                             trusted_types=trust_type or None)
         if others.active:     # several models to satisfy: the judge stands for the model
             loaded = judge_for(loaded, others, encoder.schema, threshold=loaded.threshold, trusted_types=trust_type,
-                               frame=None if data is None else read_training_frame(data), data=data, model_path=model)
+                               frame=None if data is None else read_training_frame(data), data=data, model_path=model,
+                               scale=encoder.scale)
         training = loaded_graph = settings = train_frame = None
         if scheme == "linear" and data is not None:
             artifact = read_artifact(selection, kind=SELECTION_KIND, inputs={"model": model, "data": data},

@@ -1,0 +1,127 @@
+"""Label support: do the labelled training rows around a recourse agree with the model?
+
+A model trained on other rows of the same population (the next release) learns the same thing where the
+training labels are plentiful and agree, and something else in thin or mixed regions: there today's model
+extrapolates, often with confidence, from a handful of rows. :class:`LabelSupport` is a k-nearest-neighbour
+vote of the training labels, used as one more model a recourse must satisfy (``--robust-support K``,
+:class:`frpd_cli.judge.Judge`): its "probability" of a row is the share of favourable-labelled rows among the
+``k`` training rows nearest to it, in frpd's encoding of the features (the ``--scale`` in effect), and a row is
+supported when that share reaches the model's threshold (plus any ``--margin``).
+
+Ties are counted whole: when several training rows lie at the k-th smallest distance, all of them count, so the
+share is a function of the row and the training set only (not of the order rows are searched in), and a row's
+share never depends on the other rows scored with it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["LabelSupport", "auto_neighbors", "label_support"]
+
+#: Fewest neighbours ``auto`` chooses.
+MIN_NEIGHBORS = 5
+
+
+def auto_neighbors(n_labeled: int, n_rows: int) -> int:
+    """``--robust-support auto``: the square root of the number of favourable-labelled rows (rounded up), at
+    least :data:`MIN_NEIGHBORS` and at most the number of rows."""
+    return int(max(1, min(n_rows, max(MIN_NEIGHBORS, math.ceil(math.sqrt(max(n_labeled, 0)))))))
+
+
+def label_support(tree, labeled_tree, labeled: np.ndarray, Z: np.ndarray, k: int) -> np.ndarray:
+    """Share of favourable-labelled rows among the ``k`` rows of ``tree`` nearest to each row of ``Z``, every
+    row at the k-th distance included.
+
+    Parameters
+    ----------
+    tree : scipy.spatial.cKDTree
+        Over all encoded training rows.
+    labeled_tree : scipy.spatial.cKDTree or None
+        Over the favourable-labelled rows only (None when there are none).
+    labeled : ndarray of bool, shape (n_rows,)
+        Favourable-labelled rows, in ``tree``'s order.
+    Z : ndarray of shape (n, n_features_out)
+    k : int
+    """
+    n_rows = int(labeled.size)
+    if len(Z) == 0:
+        return np.zeros(0)
+    if k >= n_rows:                                   # every row is a neighbour
+        return np.full(len(Z), float(labeled.mean()))
+    d, i = tree.query(Z, k=k + 1)                     # one beyond the k-th tells whether the k-th is tied
+    share = labeled[i[:, :k]].mean(axis=1)
+    tied = np.flatnonzero(d[:, k] <= d[:, k - 1])
+    if tied.size:
+        r = d[tied, k - 1] * (1.0 + 1e-9)            # the k-th distance, safe from rounding
+        total = np.asarray(tree.query_ball_point(Z[tied], r, return_length=True), dtype=np.float64)
+        good = np.zeros(tied.size) if labeled_tree is None else \
+            np.asarray(labeled_tree.query_ball_point(Z[tied], r, return_length=True), dtype=np.float64)
+        share[tied] = good / total
+    return share
+
+
+class LabelSupport:
+    """The k-nearest-neighbour vote of the training labels, with the model's interface (``favorable_probability``,
+    ``threshold``).
+
+    Parameters
+    ----------
+    encoder : frpd_cli.encoding.Encoder
+        The training set's encoder (rows are compared in its space).
+    X : ndarray of shape (n_rows, n_features_out)
+        The encoded training rows.
+    labeled : ndarray of bool, shape (n_rows,)
+        Rows whose target is the favourable class.
+    k : int
+        Neighbours (``--robust-support``).
+    threshold : float
+        The model's threshold: a row is supported when its share reaches it.
+    feature_names : tuple of str
+        The features, in the order of array rows.
+    """
+
+    def __init__(self, encoder, X: np.ndarray, labeled: np.ndarray, k: int, *, threshold: float, feature_names):
+        if k < 1:
+            raise ValueError(f"k must be at least 1; got {k}")
+        self.encoder = encoder
+        self.X = np.ascontiguousarray(X, dtype=np.float64)
+        self.labeled = np.asarray(labeled, dtype=bool)
+        self.k = int(k)
+        self.threshold = float(threshold)
+        self.feature_names = tuple(feature_names)
+        self.path = f"label support ({self.k} nearest training rows)"
+        self._trees = None
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_trees"] = None                        # rebuilt where used (workers)
+        return state
+
+    def _search(self):
+        if self._trees is None:
+            from scipy.spatial import cKDTree
+
+            good = self.X[self.labeled]
+            self._trees = (cKDTree(self.X), cKDTree(good) if len(good) else None)
+        return self._trees
+
+    def favorable_probability(self, rows) -> np.ndarray:
+        """Share of favourable-labelled training rows among each row's ``k`` nearest (ties included)."""
+        if isinstance(rows, dict):
+            frame = pd.DataFrame(rows)
+        elif isinstance(rows, pd.DataFrame):
+            frame = rows
+        else:
+            frame = pd.DataFrame(np.asarray(rows, dtype=object), columns=list(self.feature_names))
+        if not len(frame):
+            return np.zeros(0)
+        Z = self.encoder.encode(frame.loc[:, list(self.feature_names)].reset_index(drop=True))
+        tree, good = self._search()
+        return label_support(tree, good, self.labeled, np.asarray(Z, dtype=np.float64), self.k)
+
+    def is_favorable(self, rows) -> np.ndarray:
+        return self.favorable_probability(rows) >= self.threshold

@@ -1,0 +1,132 @@
+"""--robust-support: the k-nearest-neighbour vote of the training labels as one more model to satisfy.
+
+Oracles: a brute-force count of favourable labels among the rows within the k-th smallest distance (ties
+whole), on data with many exact ties; and a constructed model that accepts a half-plane in which only part of
+the training rows are labelled favourable (every recourse must land where the labels agree).
+"""
+
+from __future__ import annotations
+
+import json
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.spatial import cKDTree
+from sklearn.linear_model import LogisticRegression
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+from frpd_cli.support import auto_neighbors, label_support
+
+runner = CliRunner()
+
+
+def _brute(X, labeled, Z, k):
+    out = []
+    for z in Z:
+        d = np.sqrt(((X - z) ** 2).sum(axis=1))
+        kth = np.sort(d)[k - 1]
+        inside = d <= kth * (1 + 1e-9)
+        out.append(labeled[inside].mean())
+    return np.array(out)
+
+
+@pytest.mark.parametrize("k", [1, 3, 7, 20])
+def test_share_equals_a_brute_force_count_with_ties_whole(k):
+    rng = np.random.default_rng(k)
+    X = rng.integers(0, 4, size=(150, 3)).astype(float)          # a coarse grid: many rows at equal distances
+    labeled = rng.random(150) < 0.4
+    Z = np.vstack([X[:40], rng.integers(0, 4, size=(40, 3)) + rng.choice([0.0, 0.5], size=(40, 3))])
+    got = label_support(cKDTree(X), cKDTree(X[labeled]), labeled, Z, k)
+    assert np.allclose(got, _brute(X, labeled, Z, k), atol=1e-12)
+    # a row's share does not depend on the rows scored with it
+    alone = np.array([label_support(cKDTree(X), cKDTree(X[labeled]), labeled, Z[i:i + 1], k)[0] for i in range(len(Z))])
+    assert np.array_equal(alone, got)
+
+
+def test_share_without_favourable_rows_or_with_k_beyond_the_rows():
+    X = np.arange(10, dtype=float).reshape(-1, 1)
+    none = np.zeros(10, dtype=bool)
+    assert (label_support(cKDTree(X), None, none, X, 3) == 0).all()
+    some = np.arange(10) < 4
+    assert np.allclose(label_support(cKDTree(X), cKDTree(X[some]), some, X[:2], 10), 0.4)
+
+
+def test_auto_neighbours_is_the_square_root_of_the_favourable_rows():
+    assert auto_neighbors(3136, 13024) == 56 and auto_neighbors(208, 1808) == 15
+    assert auto_neighbors(4, 1000) == 5 and auto_neighbors(40, 3) == 3
+
+
+@pytest.fixture(scope="module")
+def corner(tmp_path_factory):
+    """The model favours x1 >= 5; the labels are favourable only where x1 >= 5 and x2 >= 5."""
+    folder = tmp_path_factory.mktemp("corner")
+    rng = np.random.default_rng(11)
+    X = pd.DataFrame({"x1": rng.uniform(0, 10, 500).round(2), "x2": rng.uniform(0, 10, 500).round(2)})
+    label = ((X["x1"] >= 5) & (X["x2"] >= 5)).astype(int)
+    model = LogisticRegression(C=100.0, max_iter=2000).fit(X, (X["x1"] >= 5).astype(int))
+    X.assign(y=label).to_csv(folder / "train.csv", index=False)
+    joblib.dump(model, folder / "model.pkl")
+    pd.DataFrame({"id": ["p", "q", "r"], "x1": [2.0, 3.0, 4.0], "x2": [2.0, 3.5, 6.0]}).to_csv(
+        folder / "applicants.csv", index=False)
+    return {"folder": folder, "X": X, "labeled": label.to_numpy() == 1, "model": model}
+
+
+def _plan(corner, *extra, fmt="jsonl", command="plan"):
+    f = corner["folder"]
+    args = ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants", str(f / "applicants.csv"),
+            "--target", "y", "--favorable", "1", "--id-column", "id", "--format", fmt, "-k", "3",
+            "--max-move", "none", "--scale", "minmax", *extra]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    return result.stdout
+
+
+def _share(corner, rows, k):
+    X = corner["X"].to_numpy(dtype=float)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+    Z = (np.array([[r["x1"], r["x2"]] for r in rows], dtype=float) - lo) / (hi - lo)
+    return _brute((X - lo) / (hi - lo), corner["labeled"], Z, k)
+
+
+def test_every_recourse_has_the_labels_of_its_neighbours(corner):
+    plans = [json.loads(line) for line in _plan(corner, "--robust-support", "10").splitlines()]
+    rows = [r["features"] for p in plans for r in p["recourses"]]
+    assert len(rows) >= 6
+    share = _share(corner, rows, 10)
+    assert (share >= 0.5).all()
+    assert np.allclose([r["probabilities"]["support"] for p in plans for r in p["recourses"]], share, atol=1e-9)
+    assert (corner["model"].predict_proba(pd.DataFrame(rows))[:, 1] >= 0.5).all()
+    # without the option the model's half-plane is enough: some recourses land where the labels disagree
+    plain = [r["features"] for line in _plan(corner).splitlines() for r in json.loads(line)["recourses"]]
+    assert (_share(corner, plain, 10) < 0.5).any()
+
+
+def test_margin_raises_the_share_asked(corner):
+    plans = [json.loads(line) for line in _plan(corner, "--robust-support", "10", "--margin", "0.3").splitlines()]
+    rows = [r["features"] for p in plans for r in p["recourses"]]
+    assert rows and (_share(corner, rows, 10) >= 0.8 - 1e-9).all()
+
+
+def test_unreachable_support_is_infeasible_with_a_reason(corner):
+    plans = {json.loads(line)["applicant"]: json.loads(line)
+             for line in _plan(corner, "--robust-support", "10", "--immutable", "x2").splitlines()}
+    for a in ("p", "q"):                        # x2 below 5 may not change: no labelled-favourable neighbourhood
+        assert plans[a]["status"] == "infeasible" and "--robust-support" in plans[a]["reason"]
+    assert plans["r"]["status"] == "ok"
+
+
+def test_same_bytes_for_any_chunk_size_and_jobs(corner):
+    first = _plan(corner, "--robust-support", "auto", "--chunk-size", "1")
+    assert first == _plan(corner, "--robust-support", "auto", "--chunk-size", "64", "--jobs", "2")
+    assert "probability_support" in _plan(corner, "--robust-support", "auto", fmt="csv").splitlines()[0]
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "many"])
+def test_support_needs_a_count_or_auto(corner, value):
+    f = corner["folder"]
+    result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
+                                 str(f / "applicants.csv"), "--target", "y", "--robust-support", value])
+    assert result.exit_code == 2 and "--robust-support" in result.output
