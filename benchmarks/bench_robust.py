@@ -16,8 +16,8 @@ training file frpd is given. Simulated updates, each the same recipe retrained:
 Applicants are the first N test rows today's model denies. Configurations: plain frpd (N = 0), --margin 0.1 and
 0.2, --robust N (bootstrap) for N in {4, 8, 16} and --robust-level q in {1, 0.9}, --robust 8 and --robust 16
 --robust-level 0.9 with --resample subsample, mixed and halves, --robust 8 with --resample shifted, with --margin
-0.05 (bootstrap and mixed: the latter is ``frpd plan --robust 8``) and with --robust-spread 2, and --margin 0.05
-alone (plain ``frpd plan``).
+0.05 (bootstrap and mixed: the latter is ``frpd plan --robust 8``) and with --robust-spread 2, --margin 0.05
+alone (plain ``frpd plan``), and --robust-support auto alone and with ``--robust 8`` (both at --margin 0.05).
 Each recourse is scored by each updated model (validity = share of recourses it accepts; plans = share of plans
 with a recourse in which it accepts at least one). Cost and changed features are means over recourses; CPU is
 the planning CPU time (refits loaded from an artifact built once; their fitting CPU is reported apart).
@@ -99,14 +99,14 @@ def _setup(name, tmp: Path, n_applicants: int):
 
 
 def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bootstrap", spread=1.0,
-          policy="auto"):
+          policy="auto", support=None):
     from frpd_cli.cli._options import SchemaFlags, read_training
     from frpd_cli.cli._robust import RobustModels
     from frpd_cli.planning import PlanSettings, plan_applicants
 
     flags = SchemaFlags(target="label", favorable="1", immutable=case["immutable"], increasing=case["increasing"])
-    others = RobustModels(robust=robust, level=level, refits=refits, resample=resample, spread=spread) \
-        if robust else None
+    others = RobustModels(robust=robust, level=level, refits=refits, resample=resample, spread=spread,
+                          support=support) if robust or support else None
     t0 = time.process_time()
     training, model, _ = read_training(case["data"], case["model"], flags, robust=others)
     t1 = time.process_time()
@@ -183,6 +183,10 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
                                                           "margin": 0.05}))
             configs.append(("margin 0.05", {"margin": 0.05}))
             configs.append(("robust 8 spread 2", {"robust": 8, "refits": refit_dirs["bootstrap"], "spread": 2.0}))
+            configs.append(("support margin 0.05", {"support": "auto", "margin": 0.05}))
+            configs.append(("robust 8 mixed support margin 0.05", {"robust": 8, "refits": refit_dirs["mixed"],
+                                                                  "resample": "mixed", "support": "auto",
+                                                                  "margin": 0.05}))
             for label, kwargs in configs:
                 if only and label not in only:
                     continue
