@@ -74,11 +74,11 @@ def corner(tmp_path_factory):
     return {"folder": folder, "X": X, "labeled": label.to_numpy() == 1, "model": model}
 
 
-def _plan(corner, *extra, fmt="jsonl", command="plan"):
+def _plan(corner, *extra, fmt="jsonl", scale="minmax"):
     f = corner["folder"]
     args = ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants", str(f / "applicants.csv"),
             "--target", "y", "--favorable", "1", "--id-column", "id", "--format", fmt, "-k", "3",
-            "--max-move", "none", "--scale", "minmax", *extra]
+            "--max-move", "none", "--scale", scale, *extra]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     return result.stdout
@@ -130,3 +130,35 @@ def test_support_needs_a_count_or_auto(corner, value):
     result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
                                  str(f / "applicants.csv"), "--target", "y", "--robust-support", value])
     assert result.exit_code == 2 and "--robust-support" in result.output
+
+
+def test_provenance_and_artifacts_record_the_support_asked(corner, tmp_path):
+    f = corner["folder"]
+    record = tmp_path / "prov.json"
+    _plan(corner, "--robust-support", "10", "--provenance", str(record))
+    assert json.loads(record.read_text(encoding="utf-8"))["settings"]["robust_support"] == "10"
+    # interpolate without the training file cannot count labels: refused before anything is written
+    sel = tmp_path / "sel"
+    result = runner.invoke(app, ["select", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
+                                 str(f / "applicants.csv"), "--target", "y", "--id-column", "id", "--out", str(sel),
+                                 "--max-move", "none"])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["interpolate", "--selection", str(sel), "--model", str(f / "model.pkl"),
+                                 "--robust-support", "10", "--target", "y", "--out", str(tmp_path / "p")])
+    assert result.exit_code == 2 and "--robust-support needs --data" in result.output
+    assert not (tmp_path / "p").exists()
+
+
+def test_select_then_interpolate_with_support_matches_plan(corner, tmp_path):
+    f = corner["folder"]
+    # the effort scale, the commands' default (the library's is min-max): interpolate must compare rows in it too
+    common = ["--target", "y", "--favorable", "1", "--max-move", "none", "--scale", "effort", "--robust-support", "10"]
+    sel = tmp_path / "sel"
+    result = runner.invoke(app, ["select", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
+                                 str(f / "applicants.csv"), "-k", "3", "--out", str(sel), "--id-column", "id", *common])
+    assert result.exit_code == 0, result.output
+    result = runner.invoke(app, ["interpolate", "--selection", str(sel), "--model", str(f / "model.pkl"), "--data",
+                                 str(f / "train.csv"), "--out", str(tmp_path / "p"), "--format", "jsonl",
+                                 "--robust-support", "10"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == _plan(corner, "--robust-support", "10", scale="effort")
