@@ -24,12 +24,25 @@ runner = CliRunner()
 
 
 def _brute(X, labeled, Z, k):
+    """Share of favourable labels among the k rows of X nearest to each row of Z, every row at the k-th distance
+    counted."""
     out = []
     for z in Z:
         d = np.sqrt(((X - z) ** 2).sum(axis=1))
         kth = np.sort(d)[k - 1]
         inside = d <= kth * (1 + 1e-9)
         out.append(labeled[inside].mean())
+    return np.array(out)
+
+
+def _brute_support(X, labeled, Z, k):
+    """The support: the mean share of the distinct training rows nearest to each row of Z."""
+    distinct = np.unique(X, axis=0)
+    out = []
+    for z in Z:
+        d = np.sqrt(((distinct - z) ** 2).sum(axis=1))
+        nearest = distinct[d <= d.min() * (1 + 1e-9)]
+        out.append(_brute(X, labeled, nearest, k).mean())
     return np.array(out)
 
 
@@ -44,6 +57,35 @@ def test_share_equals_a_brute_force_count_with_ties_whole(k):
     # a row's share does not depend on the rows scored with it
     alone = np.array([label_support(cKDTree(X), cKDTree(X[labeled]), labeled, Z[i:i + 1], k)[0] for i in range(len(Z))])
     assert np.array_equal(alone, got)
+
+
+class _Identity:
+    """An encoder that leaves numeric rows as they are."""
+
+    n_features_out = 3
+
+    def encode(self, frame):
+        return frame.to_numpy(dtype=float)
+
+
+@pytest.mark.parametrize("k", [1, 4, 15])
+def test_support_is_the_mean_share_of_the_nearest_distinct_rows(k):
+    from frpd_cli.support import LabelSupport
+
+    rng = np.random.default_rng(100 + k)
+    X = rng.integers(0, 3, size=(120, 3)).astype(float)          # duplicates, and many rows equally near a point
+    labeled = rng.random(120) < 0.5
+    Z = np.vstack([X[:30], rng.integers(0, 3, size=(30, 3)) + rng.choice([0.0, 0.5, 0.25], size=(30, 3))])
+    support = LabelSupport(_Identity(), X, labeled, k, threshold=0.5, feature_names=("a", "b", "c"))
+    frame = pd.DataFrame(Z, columns=["a", "b", "c"])
+    got = support.favorable_probability(frame)
+    assert np.allclose(got, _brute_support(X, labeled, Z, k), atol=1e-12)
+    assert np.allclose(got[:30], _brute(X, labeled, Z[:30], k), atol=1e-12)     # a training row: its own share
+    # the shares kept from earlier calls change nothing, and neither do the other rows of a call
+    fresh = LabelSupport(_Identity(), X, labeled, k, threshold=0.5, feature_names=("a", "b", "c"))
+    assert np.array_equal([fresh.favorable_probability(frame.iloc[[i]])[0] for i in range(len(Z))][::-1],
+                          got[::-1])
+    assert np.array_equal(support.favorable_probability(frame.iloc[::-1]), got[::-1])
 
 
 def test_share_without_favourable_rows_or_with_k_beyond_the_rows():
@@ -88,7 +130,7 @@ def _share(corner, rows, k):
     X = corner["X"].to_numpy(dtype=float)
     lo, hi = X.min(axis=0), X.max(axis=0)
     Z = (np.array([[r["x1"], r["x2"]] for r in rows], dtype=float) - lo) / (hi - lo)
-    return _brute((X - lo) / (hi - lo), corner["labeled"], Z, k)
+    return _brute_support((X - lo) / (hi - lo), corner["labeled"], Z, k)
 
 
 def test_every_recourse_has_the_labels_of_its_neighbours(corner):
@@ -162,3 +204,20 @@ def test_select_then_interpolate_with_support_matches_plan(corner, tmp_path):
                                  "--robust-support", "10"])
     assert result.exit_code == 0, result.output
     assert result.stdout == _plan(corner, "--robust-support", "10", scale="effort")
+
+
+def test_support_averages_every_equally_near_row_beyond_the_first_search():
+    from frpd_cli.support import LabelSupport
+
+    rng = np.random.default_rng(5)
+    X = np.vstack([np.eye(10), -np.eye(10), 3 + rng.integers(0, 3, size=(40, 10))]).astype(float)
+    labeled = rng.random(len(X)) < 0.5
+    labeled[:10], labeled[10:20] = True, False            # the 20 rows at distance 1 from the origin disagree
+
+    class Identity(_Identity):
+        n_features_out = 10
+
+    names = tuple(f"f{i}" for i in range(10))
+    support = LabelSupport(Identity(), X, labeled, 3, threshold=0.5, feature_names=names)
+    got = support.favorable_probability(pd.DataFrame(np.zeros((1, 10)), columns=list(names)))
+    assert got == pytest.approx(_brute_support(X, labeled, np.zeros((1, 10)), 3), abs=1e-12)
