@@ -11,8 +11,8 @@ where a model's margin is its favourable probability minus its threshold (plus a
 and the worst margin is the smallest margin over the model and every ``--also-valid-for`` model, and,
 with refits (``--robust N``), the margin that at least a share ``q`` of the refits reach
 (the ``ceil(q * N)``-th largest), and with label support (``--robust-support K``,
-:mod:`frpd_cli.support`) the share of favourable-labelled rows among the K training rows nearest to the row, less
-the threshold. With a spread ``s`` (``--robust-spread``) a refit's probability is taken
+:mod:`frpd_cli.support`) the row's support (the share of favourable labels around the training row nearest to
+it) less the threshold. With a spread ``s`` (``--robust-spread``) a refit's probability is taken
 ``s`` times as far from the model's as it is, ``p + s * (p_refit - p)``: a refit of today's data differs from
 today's model less than a model trained on other data of the same population does, and ``s > 1`` asks the
 recourse to hold against such wider deviations in the directions the refits show. So ``score >= threshold``
@@ -59,7 +59,7 @@ class Judge:
         ``--robust-spread``).
     support : tuple
         Empty, or one :class:`frpd_cli.support.LabelSupport` (``--robust-support``), named ``support``: the
-        labelled training rows nearest to a recourse must be favourable in the share the threshold asks.
+        labelled training rows around a recourse must be favourable in the share the threshold asks.
     threshold : float
         The level the score is compared with: the model's threshold, plus any margin
         (:func:`dataclasses.replace` raises it, as :func:`frpd_cli.planning.raised_threshold` does).
@@ -192,8 +192,8 @@ class Judge:
                 f", each refit's deviation from the model taken {float(self.spread):g} times (--robust-spread)"
             parts.append(f"{share} of the {len(self.refits)} refitted models (--robust{wide})")
         for m in self.support:
-            parts.append(f"at least a share {float(m.threshold) + self.margin:g} of favourable labels among the "
-                         f"{m.k} nearest training rows (--robust-support)")
+            parts.append(f"favourable labels on at least a share {float(m.threshold) + self.margin:g} of the {m.k} "
+                         "training rows nearest to the training row nearest to it (--robust-support)")
         return "favourable here means accepted by the model and " + " and ".join(parts)
 
 

@@ -75,24 +75,33 @@ def label_support(tree, labeled_tree, labeled: np.ndarray, Z: np.ndarray, k: int
 
 #: Nearest distinct training rows asked for at once; more than this many at the same distance are found with a
 #: radius search.
-_NEAREST = 8
+_NEAREST = 4
 
 
-def nearest_rows(tree, Z: np.ndarray) -> tuple[list, np.ndarray]:
-    """The rows of ``tree`` at the smallest distance from each row of ``Z`` (ties whole), as a list of position
-    arrays, and every position found (sorted, once)."""
+def nearest_rows(tree, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The rows of ``tree`` at the smallest distance from each row of ``Z``, ties whole.
+
+    Returns
+    -------
+    positions : ndarray of int, shape (n, m)
+        The ``m`` nearest rows of each row of ``Z``.
+    nearest : ndarray of bool, shape (n, m)
+        Which of them are at the smallest distance.
+    more : dict
+        Rows of ``Z`` with more than ``m`` rows at the smallest distance: position in ``Z`` -> all of them.
+    """
     n = int(tree.n)
     m = min(_NEAREST, n)
     d, i = tree.query(Z, k=m)
     d, i = d.reshape(len(Z), m), i.reshape(len(Z), m)
     r = d[:, 0] * (1.0 + 1e-9)                    # the smallest distance, safe from rounding
     tied = d <= r[:, None]
-    nearest = [i[j, tied[j]] for j in range(len(Z))]
-    more = np.flatnonzero(tied[:, -1]) if m < n else np.zeros(0, dtype=int)
-    if more.size:                                 # as many ties as asked for: there may be more
-        for j, found in zip(more, tree.query_ball_point(Z[more], r[more])):
-            nearest[j] = np.sort(np.asarray(found, dtype=np.int64))
-    return nearest, np.unique(np.concatenate(nearest)) if nearest else np.zeros(0, dtype=np.int64)
+    more = {}
+    crowded = np.flatnonzero(tied[:, -1]) if m < n else np.zeros(0, dtype=int)
+    if crowded.size:                              # as many ties as asked for: there may be more
+        for j, found in zip(crowded, tree.query_ball_point(Z[crowded], r[crowded])):
+            more[int(j)] = np.sort(np.asarray(found, dtype=np.int64))
+    return i, tied, more
 
 
 class LabelSupport:
@@ -156,11 +165,15 @@ class LabelSupport:
         Z = np.asarray(self.encoder.encode(frame.loc[:, list(self.feature_names)].reset_index(drop=True)),
                        dtype=np.float64)
         tree, good, tree_distinct, distinct, share = self._search()
-        nearest, used = nearest_rows(tree_distinct, Z)
+        positions, nearest, more = nearest_rows(tree_distinct, Z)
+        used = np.unique(np.concatenate([positions[nearest], *more.values()]))
         missing = used[np.isnan(share[used])]
         if missing.size:
             share[missing] = label_support(tree, good, self.labeled, distinct[missing], self.k)
-        return np.array([share[at].mean() for at in nearest])
+        out = np.where(nearest, share[positions], 0.0).sum(axis=1) / nearest.sum(axis=1)
+        for j, at in more.items():
+            out[j] = share[at].mean()
+        return out
 
     def is_favorable(self, rows) -> np.ndarray:
         return self.favorable_probability(rows) >= self.threshold

@@ -221,3 +221,18 @@ def test_support_averages_every_equally_near_row_beyond_the_first_search():
     support = LabelSupport(Identity(), X, labeled, 3, threshold=0.5, feature_names=names)
     got = support.favorable_probability(pd.DataFrame(np.zeros((1, 10)), columns=list(names)))
     assert got == pytest.approx(_brute_support(X, labeled, np.zeros((1, 10)), 3), abs=1e-12)
+
+
+def test_refits_bring_support_unless_turned_off(corner, tmp_path):
+    with_refits = [json.loads(line) for line in _plan(corner, "--robust", "2").splitlines()]
+    rows = [r for p in with_refits for r in p["recourses"]]
+    assert rows and all(set(r["probabilities"]) == {"model", "refit-1", "refit-2", "support"} for r in rows)
+    k = auto_neighbors(int(corner["labeled"].sum()), len(corner["labeled"]))
+    assert (_share(corner, [r["features"] for r in rows], k) >= 0.5).all()
+    off = [json.loads(line) for line in _plan(corner, "--robust", "2", "--robust-support", "none").splitlines()]
+    assert all(set(r["probabilities"]) == {"model", "refit-1", "refit-2"} for p in off for r in p["recourses"])
+    record = tmp_path / "prov.json"
+    _plan(corner, "--robust", "2", "--robust-support", "none", "--provenance", str(record))
+    assert "robust_support" not in json.loads(record.read_text(encoding="utf-8"))["settings"]
+    # with --also-valid-for alone the other model is the whole rule
+    assert "support" not in _plan(corner, "--also-valid-for", str(corner["folder"] / "model.pkl"), fmt="csv")

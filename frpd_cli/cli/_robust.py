@@ -25,14 +25,14 @@ def _check_level(value):
 
 
 def _check_support(value):
-    if value is None or value.strip().lower() == "auto":
-        return None if value is None else "auto"
+    if value is None or value.strip().lower() in ("auto", "none"):
+        return None if value is None else value.strip().lower()
     try:
         k = int(value)
     except ValueError:
         k = 0
     if k < 1:
-        raise typer.BadParameter(f"must be a number of neighbours (at least 1) or auto. Got {value!r}.")
+        raise typer.BadParameter(f"must be a number of neighbours (at least 1), auto or none. Got {value!r}.")
     return str(k)
 
 
@@ -61,11 +61,11 @@ RobustSpreadOpt = Annotated[Optional[float], typer.Option(
     "is (1: the refits as they are). Refits of today's data differ from today's model less than a model trained on "
     "new data does.", rich_help_panel=_ROBUST)]
 RobustSupportOpt = Annotated[Optional[str], typer.Option(
-    "--robust-support", metavar="K|auto", callback=_check_support, help="Also require that the training rows nearest "
-    "to every recourse are labelled favourable: among its K nearest (frpd's encoding; ties counted whole) the share "
-    "of favourable labels must reach --threshold (plus --margin). A model trained on other rows learns the same "
-    "only where the labels are plentiful and agree. auto: K = the square root of the number of favourable-labelled "
-    "rows.", rich_help_panel=_ROBUST)]
+    "--robust-support", metavar="K|auto|none", callback=_check_support, help="Also require that the labelled "
+    "training rows around every recourse are favourable: the share of favourable labels among the K training rows "
+    "nearest to the training row nearest to it must reach --threshold (plus --margin). A model trained on new rows "
+    "learns what today's learnt only where the labels are plentiful and agree. auto (the default with --robust or "
+    "--refits): K = the square root of the number of favourable-labelled rows; none: off.", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
@@ -93,7 +93,16 @@ class RobustModels:
     @property
     def active(self) -> bool:
         return bool(self.also_valid_for) or self.robust is not None or self.refits is not None or \
-            self.support is not None
+            self.resolved_support is not None
+
+    @property
+    def resolved_support(self) -> Optional[str]:
+        """``--robust-support`` as it applies: its value, ``auto`` when not given with refits, None when off."""
+        if self.support == "none":
+            return None
+        if self.support is None:
+            return "auto" if self.robust is not None or self.refits is not None else None
+        return self.support
 
     @property
     def resolved_spread(self) -> float:
@@ -161,8 +170,8 @@ def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, t
                         threshold=model.threshold, feature_names=model.feature_names, uses_proba=model.uses_proba)
                   for i, e in enumerate(fitted, start=1)]
     return make_judge(model, others, refits, level=robust.level, spread=robust.resolved_spread,
-                      support=None if robust.support is None else label_support_of(model, robust.support, schema,
-                                                                                  frame, scale=scale))
+                      support=None if robust.resolved_support is None else
+                      label_support_of(model, robust.resolved_support, schema, frame, scale=scale))
 
 
 def label_support_of(model, k: str, schema, frame, *, scale=None):
@@ -197,6 +206,6 @@ def robust_params(robust: RobustModels | None) -> dict:
     if robust.robust is not None or robust.refits is not None:
         out = {"robust": robust.robust, "robust_level": robust.level, "resample": robust.resample,
                "robust_spread": robust.resolved_spread}
-    if robust.support is not None:
-        out["robust_support"] = robust.support
+    if robust.resolved_support is not None:
+        out["robust_support"] = robust.resolved_support
     return out

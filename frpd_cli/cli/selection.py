@@ -270,7 +270,7 @@ def interpolate_command(
 
         raise OptionError("--robust", "--robust and --refits need --data: the refits are fitted on (and checked "
                           "against) the training file.")
-    if others.support is not None and data is None:
+    if others.resolved_support is not None and data is None:
         from ..exceptions import OptionError
 
         raise OptionError("--robust-support", "--robust-support needs --data: the labels it counts are the training "
