@@ -289,8 +289,9 @@ def judge_violations(judge, frame: pd.DataFrame, reported: list, tolerance: floa
         for m in judge.support:
             p = float(probs["support"][i])
             if not p >= float(m.threshold) + raise_by - tolerance:
-                found.append((i, f"supported by the labels of its {m.k} nearest training rows (favourable share "
-                                 f">= {float(m.threshold) + raise_by:g})", f"support gives {p:.6g}"))
+                found.append((i, f"supported by the labels around it (favourable share >= "
+                                 f"{float(m.threshold) + raise_by:g} among the {m.k} training rows nearest to its "
+                                 "nearest training row)", f"support gives {p:.6g}"))
         claimed = reported[i]
         if claimed is None:
             found.append((i, "every model's probability reported", "the recourse reports none"))

@@ -236,3 +236,30 @@ def test_refits_bring_support_unless_turned_off(corner, tmp_path):
     assert "robust_support" not in json.loads(record.read_text(encoding="utf-8"))["settings"]
     # with --also-valid-for alone the other model is the whole rule
     assert "support" not in _plan(corner, "--also-valid-for", str(corner["folder"] / "model.pkl"), fmt="csv")
+
+
+def test_verification_refuses_a_recourse_without_support(corner):
+    from frpd_cli.cli._robust import label_support_of
+    from frpd_cli.dataset import build_training_set
+    from frpd_cli.judge import annotate_plans, make_judge
+    from frpd_cli.model import load_model
+    from frpd_cli.plans import Plan, Recourse
+    from frpd_cli.schema import SchemaSpec, infer_schema
+    from frpd_cli.verification import RecourseVerificationError, verify_plans
+
+    frame = pd.read_csv(corner["folder"] / "train.csv")
+    schema = infer_schema(frame, SchemaSpec(target="y", favorable="1"))
+    model = load_model(corner["folder"] / "model.pkl", favorable=schema.favorable, feature_names=schema.feature_names)
+    judge = make_judge(model, support=label_support_of(model, "10", schema, frame, scale="minmax"))
+    training = build_training_set(frame, schema, judge, scale="minmax")
+
+    def plan(features):
+        rec = Recourse(rank=1, features=features, changes={}, cost=1.0, probability=0.0, prototype=0)
+        return Plan("a", "ok", None, "quad", (rec,), {"x1": 2.0, "x2": 2.0})
+
+    inside = annotate_plans(judge, [plan({"x1": 8.0, "x2": 8.0})], schema.feature_names)
+    assert verify_plans(training, judge, inside) is inside
+    outside = annotate_plans(judge, [plan({"x1": 8.0, "x2": 1.0})], schema.feature_names)
+    assert corner["model"].predict_proba(pd.DataFrame([{"x1": 8.0, "x2": 1.0}]))[0, 1] >= 0.5   # the model accepts
+    with pytest.raises(RecourseVerificationError, match="supported by the labels"):
+        verify_plans(training, judge, outside)
