@@ -63,9 +63,11 @@ def label_support(tree, labeled_tree, labeled: np.ndarray, Z: np.ndarray, k: int
         return np.full(len(Z), float(labeled.mean()))
     d, i = tree.query(Z, k=k + 1)                     # one beyond the k-th tells whether the k-th is tied
     share = labeled[i[:, :k]].mean(axis=1)
-    tied = np.flatnonzero(d[:, k] <= d[:, k - 1])
+    # the k-th distance, safe from rounding (equal distances summed in another order may differ in the last bit)
+    kth = d[:, k - 1] * (1.0 + 1e-9)
+    tied = np.flatnonzero(d[:, k] <= kth)
     if tied.size:
-        r = d[tied, k - 1] * (1.0 + 1e-9)            # the k-th distance, safe from rounding
+        r = kth[tied]
         total = np.asarray(tree.query_ball_point(Z[tied], r, return_length=True), dtype=np.float64)
         good = np.zeros(tied.size) if labeled_tree is None else \
             np.asarray(labeled_tree.query_ball_point(Z[tied], r, return_length=True), dtype=np.float64)
