@@ -144,14 +144,15 @@ class LabelSupport:
         return state
 
     def _search(self):
-        """(all rows, favourable-labelled rows, distinct rows) trees, the distinct rows and their shares so far."""
+        """(all rows, favourable-labelled rows, distinct rows) trees, the distinct rows, their shares so far and
+        the position of each distinct row by its bytes."""
         if self._trees is None:
             from scipy.spatial import cKDTree
 
             good = self.X[self.labeled]
             distinct = np.unique(self.X, axis=0)
             self._trees = (cKDTree(self.X), cKDTree(good) if len(good) else None, cKDTree(distinct), distinct,
-                           np.full(len(distinct), np.nan))
+                           np.full(len(distinct), np.nan), {row.tobytes(): i for i, row in enumerate(distinct)})
         return self._trees
 
     def favorable_probability(self, rows) -> np.ndarray:
@@ -166,8 +167,17 @@ class LabelSupport:
             return np.zeros(0)
         Z = np.asarray(self.encoder.encode(frame.loc[:, list(self.feature_names)].reset_index(drop=True)),
                        dtype=np.float64)
-        tree, good, tree_distinct, distinct, share = self._search()
-        positions, nearest, more = nearest_rows(tree_distinct, Z)
+        tree, good, tree_distinct, distinct, share, where = self._search()
+        # a training row is its own nearest row (no other distinct row is at distance 0): no search
+        found = np.array([where.get(z.tobytes(), -1) for z in Z], dtype=np.int64)
+        positions = np.zeros((len(Z), min(_NEAREST, len(distinct))), dtype=np.int64)
+        nearest = np.zeros(positions.shape, dtype=bool)
+        positions[:, 0], nearest[:, 0] = found, True
+        unknown = np.flatnonzero(found < 0)
+        more = {}
+        if unknown.size:
+            positions[unknown], nearest[unknown], far = nearest_rows(tree_distinct, Z[unknown])
+            more = {int(unknown[j]): at for j, at in far.items()}
         used = np.unique(np.concatenate([positions[nearest], *more.values()]))
         missing = used[np.isnan(share[used])]
         if missing.size:
