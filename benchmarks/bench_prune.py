@@ -62,7 +62,8 @@ def _setup(n: int, paths: dict, work: Path):
     frame = read_training_frame(data)
     schema = infer_schema(frame, SchemaSpec(target="label", immutable=IMMUTABLE, increasing=("age",)))
     model = load_model(paths["model"], favorable=schema.favorable, feature_names=schema.feature_names)
-    training = load_pool(pool, frame, schema, data=data, model=paths["model"], threshold=0.5)
+    training = load_pool(pool, frame, schema, data=data, model=paths["model"], threshold=0.5,
+                         scale="effort")   # the scale `frpd build-pool` encodes in by default
     return training, model, CandidateStage(training, PlanSettings(), model=model)
 
 

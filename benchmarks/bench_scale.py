@@ -213,7 +213,8 @@ def library_cpu(n: int, data: Path, paths: dict, work: Path, n_applicants: int, 
     frame = read_training_frame(data)
     schema = infer_schema(frame, SchemaSpec(target="label", immutable=IMMUTABLE, increasing=("age",)))
     model = load_model(paths["model"], favorable=schema.favorable, feature_names=schema.feature_names)
-    training = load_pool(work / f"pool_{n}", frame, schema, data=data, model=paths["model"], threshold=0.5)
+    training = load_pool(work / f"pool_{n}", frame, schema, data=data, model=paths["model"], threshold=0.5,
+                         scale="effort")   # the scale `frpd build-pool` encodes in by default
     applicants = pd.read_csv(paths["applicants"]).head(n_applicants)
     out, plans = {}, {}
     for label, lim in (("full", None), (f"--max-candidates {limit}", limit)):
