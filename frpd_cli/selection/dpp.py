@@ -8,7 +8,6 @@ The kernel is ``L = theta S + (1 - theta) diag(q)`` with ``S = A^T A`` and
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
 
 __all__ = ["DppKernel", "dpp_greedy", "dpp_local_search"]
 
@@ -108,6 +107,8 @@ def _best_addition(kernel: DppKernel, columns: np.ndarray, kept: np.ndarray) -> 
 
     ``columns`` is ``L[:, kept]`` of shape (N, |kept|); cost ``O(N |kept|^2)``.
     """
+    from scipy.linalg import solve_triangular  # here, not at import: quad runs never load scipy.linalg
+
     residual = kernel.diagonal.copy()
     if kept.size:
         lower = np.linalg.cholesky(columns[kept])
@@ -154,6 +155,8 @@ def dpp_local_search(
     formula for ``j-`` reads argmin of ``log det L_{z - i} - log det L_z`` (the *largest* loss) while its
     text says "smallest marginal decrease"; the text is followed here.
     """
+    from scipy.linalg import cho_factor, cho_solve
+
     chosen = np.asarray(chosen, dtype=np.int64).copy()
     k = chosen.size
     columns = kernel.columns(chosen)
