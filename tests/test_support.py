@@ -99,6 +99,7 @@ def test_share_without_favourable_rows_or_with_k_beyond_the_rows():
 def test_auto_neighbours_is_the_square_root_of_the_favourable_rows():
     assert auto_neighbors(3136, 13024) == 56 and auto_neighbors(208, 1808) == 15
     assert auto_neighbors(4, 1000) == 5 and auto_neighbors(40, 3) == 3
+    assert auto_neighbors(4096, 10**5) == 64 and auto_neighbors(194_384, 10**6) == 64      # at most 64
 
 
 @pytest.fixture(scope="module")
