@@ -18,7 +18,7 @@ from sklearn.linear_model import LogisticRegression
 from typer.testing import CliRunner
 
 from frpd_cli.cli.app import app
-from frpd_cli.support import auto_neighbors, label_support
+from frpd_cli.support import auto_neighbors, distinct_rows, label_support
 
 runner = CliRunner()
 
@@ -46,17 +46,36 @@ def _brute_support(X, labeled, Z, k):
     return np.array(out)
 
 
+def _shares(X, labeled, Z, k):
+    """label_support over X given as distinct rows with multiplicities."""
+    distinct, inverse, counts = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    good = np.bincount(inverse.ravel(), weights=labeled.astype(float), minlength=len(distinct))
+    return label_support(cKDTree(distinct), counts, good, Z, k)
+
+
 @pytest.mark.parametrize("k", [1, 3, 7, 20])
 def test_share_equals_a_brute_force_count_with_ties_whole(k):
     rng = np.random.default_rng(k)
     X = rng.integers(0, 4, size=(150, 3)).astype(float)          # a coarse grid: many rows at equal distances
     labeled = rng.random(150) < 0.4
     Z = np.vstack([X[:40], rng.integers(0, 4, size=(40, 3)) + rng.choice([0.0, 0.5], size=(40, 3))])
-    got = label_support(cKDTree(X), cKDTree(X[labeled]), labeled, Z, k)
+    got = _shares(X, labeled, Z, k)
     assert np.allclose(got, _brute(X, labeled, Z, k), atol=1e-12)
     # a row's share does not depend on the rows scored with it
-    alone = np.array([label_support(cKDTree(X), cKDTree(X[labeled]), labeled, Z[i:i + 1], k)[0] for i in range(len(Z))])
+    alone = np.array([_shares(X, labeled, Z[i:i + 1], k)[0] for i in range(len(Z))])
     assert np.array_equal(alone, got)
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 9, 14])
+def test_share_counts_repeated_rows_and_ties_beyond_the_rows_searched(k):
+    # six rows at distance 1 from the origin, some repeated, then farther rows: for k = 2 the three distinct
+    # rows searched first are all tied and the other three must be found by the radius search
+    unit = np.vstack([np.eye(3), -np.eye(3)])
+    X = np.vstack([unit, unit[:2], unit[:2], 2 * unit])
+    labeled = np.zeros(len(X), dtype=bool)
+    labeled[[0, 3, 6, 8, 14]] = True
+    Z = np.vstack([[[0.0, 0.0, 0.0], [0.1, 0.0, 0.0], [0.0, 0.0, 1.5]], X[:6]])
+    assert np.allclose(_shares(X, labeled, Z, k), _brute(X, labeled, Z, k), atol=1e-12)
 
 
 class _Identity:
@@ -91,9 +110,21 @@ def test_support_is_the_mean_share_of_the_nearest_distinct_rows(k):
 def test_share_without_favourable_rows_or_with_k_beyond_the_rows():
     X = np.arange(10, dtype=float).reshape(-1, 1)
     none = np.zeros(10, dtype=bool)
-    assert (label_support(cKDTree(X), None, none, X, 3) == 0).all()
+    assert (_shares(X, none, X, 3) == 0).all()
     some = np.arange(10) < 4
-    assert np.allclose(label_support(cKDTree(X), cKDTree(X[some]), some, X[:2], 10), 0.4)
+    assert np.allclose(_shares(X, some, X[:2], 10), 0.4)
+
+
+@pytest.mark.parametrize("shape", [(200, 3), (50, 1), (1, 4), (0, 3)])
+def test_distinct_rows_are_numpys(shape):
+    rng = np.random.default_rng(shape[0])
+    X = rng.integers(0, 3, size=shape).astype(float)
+    if len(X) > 3:
+        X[1], X[2] = np.nan, -0.5                         # a missing value and a negative one group as numpy's
+    distinct, inverse, counts = distinct_rows(X)
+    d, i, c = np.unique(X, axis=0, return_inverse=True, return_counts=True)
+    assert np.array_equal(distinct, d, equal_nan=True) and np.array_equal(inverse, i.ravel())
+    assert np.array_equal(counts, c) and np.array_equal(distinct[inverse], X, equal_nan=True)
 
 
 def test_auto_neighbours_is_the_square_root_of_the_favourable_rows():
