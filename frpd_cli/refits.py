@@ -144,6 +144,12 @@ def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int
     return refit
 
 
+def _fit_task(shared: tuple, i: int):
+    """:func:`_fit_one` in a worker: ``shared`` is (estimator, X, y, numeric, seed, resample)."""
+    estimator, X, y, numeric, seed, resample = shared
+    return _fit_one(estimator, X, y, numeric, seed, i, resample)
+
+
 def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, resample: str = DEFAULT_RESAMPLE,
                n_jobs: int = 1) -> list:
     """Fit ``n`` refits of ``model``'s estimator on resamples of the training frame and its target column.
@@ -180,10 +186,12 @@ def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, res
     estimator = model.estimator
     try:
         if n_jobs > 1 and n > 1:
-            from joblib import Parallel, delayed
+            # frpd's own pool: its workers are stopped when the refits are in (joblib's reusable workers outlived
+            # the command and held its exit for their 300 s idle timeout)
+            from .backends import map_ordered
 
-            return Parallel(n_jobs=min(n_jobs, n))(delayed(_fit_one)(estimator, X, y, numeric, seed, i, resample)
-                                                   for i in range(n))
+            return list(map_ordered(_fit_task, ((i,) for i in range(n)), n_jobs=min(n_jobs, n),
+                                    shared=(estimator, X, y, numeric, seed, resample)))
         return [_fit_one(estimator, X, y, numeric, seed, i, resample) for i in range(n)]
     except ModelError:
         raise

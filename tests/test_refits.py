@@ -290,3 +290,32 @@ def test_every_refit_has_its_own_random_state_down_a_pipeline(setup):
     # the nested estimator's initialisation varies with the refit (an MLP's weights, an SGD's shuffling)
     assert [r.named_steps["clf"].random_state for r in refits] == [refit_seed(5, i) % (2**31 - 1) for i in range(3)]
     assert pipe.named_steps["clf"].random_state == 0              # the user's model is left alone
+
+
+def test_parallel_refits_are_the_serial_ones_and_leave_no_worker_behind(setup):
+    import multiprocessing
+    import pickle
+
+    from sklearn.linear_model import SGDClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from frpd_cli.model import Model
+    from frpd_cli.refits import fit_refits
+    from frpd_cli.schema import SchemaSpec, infer_schema
+
+    frame = pd.read_csv(setup.data)
+    pipe = Pipeline([("scale", StandardScaler()), ("clf", SGDClassifier(loss="log_loss", random_state=0))])
+    pipe.fit(frame[FEATURES], frame["y"])
+    model = Model(estimator=pipe, path="pipe.pkl", favorable=1, threshold=0.5, feature_names=FEATURES, uses_proba=True)
+    schema = infer_schema(frame, SchemaSpec(target="y", favorable="1"))
+    before = set(multiprocessing.active_children())
+    parallel = fit_refits(model, frame, schema, n=3, seed=5, resample="mixed", n_jobs=2)
+    # the workers are stopped when the refits are in: none is left for the exit to wait on
+    assert set(multiprocessing.active_children()) <= before
+    serial = fit_refits(model, frame, schema, n=3, seed=5, resample="mixed", n_jobs=1)
+    rows = frame[FEATURES]
+    for a, b in zip(parallel, serial):
+        assert np.array_equal(a.predict_proba(rows), b.predict_proba(rows))
+    assert [pickle.dumps(r.named_steps["clf"].coef_) for r in parallel] == \
+        [pickle.dumps(r.named_steps["clf"].coef_) for r in serial]
