@@ -362,3 +362,21 @@ def test_default_margin_shrinks_under_a_high_threshold():
 
     assert DEFAULT_MARGIN == 0.05 and default_margin(0.5) == 0.05 and default_margin(0.94) == 0.05
     assert default_margin(0.96) == pytest.approx(0.02) and 0.96 + default_margin(0.96) < 1
+
+
+def test_exit_stops_joblibs_reusable_workers():
+    # a model may run joblib workers in predict_proba; frpd's exit skips the interpreter's teardown, and must not
+    # leave multiprocessing's exit handler to wait for those idle workers (300 s)
+    script = (
+        "import atexit, multiprocessing, os\n"
+        "from joblib import Parallel, delayed\n"
+        "from frpd_cli.cli.app import _leave\n"
+        "pids = Parallel(n_jobs=2)(delayed(os.getpid)() for _ in range(4))\n"
+        "assert os.getpid() not in pids\n"
+        "atexit.register(lambda: print('alive', len(multiprocessing.active_children()), flush=True))\n"
+        "_leave(0)\n"
+    )
+
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=250)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "alive 0"

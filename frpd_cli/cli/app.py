@@ -170,6 +170,22 @@ def main() -> None:
     _leave(0)
 
 
+def _stop_joblib_workers() -> None:
+    """Stop the worker processes of joblib's reusable executor, if anything started them (a model whose
+    ``predict_proba`` runs joblib with ``n_jobs``).
+
+    A normal interpreter exit stops them before the ``atexit`` handlers run; :func:`_leave` skips that step, and
+    multiprocessing's handler would then wait for the idle workers to time out (300 s).
+    """
+    module = sys.modules.get("joblib.externals.loky.reusable_executor")
+    executor = getattr(module, "_executor", None)
+    if executor is not None:
+        try:
+            executor.shutdown(wait=True, kill_workers=True)
+        except Exception:                   # the workers are gone already, or joblib changed: nothing to stop
+            pass
+
+
 def _leave(code) -> None:
     """Run the ``atexit`` handlers, flush stdout and stderr and end the process with status ``code``."""
     import atexit
@@ -181,6 +197,7 @@ def _leave(code) -> None:
     else:                                   # sys.exit("message"): the message on stderr, status 1
         sys.stderr.write(f"{code}\n")
         status = 1
+    _stop_joblib_workers()
     atexit._run_exitfuncs()                 # as at a normal exit: handlers first, then the streams are flushed
     try:
         sys.stdout.flush()
