@@ -15,8 +15,8 @@ from .encoding import DEFAULT_SCALE, Encoder, check_magnitude, fit_encoder
 from .exceptions import InputError, ModelOutputError, SchemaError
 from .schema import Schema, SchemaSpec, load_schema_file, merge_specs
 
-__all__ = ["TrainingSet", "build_training_set", "rescored", "labeled_rows", "resolve_spec", "read_training_frame",
-           "CANDIDATE_POOLS"]
+__all__ = ["TrainingSet", "build_training_set", "encode_training", "rescored", "labeled_rows", "resolve_spec",
+           "read_training_frame", "CANDIDATE_POOLS"]
 
 CANDIDATE_POOLS = ("predicted", "labeled")
 
@@ -185,8 +185,15 @@ def _check_schema_path(path: Path) -> None:
                           "Check the path and its permissions.") from None
 
 
+def encode_training(frame: pd.DataFrame, schema: Schema, *, source: str = "the data file",
+                    scale: str = DEFAULT_SCALE) -> tuple:
+    """The encoder fitted on the training CSV and its encoded rows: ``(encoder, X)``."""
+    encoder = fit_encoder(schema, frame, source=source, scale=scale)
+    return encoder, encoder.encode(frame.loc[:, list(schema.feature_names)].reset_index(drop=True), source=source)
+
+
 def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: str = "the data file",
-                       scale: str = DEFAULT_SCALE) -> TrainingSet:
+                       scale: str = DEFAULT_SCALE, encoded: tuple | None = None) -> TrainingSet:
     """Fit the encoder and score every training row with the model.
 
     Parameters
@@ -201,10 +208,11 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
         How the data is named in messages.
     scale : {"effort", "minmax"}
         How numeric moves are priced (see :mod:`frpd_cli.encoding`).
+    encoded : tuple, optional
+        ``(encoder, X)`` from :func:`encode_training` with the same frame, schema and scale, when already made.
     """
-    encoder = fit_encoder(schema, frame, source=source, scale=scale)
+    encoder, X = encode_training(frame, schema, source=source, scale=scale) if encoded is None else encoded
     features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
-    X = encoder.encode(features, source=source)
     codes = encoder.constraint_codes(features, source=source)
     try:
         probability = np.asarray(model.favorable_probability(features), dtype=np.float64)

@@ -143,9 +143,10 @@ ROBUST_OPTIONS = OptionGroup(RobustModels, (
 
 
 def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, trusted_types=None, frame=None,
-              data=None, model_path=None, echo=None, scale=None):
+              data=None, model_path=None, echo=None, scale=None, encoded=None):
     """``model`` itself, or a :class:`frpd_cli.judge.Judge` over it and the other models of ``robust``
-    (``--robust-support`` compares rows in the encoding of ``scale``, fitted on ``frame``)."""
+    (``--robust-support`` compares rows in the encoding of ``scale``, fitted on ``frame``; ``encoded``, the
+    training set's (encoder, encoded rows) when they are at hand, spares encoding ``frame`` again)."""
     if robust is None or not robust.active:
         return model
     from ..judge import make_judge
@@ -171,17 +172,21 @@ def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, t
                   for i, e in enumerate(fitted, start=1)]
     return make_judge(model, others, refits, level=robust.level, spread=robust.resolved_spread,
                       support=None if robust.resolved_support is None else
-                      label_support_of(model, robust.resolved_support, schema, frame, scale=scale))
+                      label_support_of(model, robust.resolved_support, schema, frame, scale=scale, encoded=encoded))
 
 
-def label_support_of(model, k: str, schema, frame, *, scale=None):
-    """The :class:`frpd_cli.support.LabelSupport` of ``--robust-support k`` over the training ``frame``."""
+def label_support_of(model, k: str, schema, frame, *, scale=None, encoded=None):
+    """The :class:`frpd_cli.support.LabelSupport` of ``--robust-support k`` over the training ``frame``
+    (encoded in ``scale``, or given as ``encoded``: the training set's encoder and encoded rows)."""
     from ..dataset import labeled_rows
     from ..encoding import DEFAULT_SCALE, fit_encoder
     from ..support import LabelSupport, auto_neighbors
 
-    encoder = fit_encoder(schema, frame, scale=scale or DEFAULT_SCALE)
-    X = encoder.encode(frame.loc[:, list(schema.feature_names)].reset_index(drop=True))
+    if encoded is None:
+        encoder = fit_encoder(schema, frame, scale=scale or DEFAULT_SCALE)
+        X = encoder.encode(frame.loc[:, list(schema.feature_names)].reset_index(drop=True))
+    else:
+        encoder, X = encoded
     labeled = labeled_rows(frame, schema)
     n = auto_neighbors(int(labeled.sum()), len(frame)) if k == "auto" else min(int(k), len(frame))
     return LabelSupport(encoder, X, labeled, n, threshold=float(model.threshold), feature_names=schema.feature_names)
