@@ -322,11 +322,14 @@ class CandidateStage:
         return _short(found, self._with_margin(reason), parts)
 
     def _with_margin(self, reason: str) -> str:
+        """``reason`` with one parenthesis saying what favourable means, when more than the model's threshold."""
+        notes = []
         if hasattr(self.model, "describe"):     # several models to satisfy (frpd_cli.judge)
-            reason = f"{reason} ({self.model.describe()})"
-        if self.level is None:
-            return reason
-        return f"{reason} (favourable here means probability >= {self.level:g}: --threshold plus --margin)"
+            notes.append(self.model.describe())
+        if self.level is not None:
+            margin = f"probability >= {self.level:g}: --threshold plus --margin"
+            notes.append(f"with {margin}" if notes else f"favourable here means {margin}")
+        return f"{reason} ({', '.join(notes)})" if notes else reason
 
 
 def _short(found: Candidates, reason: str, parts: list) -> Candidates:

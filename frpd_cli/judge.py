@@ -181,7 +181,7 @@ class Judge:
         return self.favorable_probability(rows) >= self.threshold
 
     def describe(self) -> str:
-        """The rule in words, for reasons and messages."""
+        """The rule in words, for reasons and messages (no parentheses: it is itself a parenthesis there)."""
         parts = []
         if self.others:
             parts.append(f"the {len(self.others)} --also-valid-for model(s)")
@@ -189,11 +189,11 @@ class Judge:
             share = "all" if self.n_required_refits == len(self.refits) else \
                 f"at least {self.n_required_refits}"
             wide = "" if float(self.spread) == 1.0 else \
-                f", each refit's deviation from the model taken {float(self.spread):g} times (--robust-spread)"
-            parts.append(f"{share} of the {len(self.refits)} refitted models (--robust{wide})")
+                f", each refit's deviation from the model taken {float(self.spread):g} times by --robust-spread"
+            parts.append(f"{share} of the {len(self.refits)} refitted models of --robust{wide}")
         for m in self.support:
             parts.append(f"favourable labels on at least a share {float(m.threshold) + self.margin:g} of the {m.k} "
-                         "training rows nearest to the training row nearest to it (--robust-support)")
+                         "training rows nearest to the training row nearest to it, by --robust-support")
         return "favourable here means accepted by the model and " + " and ".join(parts)
 
 

@@ -190,6 +190,14 @@ def test_unreachable_support_is_infeasible_with_a_reason(corner):
     for a in ("p", "q"):                        # x2 below 5 may not change: no labelled-favourable neighbourhood
         assert plans[a]["status"] == "infeasible" and "--robust-support" in plans[a]["reason"]
     assert plans["r"]["status"] == "ok"
+    # with a margin too, the reason says once what favourable means, and the table shortens it to its first clause
+    from frpd_cli.cli._output import reason_line
+
+    margin = {json.loads(line)["applicant"]: json.loads(line)["reason"]
+              for line in _plan(corner, "--robust-support", "10", "--immutable", "x2", "--margin", "0.1").splitlines()}
+    for a in ("p", "q"):
+        assert margin[a].count("favourable here means") == 1 and "--margin" in margin[a]
+        assert "favourable here means" not in reason_line(margin[a]) and "--robust-support" in margin[a]
 
 
 def test_same_bytes_for_any_chunk_size_and_jobs(corner):
