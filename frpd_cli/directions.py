@@ -83,6 +83,22 @@ def same_direction_repeats(D: np.ndarray, groups: np.ndarray, usable: np.ndarray
     return sorted(out)
 
 
+def moved_rows(schema, base: pd.DataFrame, owner, changes) -> pd.DataFrame:
+    """Rows ``base.iloc[owner]`` with the values of ``changes`` (one dict of feature -> value per row) set.
+
+    Numeric columns stay float; a text column keeps its object dtype.
+    """
+    frame = base.iloc[list(owner)].reset_index(drop=True)
+    for name in dict.fromkeys(name for change in changes for name in change):
+        numeric = schema.feature(name).is_numeric
+        values = frame[name].to_numpy(dtype=np.float64).copy() if numeric else frame[name].tolist()
+        for j, change in enumerate(changes):
+            if name in change:
+                values[j] = change[name]
+        frame[name] = values if numeric or frame[name].dtype != object else pd.Series(values, dtype=object)
+    return frame
+
+
 def favourable_levels(schema, model, base: pd.DataFrame) -> dict:
     """Per mutable categorical or ordinal feature, per applicant: the level the feature may take (inside its
     allowed levels, the allowed side of a monotone ordinal) where the model's probability is highest when that
@@ -122,13 +138,8 @@ def favourable_levels(schema, model, base: pd.DataFrame) -> dict:
                 at.append((f.name, a, level))
     if not at:
         return out
-    frame = base.iloc[list(range(n)) + [a for _, a, _ in at]].reset_index(drop=True)
-    for name in dict.fromkeys(name for name, _, _ in at):
-        values = frame[name].tolist()
-        for j, (feature, _, level) in enumerate(at, start=n):
-            if feature == name:
-                values[j] = level
-        frame[name] = pd.Series(values, dtype=object) if frame[name].dtype == object else values
+    frame = moved_rows(schema, base, list(range(n)) + [a for _, a, _ in at],
+                       [{}] * n + [{name: level} for name, _, level in at])
     prob = np.asarray(model.favorable_probability(frame), dtype=np.float64)
     best = {name: prob[:n].copy() for name in out}
     for j, (name, a, level) in enumerate(at, start=n):
@@ -155,15 +166,7 @@ def _moves(encoder, judge, base: pd.DataFrame) -> list:
     # each applicant's moves, the one that raises the probability most first (one model call)
     owner = [a for a in range(len(base)) for _ in out[a]]
     if owner:
-        frame = base.iloc[owner].reset_index(drop=True)
-        moved = [m for a in range(len(base)) for m in out[a]]
-        for name in dict.fromkeys(name for name, _ in moved):
-            numeric = schema.feature(name).is_numeric
-            values = frame[name].to_numpy(dtype=np.float64).copy() if numeric else frame[name].tolist()
-            for j, (feature, value) in enumerate(moved):
-                if feature == name:
-                    values[j] = value
-            frame[name] = values if numeric or frame[name].dtype != object else pd.Series(values, dtype=object)
+        frame = moved_rows(schema, base, owner, [{name: value} for a in range(len(base)) for name, value in out[a]])
         prob = np.asarray(judge.favorable_probability(frame), dtype=np.float64)
         at = 0
         for a in range(len(base)):
@@ -185,14 +188,7 @@ def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_
     if not probes:
         return np.zeros(0, dtype=np.int64), base.iloc[:0], np.zeros(0), np.zeros(0, dtype=bool)
     owner = np.asarray([a for a, _ in probes], dtype=np.int64)
-    frame = base.iloc[owner].reset_index(drop=True)
-    for name in dict.fromkeys(name for _, combo in probes for name in combo):
-        numeric = encoder.schema.feature(name).is_numeric
-        values = frame[name].to_numpy(dtype=np.float64).copy() if numeric else frame[name].tolist()
-        for j, (_, combo) in enumerate(probes):
-            if name in combo:
-                values[j] = combo[name]
-        frame[name] = values if numeric or frame[name].dtype != object else pd.Series(values, dtype=object)
+    frame = moved_rows(encoder.schema, base, owner, [combo for _, combo in probes])
     # only the points the model accepts at the margin can end a recourse: the others are not interpolated
     ends_ok = np.asarray(judge.favorable_probability(frame), dtype=np.float64) >= judge.threshold
     if not ends_ok.any():
