@@ -151,7 +151,7 @@ def _fit_task(shared: tuple, i: int):
 
 
 def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, resample: str = DEFAULT_RESAMPLE,
-               n_jobs: int = 1) -> list:
+               n_jobs: int = 1, progress=None) -> list:
     """Fit ``n`` refits of ``model``'s estimator on resamples of the training frame and its target column.
 
     Parameters
@@ -169,6 +169,8 @@ def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, res
         How refit ``i`` draws its rows (:func:`refit_rows`).
     n_jobs : int
         Processes fitting refits; the refits do not depend on it.
+    progress : callable, optional
+        Called as ``progress(done, n)`` after each refit is in (in refit order).
 
     Returns
     -------
@@ -190,9 +192,16 @@ def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, res
             # the command and held its exit for their 300 s idle timeout)
             from .backends import map_ordered
 
-            return list(map_ordered(_fit_task, ((i,) for i in range(n)), n_jobs=min(n_jobs, n),
-                                    shared=(estimator, X, y, numeric, seed, resample)))
-        return [_fit_one(estimator, X, y, numeric, seed, i, resample) for i in range(n)]
+            fitted = map_ordered(_fit_task, ((i,) for i in range(n)), n_jobs=min(n_jobs, n),
+                                 shared=(estimator, X, y, numeric, seed, resample))
+        else:
+            fitted = (_fit_one(estimator, X, y, numeric, seed, i, resample) for i in range(n))
+        out = []
+        for refit in fitted:
+            out.append(refit)
+            if progress is not None:
+                progress(len(out), n)
+        return out
     except ModelError:
         raise
     except Exception as exc:

@@ -310,10 +310,14 @@ def test_parallel_refits_are_the_serial_ones_and_leave_no_worker_behind(setup):
     model = Model(estimator=pipe, path="pipe.pkl", favorable=1, threshold=0.5, feature_names=FEATURES, uses_proba=True)
     schema = infer_schema(frame, SchemaSpec(target="y", favorable="1"))
     before = set(multiprocessing.active_children())
-    parallel = fit_refits(model, frame, schema, n=3, seed=5, resample="mixed", n_jobs=2)
+    told = {1: [], 2: []}
+    parallel = fit_refits(model, frame, schema, n=3, seed=5, resample="mixed", n_jobs=2,
+                          progress=lambda done, n: told[2].append((done, n)))
     # the workers are stopped when the refits are in: none is left for the exit to wait on
     assert set(multiprocessing.active_children()) <= before
-    serial = fit_refits(model, frame, schema, n=3, seed=5, resample="mixed", n_jobs=1)
+    serial = fit_refits(model, frame, schema, n=3, seed=5, resample="mixed", n_jobs=1,
+                        progress=lambda done, n: told[1].append((done, n)))
+    assert told[1] == told[2] == [(1, 3), (2, 3), (3, 3)]      # progress after each refit, in order
     rows = frame[FEATURES]
     for a, b in zip(parallel, serial):
         assert np.array_equal(a.predict_proba(rows), b.predict_proba(rows))

@@ -546,13 +546,13 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bo
     runs (none with ``quiet``, or when stderr is not a terminal)."""
     from ._output import busy
 
-    with busy(f"reading '{data}' and scoring its rows with the model", quiet=quiet):
-        return read_training(data, model_path, flags, **options)
+    with busy(f"reading '{data}' and scoring its rows with the model", quiet=quiet) as status:
+        return read_training(data, model_path, flags, status=status, **options)
 
 
 def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
                   encoding: str = "utf-8", trusted_types=None, pool: Path | None = None, robust=None,
-                  on_frame=None):
+                  on_frame=None, status=None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
 
     With ``pool`` (a folder from ``frpd build-pool``) the encoded rows and their scores are read from it,
@@ -560,7 +560,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     (:class:`frpd_cli.cli._robust.RobustModels`) the model returned is the judge over every model to satisfy.
     A pool that holds the parsed CSV (:func:`frpd_cli.pool.pool_frame`) spares parsing it; any trouble opening
     the pool and the CSV is parsed, and the pool's own checks report it as before. ``on_frame``, when given, is
-    called with the CSV as read (``build-pool`` keeps it in the pool).
+    called with the CSV as read (``build-pool`` keeps it in the pool). ``status``, when given, replaces the text
+    of a terminal's status line while the model is refitted (``--robust``).
 
     Returns
     -------
@@ -609,7 +610,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 
             model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
                               data=data, model_path=model_path, scale=flags.scale,
-                              encoded=(training.encoder, training.X))
+                              encoded=(training.encoder, training.X), status=status)
             training = rescored(training, model, source=f"'{data}'")
     else:
         from ..dataset import encode_training
@@ -619,7 +620,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             from ._robust import judge_for
 
             model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
-                              data=data, model_path=model_path, scale=flags.scale, encoded=encoded)
+                              data=data, model_path=model_path, scale=flags.scale, encoded=encoded,
+                              status=status)
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale,
                                       encoded=encoded)
     _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like)

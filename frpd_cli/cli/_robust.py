@@ -143,10 +143,11 @@ ROBUST_OPTIONS = OptionGroup(RobustModels, (
 
 
 def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, trusted_types=None, frame=None,
-              data=None, model_path=None, echo=None, scale=None, encoded=None):
+              data=None, model_path=None, status=None, scale=None, encoded=None):
     """``model`` itself, or a :class:`frpd_cli.judge.Judge` over it and the other models of ``robust``
     (``--robust-support`` compares rows in the encoding of ``scale``, fitted on ``frame``; ``encoded``, the
-    training set's (encoder, encoded rows) when they are at hand, spares encoding ``frame`` again)."""
+    training set's (encoder, encoded rows) when they are at hand, spares encoding ``frame`` again). ``status``,
+    when given, is told how the refitting goes (a terminal's status line)."""
     if robust is None or not robust.active:
         return model
     from ..judge import make_judge
@@ -165,8 +166,16 @@ def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, t
         from ..model import Model
         from ..refits import fit_refits
 
+        def progress(done: int, n: int) -> None:
+            if status is not None:
+                status(f"refitting the model: {done} of {n} done ({robust.resample} resamples; frpd build-refits "
+                       "keeps refits for later runs)")
+
+        progress(0, robust.robust)
         fitted = fit_refits(model, frame, schema, n=robust.robust, seed=robust.seed, resample=robust.resample,
-                            n_jobs=robust.jobs)
+                            n_jobs=robust.jobs, progress=progress)
+        if status is not None:
+            status("scoring the training rows with the model and its refits")
         refits = [Model(estimator=e, path=f"{model.path} (refit {i})", favorable=model.favorable,
                         threshold=model.threshold, feature_names=model.feature_names, uses_proba=model.uses_proba)
                   for i, e in enumerate(fitted, start=1)]

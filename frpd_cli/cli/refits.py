@@ -65,7 +65,12 @@ def build_refits_command(
             raise (flags.usage_error(exc) or exc) from None
         loaded = load_model(model, favorable=spec.favorable, feature_names=spec.feature_names, threshold=threshold,
                             trusted_types=trust_type or None)
-        refits = fit_refits(loaded, frame, spec, n=robust, seed=seed, resample=resample, n_jobs=jobs)
+        from ._output import busy
+
+        with busy(f"refitting the model on {resample} resamples", quiet=quiet) as status:
+            refits = fit_refits(loaded, frame, spec, n=robust, seed=seed, resample=resample, n_jobs=jobs,
+                                progress=lambda done, n: status(f"refitting the model on {resample} resamples: "
+                                                                f"{done} of {n} done"))
         write_refits(out, refits, data=data, model=model, seed=seed, resample=resample, target=spec.target)
         if not quiet:
             echo_err(f"Refitted the model {robust} time(s) on {resample} resamples of {len(frame)} rows in "
