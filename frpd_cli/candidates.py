@@ -609,12 +609,19 @@ class _PoolIndex:
         return self.groups.get(key, self.empty)
 
 
-def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray) -> _PoolIndex:
-    cached = training.__dict__.get("_pool_index")
-    if cached is not None and cached[0] is pool:
-        return cached[1]
-    index = _PoolIndex(training.codes, rows)
-    object.__setattr__(training, "_pool_index", (pool, index))
+def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, *, columns=None) -> _PoolIndex:
+    """The :class:`_PoolIndex` of ``pool`` (grouped by every immutable column, or by ``columns`` of them),
+    remembered for the last pool asked about."""
+    slot = "_pool_index" if columns is None else "_pool_index_some"
+    cached = training.__dict__.get(slot)
+    if cached is not None and cached[0] is pool and cached[1] == columns:
+        return cached[2]
+    codes = training.codes
+    if columns is not None:
+        codes = ConstraintCodes(immutable=codes.immutable[:, list(columns)], monotone=codes.monotone,
+                                direction=codes.direction)
+    index = _PoolIndex(codes, rows)
+    object.__setattr__(training, slot, (pool, None if columns is None else list(columns), index))
     return index
 
 
@@ -882,24 +889,33 @@ def favourable_edges(encoder, model, raw0: list) -> dict:
 def _movable_rows(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray, taken: np.ndarray,
                   policy: str) -> np.ndarray:
     """The pool rows (ascending) :func:`moved_candidates` moves for one applicant: not ``taken``, allowed by the
-    policy, the :data:`MOVED_NEAREST` nearest to the applicant."""
-    eligible = pool.copy()
-    eligible[taken] = False
+    policy, the :data:`MOVED_NEAREST` nearest to the applicant.
+
+    Read from the pool's compact rows and its grouping by immutable values (as :func:`candidate_positions`): the
+    cost follows the applicant's group, not the training set.
+    """
+    rows, X_rows = training.pool_rows(pool)
     policy = effective_policy(training.schema, policy)
     codes = training.codes
-    if policy == "filter":
-        eligible &= actionable_mask(codes0, codes)
-    elif policy == "auto":
-        keep_cols = [j for j, name in enumerate(codes.immutable_names) if training.schema.feature(name).is_categorical]
-        eligible &= actionable_mask(ConstraintCodes(immutable=codes0.immutable[:, keep_cols], monotone=codes0.monotone,
-                                                    direction=codes0.direction),
-                                    ConstraintCodes(immutable=codes.immutable[:, keep_cols], monotone=codes.monotone,
-                                                    direction=codes.direction))
-    rows = np.flatnonzero(eligible)
-    if rows.size > MOVED_NEAREST:        # the rows nearest to the applicant only: a bounded model call
-        near = np.argsort(np.sum((training.X[rows] - x0) ** 2, axis=1), kind="stable")[:MOVED_NEAREST]
-        rows = np.sort(rows[near])
-    return rows
+    if policy in ("filter", "auto"):
+        if policy == "filter":
+            index, key = _pool_index(training, pool, rows), codes0
+        else:                          # the categorical immutable features only
+            keep = [j for j, name in enumerate(codes.immutable_names) if training.schema.feature(name).is_categorical]
+            index = _pool_index(training, pool, rows, columns=keep)
+            key = ConstraintCodes(immutable=codes0.immutable[:, keep], monotone=codes0.monotone,
+                                  direction=codes0.direction)
+        at = index.group(key)
+        for j, column in enumerate(index.monotone):
+            at = at[(column[at] - codes0.monotone[0, j]) * index.direction[j] >= 0]
+    else:
+        at = np.arange(rows.size)
+    if len(taken):
+        at = at[~np.isin(rows[at], taken)]
+    if at.size > MOVED_NEAREST:          # the rows nearest to the applicant only: a bounded model call
+        near = np.argsort(np.sum((X_rows[at] - x0) ** 2, axis=1), kind="stable")[:MOVED_NEAREST]
+        at = np.sort(at[near])
+    return rows[at].astype(np.int64)
 
 
 def _project_many(training: TrainingSet, rows: np.ndarray, owner: np.ndarray, raw0: list) -> pd.DataFrame:

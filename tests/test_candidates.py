@@ -349,3 +349,40 @@ def test_graph_candidates_match_brute_force_reachability(seed, max_hops, max_cos
             cheapest = np.flatnonzero(reachable)[np.lexsort((np.flatnonzero(reachable), dist[reachable]))][:3]
             assert out.rows.tolist() == cheapest.tolist()
     assert n_short and n_ok
+
+
+@pytest.mark.parametrize("policy", ["filter", "auto", "project"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_rows_moved_into_the_bounds_match_a_row_by_row_rule(policy, seed, monkeypatch):
+    # the rows moved_candidates re-predicts: read from the pool's grouping, they must be those a rule over every
+    # row gives (same immutable values, the categorical ones only under auto; monotone moves the allowed way;
+    # not already taken; the nearest few, ties by row)
+    import frpd_cli.candidates as C
+
+    monkeypatch.setattr(C, "MOVED_NEAREST", 7)
+    rng = np.random.default_rng(seed)
+    n = 90
+    frame = pd.DataFrame({
+        "group": rng.choice(["a", "b"], n), "years": rng.integers(0, 3, n), "age": rng.integers(20, 26, n),
+        "level": rng.choice(list(LEVELS), n), "debt": rng.integers(0, 4, n), "income": rng.integers(0, 10, n) * 10.0,
+        "label": rng.integers(0, 2, n)})
+    spec = SchemaSpec(target="label", favorable=1, categorical=("group",), immutable=("group", "years"),
+                      increasing=("age", "level"), decreasing=("debt",), ordinal={"level": LEVELS})
+    training = build_training_set(frame, infer_schema(frame, spec), DebtIncomeModel())
+    pool = rng.random(n) < 0.6
+    rank = {v: i for i, v in enumerate(LEVELS)}
+    for a in range(0, n, 9):
+        taken = np.flatnonzero(pool)[a % 5::6]
+        r0 = frame.iloc[a]
+        ok = pool.copy()
+        ok[taken] = False
+        if policy != "project":
+            ok &= (frame["group"] == r0["group"]).to_numpy() & (frame["age"] >= r0["age"]).to_numpy()
+            ok &= (frame["level"].map(rank) >= rank[r0["level"]]).to_numpy() & (frame["debt"] <= r0["debt"]).to_numpy()
+            if policy == "filter":
+                ok &= (frame["years"] == r0["years"]).to_numpy()
+        rows = np.flatnonzero(ok)
+        d = ((training.X[rows] - training.X[a]) ** 2).sum(axis=1)
+        expected = np.sort(rows[np.lexsort((rows, d))[:7]])
+        got = C._movable_rows(training, training.X[a], training.codes.row(a), pool, taken, policy)
+        assert np.array_equal(got, expected), (policy, a)
