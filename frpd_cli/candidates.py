@@ -913,8 +913,10 @@ def _movable_rows(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarra
     if len(taken):
         at = at[~np.isin(rows[at], taken)]
     if at.size > MOVED_NEAREST:          # the rows nearest to the applicant only: a bounded model call
-        near = np.argsort(np.sum((X_rows[at] - x0) ** 2, axis=1), kind="stable")[:MOVED_NEAREST]
-        at = np.sort(at[near])
+        distance = np.sum((X_rows[at] - x0) ** 2, axis=1)
+        kth = np.partition(distance, MOVED_NEAREST - 1)[MOVED_NEAREST - 1]
+        near = np.flatnonzero(distance <= kth)          # the nearest and every row tied with the last of them
+        at = np.sort(at[near[np.lexsort((at[near], distance[near]))[:MOVED_NEAREST]]])    # ties by row
     return rows[at].astype(np.int64)
 
 
