@@ -272,20 +272,26 @@ def test_refits_by_default_alternate_bootstrap_and_subsample_refits(setup, tmp_p
     assert _plan(setup, "--robust", "4") != _plan(setup, "--refits", tmp_path / "boot", "--resample", "bootstrap")
 
 
-def test_every_refit_has_its_own_random_state_down_a_pipeline(setup):
+def _sgd_pipeline(setup):
+    """(frame, pipeline, Model, schema): an SGD classifier in a pipeline, fitted on the setup's data."""
     from sklearn.linear_model import SGDClassifier
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import StandardScaler
 
     from frpd_cli.model import Model
-    from frpd_cli.refits import fit_refits
     from frpd_cli.schema import SchemaSpec, infer_schema
 
     frame = pd.read_csv(setup.data)
     pipe = Pipeline([("scale", StandardScaler()), ("clf", SGDClassifier(loss="log_loss", random_state=0))])
     pipe.fit(frame[FEATURES], frame["y"])
     model = Model(estimator=pipe, path="pipe.pkl", favorable=1, threshold=0.5, feature_names=FEATURES, uses_proba=True)
-    schema = infer_schema(frame, SchemaSpec(target="y", favorable="1"))
+    return frame, pipe, model, infer_schema(frame, SchemaSpec(target="y", favorable="1"))
+
+
+def test_every_refit_has_its_own_random_state_down_a_pipeline(setup):
+    from frpd_cli.refits import fit_refits
+
+    frame, pipe, model, schema = _sgd_pipeline(setup)
     refits = fit_refits(model, frame, schema, n=3, seed=5)
     # the nested estimator's initialisation varies with the refit (an MLP's weights, an SGD's shuffling)
     assert [r.named_steps["clf"].random_state for r in refits] == [refit_seed(5, i) % (2**31 - 1) for i in range(3)]
@@ -296,19 +302,9 @@ def test_parallel_refits_are_the_serial_ones_and_leave_no_worker_behind(setup):
     import multiprocessing
     import pickle
 
-    from sklearn.linear_model import SGDClassifier
-    from sklearn.pipeline import Pipeline
-    from sklearn.preprocessing import StandardScaler
-
-    from frpd_cli.model import Model
     from frpd_cli.refits import fit_refits
-    from frpd_cli.schema import SchemaSpec, infer_schema
 
-    frame = pd.read_csv(setup.data)
-    pipe = Pipeline([("scale", StandardScaler()), ("clf", SGDClassifier(loss="log_loss", random_state=0))])
-    pipe.fit(frame[FEATURES], frame["y"])
-    model = Model(estimator=pipe, path="pipe.pkl", favorable=1, threshold=0.5, feature_names=FEATURES, uses_proba=True)
-    schema = infer_schema(frame, SchemaSpec(target="y", favorable="1"))
+    frame, _, model, schema = _sgd_pipeline(setup)
     before = set(multiprocessing.active_children())
     told = {1: [], 2: []}
     parallel = fit_refits(model, frame, schema, n=3, seed=5, resample="mixed", n_jobs=2,
