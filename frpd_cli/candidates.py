@@ -1073,25 +1073,26 @@ def exclusions(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[Ex
     """
     parts = []
     codes = training.codes
+    at = np.flatnonzero(rows)                 # the rows counted (the pool): columns are read at them only
     for j, name in enumerate(codes.immutable_names):
-        removed = int(np.sum(rows & (codes.immutable[:, j] != codes0.immutable[0, j])))
+        removed = int(np.count_nonzero(np.take(codes.immutable[:, j], at) != codes0.immutable[0, j]))
         if removed:
             parts.append(Exclusion(removed, "immutable", name, f"{removed} differ in {name} (applicant: {raw0[name]})"))
     for j, name in enumerate(codes.monotone_names):
-        delta = (codes.monotone[:, j] - codes0.monotone[0, j]) * codes.direction[j]
-        removed = int(np.sum(rows & (delta < 0)))
+        delta = (np.take(codes.monotone[:, j], at) - codes0.monotone[0, j]) * codes.direction[j]
+        removed = int(np.count_nonzero(delta < 0))
         if removed:
             up = codes.direction[j] > 0
             parts.append(Exclusion(removed, "increasing" if up else "decreasing", name,
                                    f"{removed} have {'lower' if up else 'higher'} {name} (applicant: {raw0[name]})"))
-    parts.extend(_range_exclusions(training, rows, raw0))
+    parts.extend(_range_exclusions(training, at, raw0))
     parts.sort(key=lambda part: -part.count)
     return parts
 
 
-def _range_exclusions(training: TrainingSet, rows: np.ndarray, raw0) -> list[Exclusion]:
-    """How many of ``rows`` each ``--range`` rules out (a row keeping the applicant's value is never out), and
-    each move bound (``--max-move``), counted apart."""
+def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0) -> list[Exclusion]:
+    """How many of the rows ``at`` (row numbers) each ``--range`` rules out (a row keeping the applicant's value
+    is never out), and each move bound (``--max-move``), counted apart."""
     from dataclasses import replace
 
     parts = []
@@ -1100,18 +1101,18 @@ def _range_exclusions(training: TrainingSet, rows: np.ndarray, raw0) -> list[Exc
     for f in training.schema.features:
         if not f.has_range:
             continue
-        differs = (training.frame[f.name] != raw0[f.name]).to_numpy()
+        column = training.frame[f.name].iloc[at]
+        differs = (column != raw0[f.name]).to_numpy()
         limit = replace(f, max_move=None)
         if limit.has_range:
-            outside = ~limit.in_range(training.frame[f.name].to_numpy(),
-                                      float(raw0[f.name]) if limit.is_relative else None)
-            removed = int(np.sum(rows & outside & differs))
+            outside = ~limit.in_range(column.to_numpy(), float(raw0[f.name]) if limit.is_relative else None)
+            removed = int(np.count_nonzero(outside & differs))
             if removed:
                 parts.append(Exclusion(removed, "range", f.name,
                                        f"{removed} are outside the range of {f.name} ({_range_text(limit, raw0)})"))
         if f.max_move is not None:
-            far = np.abs(training.frame[f.name].to_numpy(dtype=np.float64) - float(raw0[f.name])) > f.max_move
-            removed = int(np.sum(rows & far & differs))
+            far = np.abs(column.to_numpy(dtype=np.float64) - float(raw0[f.name])) > f.max_move
+            removed = int(np.count_nonzero(far & differs))
             if removed:
                 share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its training range"
                 parts.append(Exclusion(removed, "max-move", f.name,
