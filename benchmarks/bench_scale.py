@@ -1,7 +1,7 @@
 """frpd on training sets of growing size: Adult resampled to 26k, 100k, 1M (and 10M) rows.
 
 Run: python benchmarks/bench_scale.py [--sizes 26048,100000,1000000] [--with-10m] [--work DIR]
-                                      [--n-applicants 200] [--skip-generate]
+                                      [--n-applicants 200] [--generate-only]
 
 Data: Adult from ../shared/datasets, 80/20 stratified split with seed 42, the MLP (20, 50, 20) of
 `bench_plan.py` trained on the training split. A set of N rows draws N rows of the training split with
@@ -9,7 +9,7 @@ replacement (seed 7; the 26,048-row set is the training split itself), jitters h
 [-2, 2] (kept in [1, 99]) and labels every row by the same MLP (label = its prediction at 0.5). Applicants: the
 first denied rows of the test split. Schema: immutable marital_status, gender and race, age increasing; `frpd
 plan` with quad, K = 3, the defaults otherwise. The sets are written once to the work folder (default
-/tmp/frpd-bench-scale) and reused (`--skip-generate`).
+/tmp/frpd-bench-scale) and reused by later runs (`--generate-only` writes them and stops).
 
 Reported per size, from the command line (`frpd` in a fresh process each time; peak memory = the largest
 resident set of the process and its children, `ru_maxrss`):
