@@ -116,15 +116,19 @@ def test_share_without_favourable_rows_or_with_k_beyond_the_rows():
 
 
 @pytest.mark.parametrize("shape", [(200, 3), (50, 1), (1, 4), (0, 3)])
-def test_distinct_rows_are_numpys(shape):
+def test_distinct_rows_are_numpys_in_order_of_appearance(shape):
     rng = np.random.default_rng(shape[0])
     X = rng.integers(0, 3, size=shape).astype(float)
     if len(X) > 3:
-        X[1], X[2] = np.nan, -0.5                         # a missing value and a negative one group as numpy's
+        X[1], X[2] = -0.5, 7.0                           # a negative value, and a row seen once
     distinct, inverse, counts = distinct_rows(X)
-    d, i, c = np.unique(X, axis=0, return_inverse=True, return_counts=True)
-    assert np.array_equal(distinct, d, equal_nan=True) and np.array_equal(inverse, i.ravel())
-    assert np.array_equal(counts, c) and np.array_equal(distinct[inverse], X, equal_nan=True)
+    assert np.array_equal(distinct[inverse], X) and len(np.unique(distinct, axis=0)) == len(distinct)
+    assert np.array_equal(counts, np.bincount(inverse, minlength=len(distinct)))
+    # the same distinct rows and multiplicities as numpy's, each first seen where its first copy is
+    d, c = np.unique(X, axis=0, return_counts=True)
+    order = np.lexsort(distinct.T[::-1]) if len(distinct) else np.zeros(0, dtype=int)
+    assert np.array_equal(distinct[order], d) and np.array_equal(counts[order], c)
+    assert np.array_equal(np.sort(np.unique(inverse, return_index=True)[1]), np.unique(inverse, return_index=True)[1])
 
 
 def test_auto_neighbours_is_the_square_root_of_the_favourable_rows():
