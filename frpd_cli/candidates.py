@@ -612,17 +612,18 @@ class _PoolIndex:
 def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, *, columns=None) -> _PoolIndex:
     """The :class:`_PoolIndex` of ``pool`` (grouped by every immutable column, or by ``columns`` of them),
     remembered for the last pool asked about."""
-    slot = "_pool_index" if columns is None else "_pool_index_some"
-    cached = training.__dict__.get(slot)
-    if cached is not None and cached[0] is pool and cached[1] == columns:
-        return cached[2]
-    codes = training.codes
-    if columns is not None:
-        codes = ConstraintCodes(immutable=codes.immutable[:, list(columns)], monotone=codes.monotone,
-                                direction=codes.direction)
-    index = _PoolIndex(codes, rows)
-    object.__setattr__(training, slot, (pool, None if columns is None else list(columns), index))
-    return index
+    key = None if columns is None else tuple(columns)
+    cached = training.__dict__.get("_pool_index")
+    if cached is None or cached[0] is not pool:
+        cached = (pool, {})
+        object.__setattr__(training, "_pool_index", cached)
+    if key not in cached[1]:
+        codes = training.codes
+        if key is not None:
+            codes = ConstraintCodes(immutable=codes.immutable[:, list(key)], monotone=codes.monotone,
+                                    direction=codes.direction)
+        cached[1][key] = _PoolIndex(codes, rows)
+    return cached[1][key]
 
 
 def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray) -> np.ndarray:  # rows: positions in X

@@ -95,7 +95,7 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     multiplicities: ``distinct[inverse]`` is ``X``.
 
     Rows are grouped by hashing (pandas), never sorted: numpy's ``unique(axis=0)`` sorts every row (19 s for a
-    million rows of 29 columns, 2 s this way). NaN equals NaN here, and 0.0 equals -0.0.
+    million rows of 29 columns, under 1 s this way). NaN equals NaN here, and 0.0 equals -0.0.
     """
     X = np.asarray(X)
     if X.ndim != 2 or not len(X) or not X.shape[1]:

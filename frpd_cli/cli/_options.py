@@ -596,32 +596,28 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             raise (flags.usage_error(exc) or exc) from None
     model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                        threshold=threshold, trusted_types=trusted_types or None)
-    robust_active = robust is not None and robust.active
     if pool is not None:
         from ..pool import load_pool
 
         training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
                              encoding=encoding, source=f"'{data}'", scale=flags.scale, artifact=artifact)
-        if robust_active:
-            # several models to satisfy: the judge over them (label support compares rows in the pool's
-            # encoding); the pool holds the model's verdict alone, the judge scores its rows again
-            from ..dataset import rescored
-            from ._robust import judge_for
-
-            model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
-                              data=data, model_path=model_path, scale=flags.scale,
-                              encoded=(training.encoder, training.X), status=status)
-            training = rescored(training, model, source=f"'{data}'")
+        encoded = (training.encoder, training.X)
     else:
         from ..dataset import encode_training
 
         encoded = encode_training(frame, schema, source=f"'{data}'", scale=flags.scale)
-        if robust_active:                       # several models to satisfy: the judge scores the rows
-            from ._robust import judge_for
+    if robust is not None and robust.active:
+        # several models to satisfy: the judge over them scores the rows (label support compares rows in the
+        # training set's encoding, the pool's mapped rows with --pool)
+        from ._robust import judge_for
 
-            model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
-                              data=data, model_path=model_path, scale=flags.scale, encoded=encoded,
-                              status=status)
+        model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
+                          data=data, model_path=model_path, scale=flags.scale, encoded=encoded, status=status)
+        if pool is not None:            # the pool holds the model's verdict alone: the judge scores its rows again
+            from ..dataset import rescored
+
+            training = rescored(training, model, source=f"'{data}'")
+    if pool is None:
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale,
                                       encoded=encoded)
     _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like)
