@@ -18,7 +18,11 @@ values into the ranges and stops at threshold + margin). For one applicant
      feature, keeps every ranged feature (``--range``) inside its range or at
      the applicant's value, and differs from the applicant
      (:func:`candidate_mask`). ``--vary`` makes every other feature immutable,
-     so it is the immutable rule.
+     so it is the immutable rule. Of pool rows with the same values (large
+     training sets repeat rows), the first is the candidate and its copies are
+     not (:func:`first_copies`): two copies lead to the same recourse, so a plan
+     of K prototypes must be K different rows, and the selection's work follows
+     the distinct rows, not the repeats.
    - ``project``: the other pool rows also get the applicant's immutable
      values, their monotone features are clipped to the allowed side of the
      applicant's, and the projected row is decoded and re-predicted at the same
@@ -69,6 +73,7 @@ __all__ = [
     "Exclusion",
     "candidate_mask",
     "candidate_positions",
+    "first_copies",
     "candidate_set",
     "moved_candidates",
     "moved_candidates_many",
@@ -193,7 +198,9 @@ class CandidateStage:
         share these pages instead of each gathering and grouping the pool again."""
         if self.graph is None and self.policy == "filter":
             rows, _ = self.training.pool_rows(self.pool)
-            _pool_index(self.training, self.pool, rows)
+            _pool_index(self.training, self.pool, rows, distinct=True)
+        elif self.graph is None:
+            first_copies(self.training, self.pool)
 
     def find(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
         """The candidates of one applicant.
@@ -260,7 +267,7 @@ class CandidateStage:
                 for a, extra in zip(wider, moved):
                     found[short[a]] = _with_moved(self.training, found[short[a]], extra)
         short = set(short)
-        return {i: found[i] if len(found[i]) >= k else self._explain(found[i], codes0.row(i), raw_rows[i],
+        return {i: found[i] if len(found[i]) >= k else self._explain(found[i], X0[i], codes0.row(i), raw_rows[i],
                                                                      moved=i in short)
                 for i in applicants}
 
@@ -268,7 +275,7 @@ class CandidateStage:
         """Linear scheme: the candidates before any is moved into the move bounds."""
         training, pool = self.training, self.pool
         if self.policy == "filter":
-            pool_rows, at = candidate_positions(training, x0, codes0, pool, raw0)
+            pool_rows, at = candidate_positions(training, x0, codes0, pool, raw0, distinct=True)
             limit = getattr(self.settings, "max_candidates", None)
             if limit is not None and at.size > limit:
                 at = _nearest_positions(training, pool, at, x0, limit)
@@ -278,9 +285,14 @@ class CandidateStage:
         cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
         return Candidates(rows=cset.rows, X=cset.X, projected=cset.projected, n_pool=int(pool.sum()))
 
-    def _explain(self, found: Candidates, codes0: ConstraintCodes, raw0, *, moved: bool) -> Candidates:
+    def _explain(self, found: Candidates, x0: np.ndarray, codes0: ConstraintCodes, raw0, *,
+                 moved: bool) -> Candidates:
         """``found`` (fewer than K) with the reason and the counts of what ruled the other rows out."""
         parts = exclusions(self.training, codes0, self.pool, raw0)
+        copies = _copies_left_out(self.training, x0, codes0, self.pool, raw0)
+        if copies:
+            parts.append(Exclusion(copies, "copy", "", f"{copies} repeat another candidate row"))
+            parts.sort(key=lambda part: -part.count)
         reason = _shortfall(found.n_pool, len(found), self.settings.k, parts)
         if self.policy != "filter":
             reason += ("; even after projecting the others onto the applicant's immutable values"
@@ -489,8 +501,10 @@ def candidate_mask(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarr
 
 
 def candidate_positions(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray,
-                        raw0=None) -> tuple[np.ndarray, np.ndarray]:
-    """The rows of :func:`candidate_mask` as positions in the pool's compact arrays, without a mask over the rows.
+                        raw0=None, *, distinct: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of :func:`candidate_mask` as positions in the pool's compact arrays, without a mask over the rows;
+    with ``distinct``, the first of each row's copies only (:func:`first_copies`), found without reading the
+    copies.
 
     Returns
     -------
@@ -504,7 +518,7 @@ def candidate_positions(training: TrainingSet, x0: np.ndarray, codes0, pool: np.
     Costs the applicant's immutable group, not the training set: no array of ``n_rows`` is made.
     """
     rows, X_rows = training.pool_rows(pool)         # check the (usually much smaller) pool only
-    index = _pool_index(training, pool, rows)
+    index = _pool_index(training, pool, rows, distinct=distinct)
     at = index.group(codes0)
     for j, column in enumerate(index.monotone):
         at = at[(column[at] - codes0.monotone[0, j]) * index.direction[j] >= 0]
@@ -599,6 +613,17 @@ class _PoolIndex:
                 self.groups[key] = usable[order[bounds[g]:bounds[g + 1]]]
         self.empty = np.zeros(0, dtype=np.int64)
 
+    def first_only(self, first: np.ndarray) -> "_PoolIndex":
+        """The same grouping of the positions flagged in ``first`` only (the first of each row's copies)."""
+        out = object.__new__(_PoolIndex)
+        out.monotone, out.direction, out.n_immutable = self.monotone, self.direction, self.n_immutable
+        out.empty = np.zeros(0, dtype=np.int64)
+        if self.n_immutable == 0:
+            out.everything = np.flatnonzero(first)
+        else:
+            out.groups = {key: at[first[at]] for key, at in self.groups.items()}
+        return out
+
     def group(self, codes0) -> np.ndarray:
         """Positions (ascending) of the pool rows with exactly the applicant's immutable values."""
         if self.n_immutable == 0:
@@ -609,21 +634,33 @@ class _PoolIndex:
         return self.groups.get(key, self.empty)
 
 
-def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, *, columns=None) -> _PoolIndex:
-    """The :class:`_PoolIndex` of ``pool`` (grouped by every immutable column, or by ``columns`` of them),
-    remembered for the last pool asked about."""
+def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, *, columns=None,
+                distinct: bool = False) -> _PoolIndex:
+    """The :class:`_PoolIndex` of ``pool`` (grouped by every immutable column, or by ``columns`` of them; with
+    ``distinct``, of the first of each row's copies only), remembered for the last pool asked about."""
     key = None if columns is None else tuple(columns)
-    cached = training.__dict__.get("_pool_index")
-    if cached is None or cached[0] is not pool:
-        cached = (pool, {})
-        object.__setattr__(training, "_pool_index", cached)
-    if key not in cached[1]:
+    cached = _pool_cache(training, pool)
+    if distinct:
+        if ("distinct", key) not in cached:
+            cached[("distinct", key)] = _pool_index(training, pool, rows, columns=columns).first_only(
+                first_copies(training, pool)[0])
+        return cached[("distinct", key)]
+    if key not in cached:
         codes = training.codes
         if key is not None:
             codes = ConstraintCodes(immutable=codes.immutable[:, list(key)], monotone=codes.monotone,
                                     direction=codes.direction)
-        cached[1][key] = _PoolIndex(codes, rows)
-    return cached[1][key]
+        cached[key] = _PoolIndex(codes, rows)
+    return cached[key]
+
+
+def _pool_cache(training: TrainingSet, pool: np.ndarray) -> dict:
+    """What the candidate filter keeps about the last pool asked about (by identity), on the training set."""
+    cached = training.__dict__.get("_pool_index")
+    if cached is None or cached[0] is not pool:
+        cached = (pool, {})
+        object.__setattr__(training, "_pool_index", cached)
+    return cached[1]
 
 
 def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray) -> np.ndarray:  # rows: positions in X
@@ -634,6 +671,41 @@ def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray) -> np.ndarray: 
             break
         rows = rows[X[rows, j] == x0[j]]
     return rows
+
+
+def first_copies(training: TrainingSet, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows of the pool's compact arrays (:meth:`TrainingSet.pool_rows`) are the first pool row with their
+    values, and how many pool rows have the values of each. Remembered with the pool's grouping.
+
+    Rows are compared by their raw feature values, which fix everything a constraint reads (encoded row, codes,
+    ranges): the copies of a row are candidates for the same applicants as the row itself, so keeping the first
+    (the lowest row number) of each candidate's copies is keeping the first of the pool's.
+
+    Returns
+    -------
+    first : ndarray of bool, shape (n_pool,)
+    copies : ndarray of int64, shape (n_pool,)
+        At a first row, the pool rows with its values (itself included); 0 elsewhere.
+    """
+    cached = _pool_cache(training, pool)
+    if "copies" not in cached:
+        rows, _ = training.pool_rows(pool)
+        first = np.zeros(rows.size, dtype=bool)
+        copies = np.zeros(rows.size, dtype=np.int64)
+        if rows.size:
+            names = list(training.schema.feature_names)
+            group = training.frame[names].iloc[rows].groupby(names, sort=False, dropna=False).ngroup().to_numpy()
+            at = np.unique(group, return_index=True)[1]       # groups are numbered in order of appearance
+            first[at] = True
+            copies[at] = np.bincount(group, minlength=at.size)
+        cached["copies"] = (first, copies)
+    return cached["copies"]
+
+
+def _copies_left_out(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray, raw0) -> int:
+    """How many of an applicant's filtered pool rows are copies of another candidate (:func:`first_copies`)."""
+    _, at = candidate_positions(training, x0, codes0, pool, raw0, distinct=True)
+    return int(first_copies(training, pool)[1][at].sum() - at.size)
 
 
 # ------------------------------------------------------------------------------------------------ projection
@@ -890,7 +962,8 @@ def favourable_edges(encoder, model, raw0: list) -> dict:
 def _movable_rows(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray, taken: np.ndarray,
                   policy: str) -> np.ndarray:
     """The pool rows (ascending) :func:`moved_candidates` moves for one applicant: not ``taken``, allowed by the
-    policy, the :data:`MOVED_NEAREST` nearest to the applicant.
+    policy, the :data:`MOVED_NEAREST` nearest to the applicant, the first of each row's copies only
+    (:func:`first_copies`: copies would move to the same row).
 
     Read from the pool's compact rows and its grouping by immutable values (as :func:`candidate_positions`): the
     cost follows the applicant's group, not the training set.
@@ -900,17 +973,17 @@ def _movable_rows(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarra
     codes = training.codes
     if policy in ("filter", "auto"):
         if policy == "filter":
-            index, key = _pool_index(training, pool, rows), codes0
+            index, key = _pool_index(training, pool, rows, distinct=True), codes0
         else:                          # the categorical immutable features only
             keep = [j for j, name in enumerate(codes.immutable_names) if training.schema.feature(name).is_categorical]
-            index = _pool_index(training, pool, rows, columns=keep)
+            index = _pool_index(training, pool, rows, columns=keep, distinct=True)
             key = ConstraintCodes(immutable=codes0.immutable[:, keep], monotone=codes0.monotone,
                                   direction=codes0.direction)
         at = index.group(key)
         for j, column in enumerate(index.monotone):
             at = at[(column[at] - codes0.monotone[0, j]) * index.direction[j] >= 0]
     else:
-        at = np.arange(rows.size)
+        at = np.flatnonzero(first_copies(training, pool)[0])
     if len(taken):
         at = at[~np.isin(rows[at], taken)]
     if at.size > MOVED_NEAREST:          # the rows nearest to the applicant only: a bounded model call
@@ -995,7 +1068,8 @@ def candidate_set(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd
         raise InputError(
             f"The 'immutable_policy' option must be one of {', '.join(IMMUTABLE_POLICIES)}. Got {policy!r} instead."
         )
-    strict = np.flatnonzero(candidate_mask(training, x0, codes0, pool, raw0))
+    pool_rows, at = candidate_positions(training, x0, codes0, pool, raw0, distinct=True)
+    strict = pool_rows[at].astype(np.int64)
     rows = [strict]
     X = [training.X[strict]]
     raw = [training.frame.iloc[strict].reset_index(drop=True)]
@@ -1048,7 +1122,8 @@ class Exclusion:
     count : int
         Rows of the set that break the constraint (a row breaking several is
         counted under each).
-    constraint : {"immutable", "increasing", "decreasing", "range", "max-move"}
+    constraint : {"immutable", "increasing", "decreasing", "range", "max-move", "copy"}
+        ``copy``: rows left out as copies of another candidate (:func:`first_copies`; ``feature`` is empty).
     feature : str
     text : str
         The constraint's part of a reason, e.g. ``"12 differ in gender (applicant: Male)"``.

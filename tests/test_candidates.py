@@ -167,7 +167,7 @@ class DebtIncomeModel:
         return np.clip(np.asarray(rows["income"], float) / 100.0 + 0.04 * np.asarray(rows["debt"], float), 0, 1)
 
 
-def _random_case(seed: int, n: int = 70):
+def _random_case(seed: int, n: int = 70, copies: int = 0):
     rng = np.random.default_rng(seed)
     frame = pd.DataFrame({
         "group": rng.choice(["a", "b", "c"], n),
@@ -178,6 +178,9 @@ def _random_case(seed: int, n: int = 70):
         "income": rng.integers(0, 10, n) * 10.0,
         "label": rng.integers(0, 2, n),
     })
+    if copies:          # copies of some rows (labels drawn apart), everything shuffled: a copy may come first
+        extra = frame.iloc[rng.integers(0, n, copies)].assign(label=rng.integers(0, 2, copies))
+        frame = pd.concat([frame, extra], ignore_index=True).iloc[rng.permutation(n + copies)].reset_index(drop=True)
     spec = SchemaSpec(target="label", favorable=1, categorical=("group", "sector"), immutable=("group",),
                       increasing=("age", "level"), decreasing=("debt",), ordinal={"level": LEVELS},
                       ranges={"income": "20:70", "sector": "x,y"})
@@ -187,7 +190,8 @@ def _random_case(seed: int, n: int = 70):
 
 
 def _brute(frame: pd.DataFrame, pool: np.ndarray, raw0: dict):
-    """Candidate rows and per-constraint counts, row by row over the raw values."""
+    """Candidate rows and per-constraint counts, row by row over the raw values; a row equal to an earlier
+    candidate is a copy (not a candidate, counted apart)."""
     rank = {v: i for i, v in enumerate(LEVELS)}
     rules = [("immutable", "group", lambda r: r["group"] == raw0["group"]),
              ("increasing", "age", lambda r: r["age"] >= raw0["age"]),
@@ -197,7 +201,7 @@ def _brute(frame: pd.DataFrame, pool: np.ndarray, raw0: dict):
              ("range", "income", lambda r: 20 <= r["income"] <= 70 or r["income"] == raw0["income"])]
     # exclusions list ranges in schema order (sector before income), after the immutable and monotone rules
     counts = {(kind, name): 0 for kind, name, _ in rules}
-    rows = []
+    rows, seen, n_copies = [], set(), 0
     for i, r in enumerate(frame[FEATURES].to_dict("records")):
         if not pool[i]:
             continue
@@ -207,16 +211,21 @@ def _brute(frame: pd.DataFrame, pool: np.ndarray, raw0: dict):
                 counts[(kind, name)] += 1
                 ok = False
         if ok and any(r[f] != raw0[f] for f in FEATURES):
-            rows.append(i)
+            key = tuple(r[f] for f in FEATURES)
+            if key in seen:
+                n_copies += 1
+            else:
+                seen.add(key)
+                rows.append(i)
     order = [key for key in counts if counts[key]]
     order.sort(key=lambda key: -counts[key])
-    return rows, [(kind, name, counts[(kind, name)]) for kind, name in order]
+    return rows, [(kind, name, counts[(kind, name)]) for kind, name in order], n_copies
 
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("candidates,margin", [("predicted", 0.0), ("labeled", 0.0), ("predicted", 0.15)])
 def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin):
-    frame, training, model = _random_case(seed)
+    frame, training, model = _random_case(seed, copies=25)
     prob = model.favorable_probability(frame)
     pool = prob >= 0.5 + margin
     if candidates == "labeled":
@@ -227,9 +236,10 @@ def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin
                                        int(rng.integers(0, 4)), rng.choice(["x", "y", "z"]),
                                        float(rng.integers(0, 10) * 10))))
                    for _ in range(15)]
-    n_short = 0
+    n_short = n_copies = 0
     for raw0 in applicants:
-        expected, counts = _brute(frame, pool, raw0)
+        expected, counts, copies = _brute(frame, pool, raw0)
+        n_copies += copies
         k = 4
         found = _find(training, model, raw=raw0, k=k, candidates=candidates, margin=margin)
         assert found.rows.tolist() == expected
@@ -238,7 +248,10 @@ def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin
         assert [(e.constraint, e.feature, e.count) for e in exclusions(training, codes0, pool, raw0)] == counts
         if len(expected) < k:
             n_short += 1
-            assert [(e.constraint, e.feature, e.count) for e in found.exclusions] == counts
+            parts = counts + [("copy", "", copies)] * bool(copies)
+            parts.sort(key=lambda part: -part[2])
+            assert [(e.constraint, e.feature, e.count) for e in found.exclusions] == parts
+            assert (f"{copies} repeat another candidate row" in found.reason) == bool(copies)
             need = f", need {k}" if not expected else ""    # with some candidates the plan holds them (short)
             assert f"only {len(expected)} candidate row(s){need}: of {int(pool.sum())} favourable" in found.reason
         else:
@@ -249,7 +262,7 @@ def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin
         out = select_for_applicant(training, x0, codes0, raw0, settings, model=model)[0]
         if len(expected) >= settings.k:
             assert set(out.rows.tolist()) <= set(expected) and out.n_candidates == len(expected)
-    assert n_short  # the counts were exercised
+    assert n_short and (n_copies or candidates == "labeled")  # the counts and the copies were exercised
 
 
 def _scaled(frame: pd.DataFrame) -> np.ndarray:
@@ -366,15 +379,22 @@ def test_rows_moved_into_the_bounds_match_a_row_by_row_rule(policy, seed, monkey
         "group": rng.choice(["a", "b"], n), "years": rng.integers(0, 3, n), "age": rng.integers(20, 26, n),
         "level": rng.choice(list(LEVELS), n), "debt": rng.integers(0, 4, n), "income": rng.integers(0, 10, n) * 10.0,
         "label": rng.integers(0, 2, n)})
+    frame = pd.concat([frame, frame.iloc[rng.integers(0, n, 30)]], ignore_index=True)   # copies of some rows,
+    n += 30
+    frame = frame.iloc[rng.permutation(n)].reset_index(drop=True)                         # a copy may come first
     spec = SchemaSpec(target="label", favorable=1, categorical=("group",), immutable=("group", "years"),
                       increasing=("age", "level"), decreasing=("debt",), ordinal={"level": LEVELS})
     training = build_training_set(frame, infer_schema(frame, spec), DebtIncomeModel())
     pool = rng.random(n) < 0.6
     rank = {v: i for i, v in enumerate(LEVELS)}
+    # the first pool row with its values stands for its copies (they would move to the same row)
+    features = frame.drop(columns="label")
+    first = pool & ~features.where(np.repeat(pool[:, None], features.shape[1], axis=1)).duplicated().to_numpy()
+    assert (pool & ~first).sum() >= 5
     for a in range(0, n, 9):
-        taken = np.flatnonzero(pool)[a % 5::6]
+        taken = np.flatnonzero(first)[a % 5::6]
         r0 = frame.iloc[a]
-        ok = pool.copy()
+        ok = first.copy()
         ok[taken] = False
         if policy != "project":
             ok &= (frame["group"] == r0["group"]).to_numpy() & (frame["age"] >= r0["age"]).to_numpy()

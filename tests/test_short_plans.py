@@ -187,3 +187,48 @@ def test_graph_short_plans(crafted, method):
         _check_recourses(crafted, rec)
         assert {r["path"][-1] for r in rec["recourses"]} == crafted["oracle"][a]
         assert rec["reason"].startswith(f"{len(crafted['oracle'][a])} of K=3 recourses: only ")
+
+
+@pytest.fixture(scope="module")
+def with_copies(crafted, tmp_path_factory):
+    """The crafted data with copies of the solo and duo groups' favourable rows: 3 more of solo's (one of them
+    before the original) and 2 more of one of duo's."""
+    tmp = tmp_path_factory.mktemp("copies")
+    frame = crafted["frame"]
+    solo = frame.index[(frame["group"] == "solo") & (frame["age"] == 40)][0]
+    duo = frame.index[(frame["group"] == "duo") & (frame["age"] == 33)][0]
+    frame = pd.concat([frame.loc[[solo]], frame, frame.loc[[solo, solo, duo, duo]]], ignore_index=True)
+    data = tmp / "train.csv"
+    frame.to_csv(data, index=False)
+    return {**crafted, "data": data, "frame": frame, "first": {"S1": {0}, "D2": {duo + 1, frame.index[
+        (frame["group"] == "duo") & (frame["age"] == 45)][0]}}}
+
+
+@pytest.mark.parametrize("method", LINEAR_METHODS)
+def test_copies_of_a_row_are_one_candidate(with_copies, method):
+    # the model is the crafted one: copies change nothing it predicts. Solo has 4 copies of one favourable row
+    # (was 1 candidate), duo 3 of one of its two: the plans are the crafted ones, never one row twice, the
+    # prototype the first copy, and the reason counts the copies left out
+    c = with_copies
+    result = runner.invoke(app, [*_args(c), "--method", method, "--format", "jsonl", "--no-sparsify"])
+    assert result.exit_code == 0, result.stderr
+    records = {r["applicant"]: r for r in map(json.loads, result.stdout.splitlines())}
+    for a, n, copies in (("S1", 1, 3), ("D2", 2, 2)):
+        rec = records[a]
+        assert rec["status"] == "ok" and rec["partial"] is True, rec
+        _check_recourses(c, rec)
+        assert rec["reason"].startswith(f"{n} of K=3 recourses: only {n} candidate row(s): of ")
+        assert f"{copies} repeat another candidate row" in rec["reason"]
+        assert "led to the same recourse" not in rec["reason"]
+
+
+def test_select_takes_the_first_copy(with_copies):
+    c = with_copies
+    out = c["tmp"] / "sel_copies"
+    result = runner.invoke(app, [*_args(c, "select"), "--out", str(out), "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    protos = pd.read_csv(out / "prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
+    for a in ("S1", "D2"):
+        assert set(protos.loc[protos["applicant"] == a, "row"].astype(int)) == c["first"][a]
+    status = pd.read_csv(out / "status.csv", dtype={"applicant": str}, keep_default_na=False).set_index("applicant")
+    assert status.loc["S1", "n_candidates"] == 1 and status.loc["D2", "n_candidates"] == 2
