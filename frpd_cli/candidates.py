@@ -288,7 +288,9 @@ class CandidateStage:
     def _explain(self, found: Candidates, x0: np.ndarray, codes0: ConstraintCodes, raw0, *,
                  moved: bool) -> Candidates:
         """``found`` (fewer than K) with the reason and the counts of what ruled the other rows out."""
-        parts = exclusions(self.training, codes0, self.pool, raw0)
+        rows, _ = self.training.pool_rows(self.pool)
+        first, n_copies = first_copies(self.training, self.pool)
+        parts = exclusions(self.training, codes0, self.pool, raw0, copies=(rows[first], n_copies[first]))
         copies = _copies_left_out(self.training, x0, codes0, self.pool, raw0)
         if copies:
             parts.append(Exclusion(copies, "copy", "", f"{copies} repeat another candidate row"))
@@ -1135,7 +1137,8 @@ class Exclusion:
     text: str
 
 
-def exclusions(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[Exclusion]:
+def exclusions(training: TrainingSet, codes0, rows: np.ndarray, raw0, *,
+               copies: tuple | None = None) -> list[Exclusion]:
     """For the rows selected by ``rows`` (bool mask), how many each constraint rules out, largest first.
 
     Immutable features first, then monotone ones, then ranges, each in schema
@@ -1143,32 +1146,46 @@ def exclusions(training: TrainingSet, codes0, rows: np.ndarray, raw0) -> list[Ex
     left out. A row keeping the applicant's value of a ranged feature is never
     outside its range.
 
+    Parameters
+    ----------
+    copies : (ndarray of int, ndarray of int), optional
+        The rows of ``rows`` with distinct values and how many rows of ``rows`` have the values of each
+        (:func:`first_copies`): the same counts, reading the distinct rows only.
+
     Returns
     -------
     parts : list of Exclusion
     """
     parts = []
     codes = training.codes
-    at = np.flatnonzero(rows)                 # the rows counted (the pool): columns are read at them only
+    if copies is None:
+        at = np.flatnonzero(rows)             # the rows counted (the pool): columns are read at them only
+        weight = None
+    else:
+        at, weight = copies
+
+    def count(ruled_out: np.ndarray) -> int:
+        return int(np.count_nonzero(ruled_out) if weight is None else weight[ruled_out].sum())
+
     for j, name in enumerate(codes.immutable_names):
-        removed = int(np.count_nonzero(np.take(codes.immutable[:, j], at) != codes0.immutable[0, j]))
+        removed = count(np.take(codes.immutable[:, j], at) != codes0.immutable[0, j])
         if removed:
             parts.append(Exclusion(removed, "immutable", name, f"{removed} differ in {name} (applicant: {raw0[name]})"))
     for j, name in enumerate(codes.monotone_names):
         delta = (np.take(codes.monotone[:, j], at) - codes0.monotone[0, j]) * codes.direction[j]
-        removed = int(np.count_nonzero(delta < 0))
+        removed = count(delta < 0)
         if removed:
             up = codes.direction[j] > 0
             parts.append(Exclusion(removed, "increasing" if up else "decreasing", name,
                                    f"{removed} have {'lower' if up else 'higher'} {name} (applicant: {raw0[name]})"))
-    parts.extend(_range_exclusions(training, at, raw0))
+    parts.extend(_range_exclusions(training, at, raw0, count))
     parts.sort(key=lambda part: -part.count)
     return parts
 
 
-def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0) -> list[Exclusion]:
+def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> list[Exclusion]:
     """How many of the rows ``at`` (row numbers) each ``--range`` rules out (a row keeping the applicant's value
-    is never out), and each move bound (``--max-move``), counted apart."""
+    is never out), and each move bound (``--max-move``), counted apart (``count`` of a bool array over ``at``)."""
     from dataclasses import replace
 
     parts = []
@@ -1182,13 +1199,13 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0) -> list[Exclu
         limit = replace(f, max_move=None)
         if limit.has_range:
             outside = ~limit.in_range(column.to_numpy(), float(raw0[f.name]) if limit.is_relative else None)
-            removed = int(np.count_nonzero(outside & differs))
+            removed = count(outside & differs)
             if removed:
                 parts.append(Exclusion(removed, "range", f.name,
                                        f"{removed} are outside the range of {f.name} ({_range_text(limit, raw0)})"))
         if f.max_move is not None:
             far = np.abs(column.to_numpy(dtype=np.float64) - float(raw0[f.name])) > f.max_move
-            removed = int(np.count_nonzero(far & differs))
+            removed = count(far & differs)
             if removed:
                 share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its training range"
                 parts.append(Exclusion(removed, "max-move", f.name,
