@@ -531,7 +531,9 @@ def candidate_positions(training: TrainingSet, x0: np.ndarray, codes0, pool: np.
             out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
             at = at[~out]
     for f in _relative_features(training):
-        ((block, out),) = relative_outside(training, raw0, rows[at], features=[f])
+        low, high = f.bounds(float(raw0[f.name]))
+        values = _pool_column(training, pool, f.name)[at]
+        block, out = training.encoder.block(f.name), ~((values >= low) & (values <= high))
         if out.any():
             out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
             at = at[~out]
@@ -654,6 +656,16 @@ def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, *, co
                                     direction=codes.direction)
         cached[key] = _PoolIndex(codes, rows)
     return cached[key]
+
+
+def _pool_column(training: TrainingSet, pool: np.ndarray, name: str) -> np.ndarray:
+    """The raw values of a numeric feature at the pool's rows (float64, in the order of
+    :meth:`TrainingSet.pool_rows`), remembered with the pool's grouping: what :func:`relative_outside` reads."""
+    cached = _pool_cache(training, pool)
+    if ("column", name) not in cached:
+        rows, _ = training.pool_rows(pool)
+        cached[("column", name)] = np.asarray(training.frame[name].to_numpy()[rows], dtype=np.float64)
+    return cached[("column", name)]
 
 
 def _pool_cache(training: TrainingSet, pool: np.ndarray) -> dict:

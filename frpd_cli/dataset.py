@@ -107,7 +107,9 @@ class TrainingSet:
         if cached is not None and cached[0] is pool:
             return cached[1], cached[2]
         rows = np.flatnonzero(pool)
-        X_rows = np.take(self.X, rows, axis=0)
+        # a plain array: a gather from a pool's memory-mapped rows would otherwise stay an np.memmap, whose
+        # indexing goes through Python for every candidate filter of every applicant
+        X_rows = np.take(self.X, rows, axis=0).view(np.ndarray)
         object.__setattr__(self, "_pool_rows", (pool, rows, X_rows))
         return rows, X_rows
 
