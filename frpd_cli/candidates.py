@@ -193,14 +193,20 @@ class CandidateStage:
                              "--immutable-policy filter, or leave out --max-candidates.")
 
     def prepare(self) -> None:
-        """Compute now what every applicant's filter reads: the pool's compact rows and their grouping by
-        immutable values (remembered on the training set). Called before worker processes are forked, they
-        share these pages instead of each gathering and grouping the pool again."""
+        """Compute now what every applicant's filter reads: the pool's compact rows, their grouping by immutable
+        values, the first of each row's copies, the columns of relative limits and the ranges (remembered on the
+        training set). Called before worker processes are forked, they share these pages instead of each
+        gathering and grouping the pool again."""
+        training = self.training
         if self.graph is None and self.policy == "filter":
-            rows, _ = self.training.pool_rows(self.pool)
-            _pool_index(self.training, self.pool, rows, distinct=True)
+            rows, _ = training.pool_rows(self.pool)
+            _pool_index(training, self.pool, rows, distinct=True)
+            for f in _relative_features(training):
+                _pool_column(training, self.pool, f.name)
+            training.encoded_rows(rows[:1])            # the table of each row's position in the compact rows
         elif self.graph is None:
-            first_copies(self.training, self.pool)
+            first_copies(training, self.pool)
+        outside_ranges(training)
 
     def find(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
         """The candidates of one applicant.
