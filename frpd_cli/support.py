@@ -106,6 +106,9 @@ def distinct_rows(X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return X[first], inverse.astype(np.int64), np.bincount(inverse, minlength=first.size)
 
 
+#: Supports remembered per process (rows scored again are not searched again); beyond, the memory starts afresh.
+_KNOWN_ROWS = 1 << 18
+
 #: Nearest distinct training rows asked for at once; more than this many at the same distance are found with a
 #: radius search.
 _NEAREST = 4
@@ -172,6 +175,7 @@ class LabelSupport:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_trees"] = None                        # rebuilt where used (workers), shares computed again
+        state.pop("_known", None)
         return state
 
     def _search(self):
@@ -198,6 +202,29 @@ class LabelSupport:
             return np.zeros(0)
         Z = np.asarray(self.encoder.encode(frame.loc[:, list(self.feature_names)].reset_index(drop=True)),
                        dtype=np.float64)
+        # a row's support depends on the row alone, and the stages of a plan score the same rows again
+        # (interpolation, sparsification, the minimal step): each distinct row is searched once per process
+        known = self.__dict__.setdefault("_known", {})
+        keys = [z.tobytes() for z in Z]
+        out = np.empty(len(Z))
+        todo: dict = {}
+        for j, key in enumerate(keys):
+            value = known.get(key)
+            if value is None:
+                todo.setdefault(key, []).append(j)
+            else:
+                out[j] = value
+        if todo:
+            if len(known) + len(todo) > _KNOWN_ROWS:
+                known.clear()
+            values = self._supports(Z[[at[0] for at in todo.values()]])
+            for (key, at), value in zip(todo.items(), values.tolist()):
+                out[at] = value
+                known[key] = value
+        return out
+
+    def _supports(self, Z: np.ndarray) -> np.ndarray:
+        """The support of each encoded row of ``Z`` (:meth:`favorable_probability` without the rows known)."""
         tree_distinct, distinct, counts, good, share, where = self._search()
         # a training row is its own nearest row (no other distinct row is at distance 0): no search
         found = np.array([where.get(z.tobytes(), -1) for z in Z], dtype=np.int64)

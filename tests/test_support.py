@@ -107,6 +107,33 @@ def test_support_is_the_mean_share_of_the_nearest_distinct_rows(k):
     assert np.array_equal(support.favorable_probability(frame.iloc[::-1]), got[::-1])
 
 
+def test_rows_scored_again_are_not_searched_again_and_get_the_same_support(monkeypatch):
+    import frpd_cli.support as S
+
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 3, size=(150, 3)).astype(float)
+    labeled = rng.random(150) < 0.4
+    Z = rng.integers(0, 3, size=(40, 3)) + rng.choice([0.0, 0.5, 0.25], size=(40, 3))
+    Z = np.vstack([Z, Z[::3], Z[:5]])                           # rows repeated within one call
+    frame = pd.DataFrame(Z, columns=["a", "b", "c"])
+    searched = []
+    search = S.nearest_rows
+    monkeypatch.setattr(S, "nearest_rows", lambda tree, rows: searched.append(len(rows)) or search(tree, rows))
+    support = S.LabelSupport(_Identity(), X, labeled, 5, threshold=0.5, feature_names=("a", "b", "c"))
+    got = support.favorable_probability(frame)
+    assert np.allclose(got, _brute_support(X, labeled, Z, 5), atol=1e-12)
+    training = {row.tobytes() for row in X}
+    new = [row for row in np.unique(Z[:40], axis=0) if row.tobytes() not in training]   # a training row: no search
+    assert sum(searched) == len(new) > 30                       # each distinct new row searched once
+    assert np.array_equal(support.favorable_probability(frame.iloc[::-1]), got[::-1])
+    assert sum(searched) == len(new)                            # nothing searched again
+    # a memory smaller than the rows of a call starts afresh: the same values
+    monkeypatch.setattr(S, "_KNOWN_ROWS", 7)
+    small = S.LabelSupport(_Identity(), X, labeled, 5, threshold=0.5, feature_names=("a", "b", "c"))
+    assert np.array_equal(small.favorable_probability(frame), got)
+    assert np.array_equal(small.favorable_probability(frame.iloc[:9]), got[:9])
+
+
 def test_share_without_favourable_rows_or_with_k_beyond_the_rows():
     X = np.arange(10, dtype=float).reshape(-1, 1)
     none = np.zeros(10, dtype=bool)
