@@ -253,3 +253,46 @@ def test_judge_spread_lazy_score_has_the_sign_of_the_full_worst_margin():
     score = judge.favorable_probability(rows)
     assert ((score >= 0.5) == (full >= 0)).all() and 0 < (full >= 0).sum() < n
     assert np.allclose(score[full >= 0], 0.5 + full[full >= 0])
+
+
+class _Counted(_Fixed):
+    """A refit whose probability is a function of the row, counting the rows it is asked about."""
+
+    def __init__(self, p, threshold=0.5):
+        super().__init__(p, threshold)
+        self.asked = 0
+
+    def favorable_probability(self, rows):
+        self.asked += len(rows)
+        return super().favorable_probability(rows)
+
+
+def test_judge_scores_a_row_once_per_process_and_the_same_as_alone():
+    import pickle
+
+    rng = np.random.default_rng(5)
+    n = 40
+    main = _Fixed(rng.uniform(0.45, 1, n))
+    refits = tuple(_Counted(rng.uniform(0.3, 1, n)) for _ in range(4))
+    judge = Judge(model=main, refits=refits, level=0.75, threshold=0.5)
+    order = np.concatenate([np.arange(n), rng.integers(0, n, 60)])       # rows scored again within one call
+    rows = pd.DataFrame({"i": order, "z": order * 0.5})
+    score = judge.favorable_probability(rows)
+    # each row alone, by a judge that remembers nothing, scores the same
+    alone = [Judge(model=main, refits=tuple(_Fixed(r.p) for r in refits), level=0.75,
+                   threshold=0.5).favorable_probability(rows.iloc[[j]])[0] for j in range(len(rows))]
+    assert np.array_equal(score, alone)
+    alive = int((main.p >= 0.5).sum())               # the refits are asked about the rows the model accepts
+    assert 0 < alive < n and all(r.asked == alive for r in refits)
+    # scored again at another threshold (the margin): nothing asked again, the same as a fresh judge
+    raised = raised_threshold(judge, 0.05)
+    again = raised.favorable_probability(rows.iloc[::-1])
+    fresh = Judge(model=main, refits=tuple(_Fixed(r.p) for r in refits), level=0.75, threshold=0.55)
+    assert np.array_equal(again, fresh.favorable_probability(rows.iloc[::-1]))
+    assert all(r.asked == alive for r in refits)
+    # the same values under another column order are other rows of the memory, not mistaken for these
+    swapped = pd.DataFrame({"z": rows["i"], "i": rows["z"].astype(int)})
+    unraised = Judge(model=main, refits=tuple(_Fixed(r.p) for r in refits), level=0.75, threshold=0.5)
+    assert np.array_equal(judge.favorable_probability(swapped), unraised.favorable_probability(swapped))
+    assert not np.array_equal(unraised.favorable_probability(swapped), score)
+    assert pickle.loads(pickle.dumps(judge)).memory == {} and judge.memory
