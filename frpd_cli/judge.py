@@ -33,6 +33,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import pandas as pd
 
+from ._memory import remembered
+
 __all__ = ["DEFAULT_SPREAD", "Judge", "make_judge", "primary_model", "annotate_plans", "judge_violations", "extra_model_names"]
 
 #: ``--robust-spread`` when not given.
@@ -151,24 +153,8 @@ class Judge:
         if keys is None:
             return np.column_stack([np.asarray(m.favorable_probability(rows), dtype=np.float64)
                                     for m in self.refits])
-        memory = self.memory
-        out = np.empty((len(keys), len(self.refits)))
-        todo: dict = {}
-        for j, key in enumerate(keys):
-            known = memory.get(key)
-            if known is None:
-                todo.setdefault(key, []).append(j)
-            else:
-                out[j] = known
-        if todo:
-            part = _take(rows, np.array([at[0] for at in todo.values()], dtype=np.int64))
-            P = np.column_stack([np.asarray(m.favorable_probability(part), dtype=np.float64) for m in self.refits])
-            if len(memory) + len(todo) > _REMEMBERED_ROWS:
-                memory.clear()
-            for (key, at), p in zip(todo.items(), P):
-                out[at] = p
-                memory[key] = p
-        return out
+        return remembered(keys, self.memory, _REMEMBERED_ROWS, lambda at: np.column_stack(
+            [np.asarray(m.favorable_probability(_take(rows, at)), dtype=np.float64) for m in self.refits]))
 
     def favorable_probability(self, rows) -> np.ndarray:
         """The score ``threshold + worst margin`` of each row (``>= threshold`` exactly when all accept).

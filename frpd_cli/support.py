@@ -29,6 +29,8 @@ import math
 import numpy as np
 import pandas as pd
 
+from ._memory import remembered
+
 __all__ = ["LabelSupport", "auto_neighbors", "distinct_rows", "label_support", "nearest_rows"]
 
 #: Fewest neighbours ``auto`` chooses.
@@ -204,24 +206,9 @@ class LabelSupport:
                        dtype=np.float64)
         # a row's support depends on the row alone, and the stages of a plan score the same rows again
         # (interpolation, sparsification, the minimal step): each distinct row is searched once per process
-        known = self.__dict__.setdefault("_known", {})
         keys = [z.tobytes() for z in Z]
-        out = np.empty(len(Z))
-        todo: dict = {}
-        for j, key in enumerate(keys):
-            value = known.get(key)
-            if value is None:
-                todo.setdefault(key, []).append(j)
-            else:
-                out[j] = value
-        if todo:
-            if len(known) + len(todo) > _KNOWN_ROWS:
-                known.clear()
-            values = self._supports(Z[[at[0] for at in todo.values()]])
-            for (key, at), value in zip(todo.items(), values.tolist()):
-                out[at] = value
-                known[key] = value
-        return out
+        return remembered(keys, self.__dict__.setdefault("_known", {}), _KNOWN_ROWS,
+                          lambda at: self._supports(Z[at]))
 
     def _supports(self, Z: np.ndarray) -> np.ndarray:
         """The support of each encoded row of ``Z`` (:meth:`favorable_probability` without the rows known)."""
