@@ -28,12 +28,10 @@ each model separately (:func:`judge_violations`).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
-
-from ._memory import remembered
 
 __all__ = ["DEFAULT_SPREAD", "Judge", "make_judge", "primary_model", "annotate_plans", "judge_violations", "extra_model_names"]
 
@@ -65,10 +63,6 @@ class Judge:
     threshold : float
         The level the score is compared with: the model's threshold, plus any margin
         (:func:`dataclasses.replace` raises it, as :func:`frpd_cli.planning.raised_threshold` does).
-    memory : dict
-        The refits' probabilities of rows already scored, by the row's values (shared by the judges
-        :func:`dataclasses.replace` makes; not pickled). A row's probability does not depend on the rows it is
-        scored with, and a plan's stages score the same rows again.
     """
 
     model: object
@@ -78,26 +72,15 @@ class Judge:
     threshold: float = 0.5
     spread: float = 1.0
     support: tuple = ()
-    memory: dict = field(default_factory=dict, repr=False, compare=False)
 
     #: :meth:`favorable_probability` accepts what the models accept (a dict of column arrays included).
     takes_columns = True
 
     def __getattr__(self, name):
         # path, estimator, favorable, feature_names...: the model's (guarded during unpickling)
-        if name.startswith("__") or name in ("model", "others", "refits", "level", "threshold", "spread", "support",
-                                             "memory"):
+        if name.startswith("__") or name in ("model", "others", "refits", "level", "threshold", "spread", "support"):
             raise AttributeError(name)
         return getattr(self.model, name)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["memory"] = {}                  # each process remembers its own rows
-        return state
-
-    def __setstate__(self, state):
-        for name, value in state.items():
-            object.__setattr__(self, name, value)
 
     @property
     def margin(self) -> float:
@@ -146,16 +129,6 @@ class Judge:
         return np.column_stack([(p if s == 1.0 else p_model + s * (p - p_model)) - (float(m.threshold) + raise_by)
                                 for p, m in zip(p_refits, self.refits)])
 
-    def _refit_probabilities(self, rows) -> np.ndarray:
-        """Each refit's probability of ``rows``, shape (n_rows, n_refits); the rows of a DataFrame already scored
-        are read from :attr:`memory`, each other distinct row is scored once."""
-        keys = _row_keys(rows)
-        if keys is None:
-            return np.column_stack([np.asarray(m.favorable_probability(rows), dtype=np.float64)
-                                    for m in self.refits])
-        return remembered(keys, self.memory, _REMEMBERED_ROWS, lambda at: np.column_stack(
-            [np.asarray(m.favorable_probability(_take(rows, at)), dtype=np.float64) for m in self.refits]))
-
     def favorable_probability(self, rows) -> np.ndarray:
         """The score ``threshold + worst margin`` of each row (``>= threshold`` exactly when all accept).
 
@@ -189,8 +162,9 @@ class Judge:
             if not alive.size:
                 return worst
         if self.refits:
-            P = self._refit_probabilities(_take(rows, alive))
-            D = self._refit_margins(p_model[alive], list(P.T), raise_by)
+            part = _take(rows, alive)
+            D = self._refit_margins(p_model[alive], [np.asarray(m.favorable_probability(part), dtype=np.float64)
+                                                     for m in self.refits], raise_by)
             need = self.n_required_refits
             kth = -np.partition(-D, need - 1, axis=1)[:, need - 1]
             worst[alive] = np.minimum(worst[alive], kth)
@@ -221,18 +195,6 @@ class Judge:
             parts.append(f"favourable labels on at least a share {float(m.threshold) + self.margin:g} of the {m.k} "
                          "training rows nearest to the training row nearest to it, by --robust-support")
         return "favourable here means accepted by the model and " + " and ".join(parts)
-
-
-#: Rows whose refit probabilities a judge remembers; beyond, the memory starts afresh.
-_REMEMBERED_ROWS = 1 << 16
-
-
-def _row_keys(rows) -> list | None:
-    """One hashable key per row of a DataFrame (its column names and values), None for other row containers."""
-    if not isinstance(rows, pd.DataFrame) or not len(rows.columns) or not rows.columns.is_unique:
-        return None
-    columns = tuple(rows.columns)
-    return [(columns, values) for values in zip(*(rows[c].tolist() for c in columns))]
 
 
 def _take(rows, at: np.ndarray):
