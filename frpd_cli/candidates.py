@@ -714,10 +714,12 @@ def first_copies(training: TrainingSet, pool: np.ndarray) -> tuple[np.ndarray, n
         copies = np.zeros(rows.size, dtype=np.int64)
         if rows.size:
             names = list(training.schema.feature_names)
-            group = training.frame[names].iloc[rows].groupby(names, sort=False, dropna=False).ngroup().to_numpy()
-            at = np.unique(group, return_index=True)[1]       # groups are numbered in order of appearance
+            group = training.frame[names].iloc[rows].groupby(names, sort=False, dropna=False,
+                                                             observed=True).ngroup().to_numpy()
+            # whatever the numbering of the groups: the first row of each and its size
+            _, at, size = np.unique(group, return_index=True, return_counts=True)
             first[at] = True
-            copies[at] = np.bincount(group, minlength=at.size)
+            copies[at] = size
         cached["copies"] = (first, copies)
     return cached["copies"]
 

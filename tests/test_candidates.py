@@ -121,6 +121,26 @@ def test_hand_worked_reasons_without_pool_or_when_only_copies_remain():
     assert "differ in group (applicant: a)" in found.reason   # rows 4 and 8
 
 
+def test_first_copies_whatever_the_column_types():
+    # the first row of each set of equal rows and their number, against a count over the raw rows; a categorical
+    # column with levels no row has (grouped by what is observed) gives the same
+    from frpd_cli.candidates import first_copies
+
+    frame = pd.concat([HAND, HAND.iloc[[3, 0, 9, 0]]], ignore_index=True)
+    spec = SchemaSpec(target="label", favorable=1, categorical=("group",), immutable=("group",),
+                      increasing=("age", "level"), ordinal={"level": LEVELS})
+    for data in (frame, frame.assign(group=pd.Categorical(frame["group"], categories=["z", "b", "a", "y"]))):
+        training = build_training_set(data, infer_schema(data, spec), IncomeModel())
+        pool = training.pool()
+        rows = np.flatnonzero(pool)
+        first, copies = first_copies(training, pool)
+        keys = [tuple(r) for r in frame.drop(columns="label").to_numpy().tolist()]
+        expected = [keys.index(keys[i]) == i or keys[i] not in [keys[j] for j in rows if j < i] for i in rows]
+        assert first.tolist() == expected and first.sum() == len(rows) - 3     # rows 0 (twice) and 9 repeated
+        assert copies[first].tolist() == [sum(keys[j] == keys[i] for j in rows) for i in rows[first]]
+        assert copies[~first].tolist() == [0] * int((~first).sum())
+
+
 def test_projecting_policies_add_their_note_and_need_the_model():
     training, model = _hand_training()
     settings = PlanSettings(immutable_policy="project", k=10)
