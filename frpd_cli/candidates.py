@@ -201,12 +201,12 @@ class CandidateStage:
         if self.graph is None and self.policy == "filter":
             rows, _ = training.pool_rows(self.pool)
             _pool_index(training, self.pool, rows, distinct=True)
-            for f in _relative_features(training):
-                _pool_column(training, self.pool, f.name)
             training.encoded_rows(rows[:1])            # the table of each row's position in the compact rows
         elif self.graph is None:
             first_copies(training, self.pool)
         outside_ranges(training)
+        for f in _relative_features(training):
+            _float_column(training, f.name)
 
     def find(self, x0: np.ndarray, codes0: ConstraintCodes, raw0) -> Candidates:
         """The candidates of one applicant.
@@ -273,7 +273,7 @@ class CandidateStage:
                 for a, extra in zip(wider, moved):
                     found[short[a]] = _with_moved(self.training, found[short[a]], extra)
         short = set(short)
-        return {i: found[i] if len(found[i]) >= k else self._explain(found[i], X0[i], codes0.row(i), raw_rows[i],
+        return {i: found[i] if len(found[i]) >= k else self._explain(found[i], codes0.row(i), raw_rows[i],
                                                                      moved=i in short)
                 for i in applicants}
 
@@ -291,13 +291,12 @@ class CandidateStage:
         cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
         return Candidates(rows=cset.rows, X=cset.X, projected=cset.projected, n_pool=int(pool.sum()))
 
-    def _explain(self, found: Candidates, x0: np.ndarray, codes0: ConstraintCodes, raw0, *,
-                 moved: bool) -> Candidates:
+    def _explain(self, found: Candidates, codes0: ConstraintCodes, raw0, *, moved: bool) -> Candidates:
         """``found`` (fewer than K) with the reason and the counts of what ruled the other rows out."""
         rows, _ = self.training.pool_rows(self.pool)
         first, n_copies = first_copies(self.training, self.pool)
         parts = exclusions(self.training, codes0, self.pool, raw0, copies=(rows[first], n_copies[first]))
-        copies = _copies_left_out(self.training, x0, codes0, self.pool, raw0)
+        copies = _copies_left_out(self.training, self.pool, found)
         if copies:
             parts.append(Exclusion(copies, "copy", "", f"{copies} repeat another candidate row"))
             parts.sort(key=lambda part: -part.count)
@@ -451,12 +450,23 @@ def relative_outside(training: TrainingSet, raw0, rows: np.ndarray | None = None
     for f in _relative_features(training) if features is None else features:
         if raw0 is None:
             raise ValueError(f"The limits of '{f.name}' are relative to the applicant: pass the applicant's raw row.")
-        values = training.frame[f.name].to_numpy()
+        values = _float_column(training, f.name)
         values = values if rows is None else values[rows]
         low, high = f.bounds(float(raw0[f.name]))
-        values = np.asarray(values, dtype=np.float64)
         found.append((training.encoder.block(f.name), ~((values >= low) & (values <= high))))
     return found
+
+
+def _float_column(training: TrainingSet, name: str) -> np.ndarray:
+    """The training rows' values of a numeric feature as float64, remembered per training set (every applicant's
+    relative limits read them)."""
+    cached = training.__dict__.get("_float_columns")
+    if cached is None:
+        cached = {}
+        object.__setattr__(training, "_float_columns", cached)
+    if name not in cached:
+        cached[name] = np.asarray(training.frame[name].to_numpy(), dtype=np.float64)
+    return cached[name]
 
 
 def within_ranges(training: TrainingSet, x0: np.ndarray, raw0=None) -> np.ndarray:
@@ -537,9 +547,7 @@ def candidate_positions(training: TrainingSet, x0: np.ndarray, codes0, pool: np.
             out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
             at = at[~out]
     for f in _relative_features(training):
-        low, high = f.bounds(float(raw0[f.name]))
-        values = _pool_column(training, pool, f.name)[at]
-        block, out = training.encoder.block(f.name), ~((values >= low) & (values <= high))
+        ((block, out),) = relative_outside(training, raw0, rows[at], features=[f])
         if out.any():
             out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
             at = at[~out]
@@ -664,16 +672,6 @@ def _pool_index(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, *, co
     return cached[key]
 
 
-def _pool_column(training: TrainingSet, pool: np.ndarray, name: str) -> np.ndarray:
-    """The raw values of a numeric feature at the pool's rows (float64, in the order of
-    :meth:`TrainingSet.pool_rows`), remembered with the pool's grouping: what :func:`relative_outside` reads."""
-    cached = _pool_cache(training, pool)
-    if ("column", name) not in cached:
-        rows, _ = training.pool_rows(pool)
-        cached[("column", name)] = np.asarray(training.frame[name].to_numpy()[rows], dtype=np.float64)
-    return cached[("column", name)]
-
-
 def _pool_cache(training: TrainingSet, pool: np.ndarray) -> dict:
     """What the candidate filter keeps about the last pool asked about (by identity), on the training set."""
     cached = training.__dict__.get("_pool_index")
@@ -724,10 +722,12 @@ def first_copies(training: TrainingSet, pool: np.ndarray) -> tuple[np.ndarray, n
     return cached["copies"]
 
 
-def _copies_left_out(training: TrainingSet, x0: np.ndarray, codes0, pool: np.ndarray, raw0) -> int:
-    """How many of an applicant's filtered pool rows are copies of another candidate (:func:`first_copies`)."""
-    _, at = candidate_positions(training, x0, codes0, pool, raw0, distinct=True)
-    return int(first_copies(training, pool)[1][at].sum() - at.size)
+def _copies_left_out(training: TrainingSet, pool: np.ndarray, found: Candidates) -> int:
+    """How many pool rows are copies of the applicant's candidates that are pool rows as they are (not projected
+    or moved; :func:`first_copies`)."""
+    rows = found.rows if found.projected is None else found.rows[~found.projected]
+    pool_rows, _ = training.pool_rows(pool)
+    return int(first_copies(training, pool)[1][np.searchsorted(pool_rows, rows)].sum() - rows.size)
 
 
 # ------------------------------------------------------------------------------------------------ projection

@@ -29,8 +29,6 @@ import math
 import numpy as np
 import pandas as pd
 
-from ._memory import remembered
-
 __all__ = ["LabelSupport", "auto_neighbors", "distinct_rows", "label_support", "nearest_rows"]
 
 #: Fewest neighbours ``auto`` chooses.
@@ -206,9 +204,22 @@ class LabelSupport:
                        dtype=np.float64)
         # a row's support depends on the row alone, and the stages of a plan score the same rows again
         # (interpolation, sparsification, the minimal step): each distinct row is searched once per process
-        keys = [z.tobytes() for z in Z]
-        return remembered(keys, self.__dict__.setdefault("_known", {}), _KNOWN_ROWS,
-                          lambda at: self._supports(Z[at]))
+        known = self.__dict__.setdefault("_known", {})
+        out = np.empty(len(Z))
+        todo: dict = {}                               # new rows: bytes -> their positions in Z
+        for j, z in enumerate(Z):
+            key = z.tobytes()
+            value = known.get(key)
+            if value is None:
+                todo.setdefault(key, []).append(j)
+            else:
+                out[j] = value
+        if todo:
+            if len(known) + len(todo) > _KNOWN_ROWS:
+                known.clear()
+            for (key, at), value in zip(todo.items(), self._supports(Z[[at[0] for at in todo.values()]]).tolist()):
+                out[at] = known[key] = value
+        return out
 
     def _supports(self, Z: np.ndarray) -> np.ndarray:
         """The support of each encoded row of ``Z`` (:meth:`favorable_probability` without the rows known)."""
