@@ -600,6 +600,10 @@ def _nearest_positions(training: TrainingSet, pool: np.ndarray, at: np.ndarray, 
     return np.sort(at[near[order]]).astype(np.int64)
 
 
+#: The pool grouping's combined codes stay below this (renumbered when one more column would pass it).
+_CODE_LIMIT = 2 ** 62
+
+
 class _PoolIndex:
     """The pool's positions grouped by immutable values, and its monotone codes as contiguous columns."""
 
@@ -619,16 +623,23 @@ class _PoolIndex:
             # are one value of a column, as the lookup by tuple treats them
             values = immutable[usable]
             code = np.zeros(usable.size, dtype=np.int64)
+            span = 1                                    # the codes so far are below span
             for j in range(values.shape[1]):
                 levels, inverse = np.unique(values[:, j], return_inverse=True)
-                # renumbered after each column: codes stay below the row count, whatever the columns
-                code = np.unique(code * levels.size + inverse.reshape(-1), return_inverse=True)[1].reshape(-1)
-            keys, start, inverse = np.unique(code, return_index=True, return_inverse=True)
-            order = np.argsort(inverse.reshape(-1), kind="stable")
-            bounds = np.searchsorted(inverse.reshape(-1)[order], np.arange(keys.size + 1))
-            for g in range(keys.size):
-                key = tuple(float(v) for v in values[start[g]].tolist())
-                self.groups[key] = usable[order[bounds[g]:bounds[g + 1]]]
+                if span * levels.size >= _CODE_LIMIT:
+                    # renumbered: codes stay below the row count, whatever the columns
+                    code = np.unique(code, return_inverse=True)[1].reshape(-1)
+                    span = int(code.max()) + 1
+                code = code * levels.size + inverse.reshape(-1)
+                span *= levels.size
+            # one stable sort: each group's positions ascending, its first position first
+            order = np.argsort(code, kind="stable")
+            ordered = code[order]
+            bounds = np.concatenate(([0], np.flatnonzero(ordered[1:] != ordered[:-1]) + 1, [ordered.size]))
+            for g in range(bounds.size - 1):
+                at = order[bounds[g]:bounds[g + 1]]
+                key = tuple(float(v) for v in values[at[0]].tolist())
+                self.groups[key] = usable[at]
         self.empty = np.zeros(0, dtype=np.int64)
 
     def first_only(self, first: np.ndarray) -> "_PoolIndex":
@@ -711,9 +722,13 @@ def first_copies(training: TrainingSet, pool: np.ndarray) -> tuple[np.ndarray, n
         first = np.zeros(rows.size, dtype=bool)
         copies = np.zeros(rows.size, dtype=np.int64)
         if rows.size:
-            names = list(training.schema.feature_names)
-            group = training.frame[names].iloc[rows].groupby(names, sort=False, dropna=False,
-                                                             observed=True).ngroup().to_numpy()
+            known = training.__dict__.get("_copy_of")         # a pool's (frpd_cli.pool.copy_of)
+            if known is not None:
+                group = np.take(known, rows)
+            else:
+                names = list(training.schema.feature_names)
+                group = training.frame[names].iloc[rows].groupby(names, sort=False, dropna=False,
+                                                                 observed=True).ngroup().to_numpy()
             # whatever the numbering of the groups: the first row of each and its size
             _, at, size = np.unique(group, return_index=True, return_counts=True)
             first[at] = True

@@ -95,17 +95,17 @@ def provenance_record(command: str, *, inputs: Mapping[str, Mapping | None], set
     }
 
 
-def describe_file(shown, path) -> dict:
+def describe_file(shown, path, *, input_file: bool = False) -> dict:
     """``{"path": shown, "sha256": sha256 of the bytes at path}`` (``shown`` is the path as the user gave it).
 
     A path that is not a regular file (a pipe the data was streamed from) cannot be read again: its
-    sha256 is None.
+    sha256 is None. ``input_file``: as :func:`frpd_cli.artifacts.sha256_file`'s.
     """
     try:
         regular = stat.S_ISREG(os.stat(path).st_mode)
     except OSError:
         regular = False
-    return {"path": str(shown), "sha256": sha256_file(path) if regular else None}
+    return {"path": str(shown), "sha256": sha256_file(path, input_file=input_file) if regular else None}
 
 
 class HashingWriter:

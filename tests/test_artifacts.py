@@ -469,3 +469,41 @@ def test_bad_source_date_epoch(tmp_path, monkeypatch):
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "yesterday")
     with pytest.raises(InputError, match="SOURCE_DATE_EPOCH"):
         write_artifact(tmp_path / "g", kind="graph", params={}, inputs={}, payloads={})
+
+
+def test_an_input_file_is_read_once_per_command_while_unchanged(tmp_path, monkeypatch):
+    # within remembered_digests an input file's digest is remembered while its device, inode, size and times
+    # are unchanged; a file rewritten (another modification time) or replaced is read again; payloads
+    # (input_file=False) and calls outside are always read
+    path = tmp_path / "data.csv"
+    path.write_bytes(b"a,b\n1,2\n")
+    opened = []
+    real_open = open
+
+    def counting_open(file, *args, **kwargs):
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(artifacts, "open", counting_open, raising=False)
+    expected = hashlib.sha256(path.read_bytes()).hexdigest()
+    with artifacts.remembered_digests():
+        assert artifacts.sha256_file(path, input_file=True) == expected
+        assert artifacts.sha256_file(path, input_file=True) == expected
+        assert len(opened) == 1
+        assert artifacts.sha256_file(path) == expected and len(opened) == 2
+        with artifacts.remembered_digests():                  # nested: the same memory
+            assert artifacts.sha256_file(path, input_file=True) == expected and len(opened) == 2
+        before = path.stat()
+        path.write_bytes(b"a,b\n1,3\n")                       # same size, rewritten in place, a second later
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns + 10**9))
+        assert artifacts.sha256_file(path, input_file=True) == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert len(opened) == 3
+        replacement = tmp_path / "new.csv"
+        replacement.write_bytes(b"a,b\n9,9\n")
+        os.replace(replacement, path)                          # another file at the path
+        assert artifacts.sha256_file(path, input_file=True) == hashlib.sha256(b"a,b\n9,9\n").hexdigest()
+        assert len(opened) == 4
+    assert artifacts._REMEMBERED is None
+    artifacts.sha256_file(path, input_file=True)
+    artifacts.sha256_file(path, input_file=True)
+    assert len(opened) == 6

@@ -141,6 +141,53 @@ def test_first_copies_whatever_the_column_types():
         assert copies[~first].tolist() == [0] * int((~first).sum())
 
 
+def test_copy_of_against_a_scan_of_the_rows():
+    # each row's first copy is the lowest row number with equal values (a missing value equals a missing value),
+    # with text, categorical, integer and float columns
+    from frpd_cli.pool import copy_of
+
+    rng = np.random.default_rng(5)
+    n = 300
+    frame = pd.DataFrame({"t": rng.choice(["a", "b", None], n), "i": rng.integers(0, 3, n),
+                          "f": rng.choice([0.5, 1.5, np.nan], n)})
+    for data in (frame, frame.assign(t=pd.Categorical(frame["t"], categories=["z", "b", "a"]))):
+        keys = [tuple("NA" if pd.isna(v) else v for v in row) for row in frame.itertuples(index=False)]
+        expected = [keys.index(key) for key in keys]
+        got = copy_of(data)
+        assert got.dtype == np.int32 and got.tolist() == expected
+        assert len(set(expected)) < n // 4                      # the rows do repeat
+    assert copy_of(frame.iloc[:0]).tolist() == []
+
+
+@pytest.mark.parametrize("limit", [None, 2])
+def test_pool_grouping_with_codes_too_wide_for_one_integer(limit, monkeypatch):
+    # seven immutable columns of over 1,000 levels each: their product passes 2**62, so the codes are renumbered
+    # on the way (with a limit of 2, after every column); the groups are those of a scan of the rows
+    import frpd_cli.candidates as candidates
+    from frpd_cli.candidates import _PoolIndex
+
+    if limit is not None:
+        monkeypatch.setattr(candidates, "_CODE_LIMIT", limit)
+    from frpd_cli.constraints import ConstraintCodes
+
+    rng = np.random.default_rng(3)
+    n = 4000
+    immutable = rng.integers(0, 2000, (n, 7)).astype(float)
+    immutable[rng.integers(0, n, 40)] = immutable[rng.integers(0, n, 40)]      # some rows share all five
+    immutable[7, 2] = np.nan                                                  # never a candidate
+    codes = ConstraintCodes(immutable=immutable, monotone=np.zeros((n, 0)), direction=np.zeros(0, dtype=np.int8))
+    rows = np.sort(rng.choice(n, 3000, replace=False))
+    assert np.prod([float(np.unique(immutable[rows, j]).size) for j in range(7)]) > 2.0 ** 62
+    index = _PoolIndex(codes, rows)
+    expected: dict = {}
+    for at, row in enumerate(rows):
+        key = tuple(float(v) for v in immutable[row])
+        if not any(v != v for v in key):
+            expected.setdefault(key, []).append(at)
+    assert {key: at.tolist() for key, at in index.groups.items()} == expected
+    assert any(len(at) > 1 for at in expected.values())
+
+
 def test_projecting_policies_add_their_note_and_need_the_model():
     training, model = _hand_training()
     settings = PlanSettings(immutable_policy="project", k=10)
@@ -244,8 +291,13 @@ def _brute(frame: pd.DataFrame, pool: np.ndarray, raw0: dict):
 
 @pytest.mark.parametrize("seed", range(4))
 @pytest.mark.parametrize("candidates,margin", [("predicted", 0.0), ("labeled", 0.0), ("predicted", 0.15)])
-def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin):
+@pytest.mark.parametrize("pooled", [False, True])
+def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin, pooled):
     frame, training, model = _random_case(seed, copies=25)
+    if pooled:          # the copies as a pool gives them (over every row, not only the favourable ones)
+        from frpd_cli.pool import copy_of
+
+        object.__setattr__(training, "_copy_of", copy_of(frame[FEATURES]))
     prob = model.favorable_probability(frame)
     pool = prob >= 0.5 + margin
     if candidates == "labeled":

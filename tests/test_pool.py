@@ -335,6 +335,43 @@ def test_a_run_with_the_pool_does_not_infer_the_schema(sample_paths, pool_dir, m
     assert np.array_equal(training.X, expected.X) and training.encoder.to_dict() == expected.encoder.to_dict()
 
 
+def test_a_run_with_the_pools_schema_reads_its_encoder_and_copies(sample_paths, pool_dir, monkeypatch):
+    # with the stored schema the encoder is read from the pool, not fitted (equal to the fitted one, knots
+    # included), and the copies of each row come from copy_of.npy (equal to grouping the rows); with a schema of
+    # other declarations the encoder is fitted again
+    from dataclasses import replace
+
+    import frpd_cli.pool as pool_module
+    from frpd_cli.candidates import first_copies
+    from frpd_cli.cli._options import SchemaFlags, read_training
+
+    flags = SchemaFlags(schema=sample_paths["schema"])
+    expected, _, _ = read_training(sample_paths["data"], sample_paths["model"], flags)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("the encoder was fitted again")
+
+    with monkeypatch.context() as m:
+        m.setattr(pool_module, "fit_encoder", refuse)
+        training, _, _ = read_training(sample_paths["data"], sample_paths["model"], flags, pool=pool_dir)
+    assert training.encoder.to_dict() == expected.encoder.to_dict()
+    for a, b in zip(training.encoder.knots, expected.encoder.knots):
+        assert (a is None and b is None) or all(np.array_equal(u, v) for u, v in zip(a, b))
+    assert np.array_equal(training.encoder.minimum, expected.encoder.minimum, equal_nan=True)
+    names = list(expected.schema.feature_names)
+    copies = expected.frame[names].groupby(names, sort=False, dropna=False).ngroup().to_numpy()
+    first_row = {g: i for i, g in reversed(list(enumerate(copies)))}
+    assert training._copy_of.tolist() == [first_row[g] for g in copies]
+    for kind in ("predicted", "labeled"):
+        a, b = first_copies(training, training.pool(kind)), first_copies(expected, expected.pool(kind))
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    other = replace(flags, max_moves=["0.5"])
+    with monkeypatch.context() as m:
+        m.setattr(pool_module, "fit_encoder", refuse)
+        with pytest.raises(AssertionError, match="fitted again"):
+            read_training(sample_paths["data"], sample_paths["model"], other, pool=pool_dir)
+
+
 def test_the_pools_schema_is_used_only_with_what_it_was_derived_from(sample_paths, pool_dir, monkeypatch):
     # the stored schema is a function of the CSV (its sha256 checked when the pool is opened), the declarations,
     # the text encoding, the pandas and numpy versions and the inference code: any of these changed, and the

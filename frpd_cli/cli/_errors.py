@@ -29,9 +29,11 @@ def handle_errors(func):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        from ..artifacts import remembered_digests
+
         debug = os.environ.get("FRPD_DEBUG", "") not in ("", "0")
         try:
-            with warnings.catch_warnings(), terminate_on_signals():
+            with warnings.catch_warnings(), terminate_on_signals(), remembered_digests():
                 warnings.simplefilter("default")
                 warnings.filterwarnings("ignore", category=DeprecationWarning)
                 warnings.filterwarnings("ignore", category=PendingDeprecationWarning)

@@ -600,7 +600,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         from ..pool import load_pool
 
         training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
-                             encoding=encoding, source=f"'{data}'", scale=flags.scale, artifact=artifact)
+                             encoding=encoding, source=f"'{data}'", scale=flags.scale, artifact=artifact,
+                             derived=id_like is not None)
         encoded = (training.encoder, training.X)
     else:
         from ..dataset import encode_training

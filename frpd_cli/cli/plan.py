@@ -104,12 +104,18 @@ def _count_csv(stream) -> int:
 _RECORD_COUNTERS = {"csv": _count_csv, "jsonl": _count_jsonl}
 
 
+#: Inputs frpd only reads during a run (their digests may be remembered: ``sha256_file(input_file=True)``);
+#: artifact manifests may be written by the run itself (refits fitted for ``--robust``).
+_READ_ONLY_INPUTS = ("data", "model", "applicants")
+
+
 def _fingerprint(inputs: dict, settings: PlanSettings, training, **params) -> dict:
     from ..artifacts import sha256_file  # only a run writing --output FILE needs it
 
     return {
         "frpd_version": __version__,
-        "inputs": {name: sha256_file(path) for name, path in inputs.items() if path is not None},
+        "inputs": {name: sha256_file(path, input_file=name in _READ_ONLY_INPUTS) for name, path in inputs.items()
+                   if path is not None},
         "settings": settings.to_dict(),
         "schema": training.schema.to_dict(),
         **params,
@@ -419,7 +425,9 @@ def plan_command(
             fmt_ = resolve_format(fmt, output, PLAN_FORMATS)
             record = provenance_record(
                 "plan",
-                inputs={name: None if path is None else describe_file(shown[name], path) for name, path in inputs.items()},
+                inputs={name: None if path is None
+                        else describe_file(shown[name], path, input_file=name in _READ_ONLY_INPUTS)
+                        for name, path in inputs.items()},
                 settings={**settings.to_dict(), "schema": training.schema.to_dict(), "threshold": threshold, "seed": seed,
                           "id_column": spec.id_column, "drop_missing": drop_missing, "chunk_size": chunk_size,
                           "encoding": encoding, "scale": training.encoder.scale, **_robust_params(others)},
