@@ -216,11 +216,7 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
     encoder, X = encode_training(frame, schema, source=source, scale=scale) if encoded is None else encoded
     features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
     codes = encoder.constraint_codes(features, source=source)
-    try:
-        probability = np.asarray(model.favorable_probability(features), dtype=np.float64)
-    except ModelOutputError as exc:
-        # the rows passed are the data rows in file order: name the row as the user sees it
-        raise exc.located(f"data row {exc.row + 1} (line {exc.row + 2}) of {source}") from None
+    probability = _score_training_rows(model, features, source)
     favorable = probability >= model.threshold
     return TrainingSet(frame=features, schema=schema, encoder=encoder, X=X, codes=codes,
                        probability=probability, favorable=favorable, labeled=labeled_rows(frame, schema))
@@ -232,11 +228,40 @@ def rescored(training: TrainingSet, model, *, source: str = "the data file") -> 
     A pool (:mod:`frpd_cli.pool`) holds the model's own verdict; with other models to satisfy
     (:class:`frpd_cli.judge.Judge`) the rows are scored by the judge, exactly as :func:`build_training_set` would.
     """
-    try:
-        probability = np.asarray(model.favorable_probability(training.frame), dtype=np.float64)
-    except ModelOutputError as exc:
-        raise exc.located(f"data row {exc.row + 1} (line {exc.row + 2}) of {source}") from None
+    probability = _score_training_rows(model, training.frame, source)
     return replace(training, probability=probability, favorable=probability >= model.threshold)
+
+
+#: Model call blocks (:data:`frpd_cli.model.SCORE_BLOCK_ROWS` rows each) per slice when every training row is
+#: scored (:func:`_score_training_rows`): 65,536 rows.
+SCORE_SLICE_BLOCKS = 128
+
+
+def _score_training_rows(model, features: pd.DataFrame, source: str) -> np.ndarray:
+    """Every training row's favourable probability, scored in slices of :data:`SCORE_SLICE_BLOCKS` call blocks.
+
+    The model's intermediate arrays (a pipeline's transformed rows, a network's layers) then take the memory of
+    one slice, not of the training set: about 350 MB fewer at the peak of a million rows. The slices are
+    multiples of the model's call blocks (:data:`frpd_cli.model.SCORE_BLOCK_ROWS`), whose rows' probabilities
+    do not depend on the other rows of a call, so they are those of one call on every row, bit for bit.
+    """
+    from .model import SCORE_BLOCK_ROWS
+
+    size = SCORE_SLICE_BLOCKS * SCORE_BLOCK_ROWS
+    n_rows = len(features)
+    probability = np.empty(n_rows, dtype=np.float64)
+    for start in range(0, max(n_rows, 1), size):
+        rows = features if n_rows <= size else features.iloc[start:start + size]
+        try:
+            scored = np.asarray(model.favorable_probability(rows), dtype=np.float64)
+        except ModelOutputError as exc:
+            # the rows passed are the data rows in file order: name the row as the user sees it
+            row = start + exc.row
+            raise exc.located(f"data row {row + 1} (line {row + 2}) of {source}") from None
+        if n_rows <= size:
+            return scored
+        probability[start:start + len(rows)] = scored
+    return probability
 
 
 def labeled_rows(frame: pd.DataFrame, schema: Schema) -> np.ndarray:

@@ -215,7 +215,8 @@ class Encoder:
         if Z.size == 0:
             return
         with np.errstate(over="ignore", invalid="ignore"):
-            if np.abs(Z).max() <= _SAFE_ENCODED:       # the usual case: one vectorised pass
+            # the usual case: two passes without a copy of Z (a NaN fails both comparisons)
+            if Z.max() <= _SAFE_ENCODED and -Z.min() <= _SAFE_ENCODED:
                 return
             reach = 1.0 if self.column_scale is None else self.column_scale     # training rows: in [0, sqrt(W)]
             bound = np.einsum("ij,ij->i", np.abs(Z) + reach, np.abs(Z) + reach)  # >= squared distance to any training row

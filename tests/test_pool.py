@@ -429,3 +429,36 @@ def test_the_identifier_warning_is_the_same_with_the_pool(sample_paths, tmp_path
     warning = [line for line in without.stderr.splitlines() if "like an identifier" in line]
     assert len(warning) == 1 and "'duration'" in warning[0]
     assert warning[0] in with_pool.stderr.splitlines() and with_pool.stdout == without.stdout
+
+
+def test_training_rows_scored_in_slices_are_scored_as_in_one_call(sample_paths, monkeypatch):
+    # with slices of one call block (512 rows) the 2,000 sample rows are scored in four slices: the same
+    # probabilities, bit for bit, as one call on every row; a bad output in the third slice names its data row
+    import frpd_cli.dataset as dataset
+    from frpd_cli.exceptions import ModelOutputError
+
+    frame, schema, model = _training(sample_paths)
+    whole = build_training_set(frame, schema, model)
+    monkeypatch.setattr(dataset, "SCORE_SLICE_BLOCKS", 1)
+    calls = []
+
+    class Counted:
+        threshold = model.threshold
+
+        def favorable_probability(self, rows):
+            calls.append(len(rows))
+            return model.favorable_probability(rows)
+
+    sliced = build_training_set(frame, schema, Counted())
+    assert calls == [512, 512, 512, 464]
+    assert np.array_equal(whole.probability, sliced.probability)
+
+    class Broken(Counted):
+        def favorable_probability(self, rows):
+            if 1234 in rows.index:
+                raise ModelOutputError(model="m.pkl", row=int(rows.index.get_loc(1234)), n_rows=len(rows), n_bad=1,
+                                       problem="returned nonsense: [nan]")
+            return model.favorable_probability(rows)
+
+    with pytest.raises(ModelOutputError, match=r"data row 1235 \(line 1236\)"):
+        build_training_set(frame, schema, Broken())
