@@ -213,13 +213,28 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     training = TrainingSet(frame=features, schema=schema, encoder=encoder, X=arrays["X"], codes=codes,
                            probability=probability, favorable=probability >= threshold,
                            labeled=_labeled(artifact, frame, schema, n_rows))
-    if "copy_of.npy" in artifact.payload_names:
-        first = artifact.load_npy("copy_of.npy")
-        if first.shape == (n_rows,) and first.dtype.kind == "i":
-            object.__setattr__(training, "_copy_of", first.view(np.ndarray))
+    first = _copies(artifact, n_rows)
+    if first is not None:
+        object.__setattr__(training, "_copy_of", first)
     if "population.json" in artifact.payload_names:      # the same rows and schema: the same shares
         object.__setattr__(training, "_population", PopulationShares.from_dict(artifact.load_json("population.json")))
     return training
+
+
+def _copies(artifact, n_rows: int) -> np.ndarray | None:
+    """The pool's ``copy_of.npy`` when its sha256 is the manifest's (a damaged one would silently drop
+    candidates as copies; 4 bytes a row, hashed like ``labeled.npy``), else None (the copies are then grouped
+    from the rows)."""
+    name = "copy_of.npy"
+    if name not in artifact.payload_names:
+        return None
+    try:
+        if sha256_file(artifact.path / name) != artifact.manifest["payloads"][name]["sha256"]:
+            return None
+        first = artifact.load_npy(name)
+    except (ArtifactError, KeyError, TypeError, OSError):
+        return None
+    return first.view(np.ndarray) if first.shape == (n_rows,) and first.dtype.kind == "i" else None
 
 
 def _stored_encoder(stored: dict, schema, scale: str) -> Encoder | None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -335,7 +336,7 @@ def test_a_run_with_the_pool_does_not_infer_the_schema(sample_paths, pool_dir, m
     assert np.array_equal(training.X, expected.X) and training.encoder.to_dict() == expected.encoder.to_dict()
 
 
-def test_a_run_with_the_pools_schema_reads_its_encoder_and_copies(sample_paths, pool_dir, monkeypatch):
+def test_a_run_with_the_pools_schema_reads_its_encoder_and_copies(sample_paths, pool_dir, monkeypatch, tmp_path):
     # with the stored schema the encoder is read from the pool, not fitted (equal to the fitted one, knots
     # included), and the copies of each row come from copy_of.npy (equal to grouping the rows); with a schema of
     # other declarations the encoder is fitted again
@@ -365,6 +366,17 @@ def test_a_run_with_the_pools_schema_reads_its_encoder_and_copies(sample_paths, 
     for kind in ("predicted", "labeled"):
         a, b = first_copies(training, training.pool(kind)), first_copies(expected, expected.pool(kind))
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+    # a damaged copy_of.npy (its sha256 not the manifest's) is not used: the copies are grouped from the rows
+    damaged = tmp_path / "pool"
+    shutil.copytree(pool_dir, damaged)
+    stored = np.load(damaged / "copy_of.npy")
+    with open(damaged / "copy_of.npy", "r+b") as handle:      # every row a copy of the first: same size
+        handle.seek(-stored.nbytes, 2)
+        handle.write(np.zeros(stored.size, dtype=stored.dtype).tobytes())
+    again, _, _ = read_training(sample_paths["data"], sample_paths["model"], flags, pool=damaged)
+    assert "_copy_of" not in again.__dict__
+    a, b = first_copies(again, again.pool()), first_copies(expected, expected.pool())
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) and a[0].sum() > 1
     other = replace(flags, max_moves=["0.5"])
     with monkeypatch.context() as m:
         m.setattr(pool_module, "fit_encoder", refuse)
