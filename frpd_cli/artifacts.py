@@ -29,7 +29,6 @@ is byte-identical too when ``SOURCE_DATE_EPOCH`` is set (it is used as ``created
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
 import errno
 import hashlib
@@ -51,6 +50,7 @@ import pandas as pd
 
 from . import __version__
 from ._csv import frame_csv
+from ._digests import file_key, remember, remembered
 from .data import EXACT_FLOATS
 from .exceptions import ArtifactError, InputError, StaleArtifactError
 from .outputs import fsync_folder as fsync_dir
@@ -66,7 +66,6 @@ __all__ = [
     "atomic_write_text",
     "read_artifact",
     "sha256_file",
-    "remembered_digests",
     "write_artifact",
 ]
 
@@ -97,10 +96,9 @@ def sha256_file(path, *, input_file: bool = False) -> str:
     """Hex sha256 of a file's bytes, read in 1 MiB chunks.
 
     ``input_file``: the file is one of the command's inputs (the data file, the model, the applicants), which
-    frpd reads and never writes. Within :func:`remembered_digests` (each command's run) such a file is read
-    once: its digest is remembered under its device, inode, size and modification and change times, and
-    given again while they are unchanged (a pool's check and the run's fingerprint both hash the training
-    CSV: about a second for ten million rows). Artifact payloads and outputs are always read.
+    frpd reads and never writes. Within :func:`frpd_cli._digests.remembered_digests` (each command's run) such a
+    file is read once: its digest is remembered under its device, inode, size and modification and change times,
+    and given again while they are unchanged. Artifact payloads and outputs are always read.
 
     Examples
     --------
@@ -110,41 +108,16 @@ def sha256_file(path, *, input_file: bool = False) -> str:
     >>> sha256_file(p)[:16]
     'ba7816bf8f01cfea'
     """
-    key = None
-    if input_file and _REMEMBERED is not None:
-        try:
-            info = os.stat(path)
-            key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-        except OSError:
-            key = None                          # open() below reports what is wrong
-        if key in _REMEMBERED:
-            return _REMEMBERED[key]
+    key = file_key(path) if input_file else None
+    known = remembered(key)
+    if known is not None:
+        return known
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
             digest.update(chunk)
-    if key is not None:
-        _REMEMBERED[key] = digest.hexdigest()
+    remember(key, digest.hexdigest())
     return digest.hexdigest()
-
-
-#: Input files' digests remembered during a command (:func:`remembered_digests`); None outside one.
-_REMEMBERED: dict | None = None
-
-
-@contextlib.contextmanager
-def remembered_digests():
-    """A context in which :func:`sha256_file` reads each input file once (``input_file=True``); every command
-    runs in one (:func:`frpd_cli.cli._errors.handle_errors`). Nested contexts share the outer one's memory."""
-    global _REMEMBERED
-    if _REMEMBERED is not None:
-        yield
-        return
-    _REMEMBERED = {}
-    try:
-        yield
-    finally:
-        _REMEMBERED = None
 
 
 def atomic_write_bytes(path, data: bytes) -> None:

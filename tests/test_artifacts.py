@@ -9,8 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import frpd_cli._digests as _digests
 import frpd_cli.artifacts as artifacts
 from frpd_cli import __version__
+from frpd_cli._digests import remembered_digests
 from frpd_cli.artifacts import (
     MANIFEST_NAME,
     SCHEMA_VERSION,
@@ -486,12 +488,12 @@ def test_an_input_file_is_read_once_per_command_while_unchanged(tmp_path, monkey
 
     monkeypatch.setattr(artifacts, "open", counting_open, raising=False)
     expected = hashlib.sha256(path.read_bytes()).hexdigest()
-    with artifacts.remembered_digests():
+    with remembered_digests():
         assert artifacts.sha256_file(path, input_file=True) == expected
         assert artifacts.sha256_file(path, input_file=True) == expected
         assert len(opened) == 1
         assert artifacts.sha256_file(path) == expected and len(opened) == 2
-        with artifacts.remembered_digests():                  # nested: the same memory
+        with remembered_digests():                            # nested: the same memory
             assert artifacts.sha256_file(path, input_file=True) == expected and len(opened) == 2
         before = path.stat()
         path.write_bytes(b"a,b\n1,3\n")                       # same size, rewritten in place, a second later
@@ -503,7 +505,7 @@ def test_an_input_file_is_read_once_per_command_while_unchanged(tmp_path, monkey
         os.replace(replacement, path)                          # another file at the path
         assert artifacts.sha256_file(path, input_file=True) == hashlib.sha256(b"a,b\n9,9\n").hexdigest()
         assert len(opened) == 4
-    assert artifacts._REMEMBERED is None
+    assert _digests._REMEMBERED is None
     artifacts.sha256_file(path, input_file=True)
     artifacts.sha256_file(path, input_file=True)
     assert len(opened) == 6

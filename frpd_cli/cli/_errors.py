@@ -29,7 +29,7 @@ def handle_errors(func):
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        from ..artifacts import remembered_digests
+        from .._digests import remembered_digests
 
         debug = os.environ.get("FRPD_DEBUG", "") not in ("", "0")
         try:
