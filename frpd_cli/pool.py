@@ -58,7 +58,7 @@ from .exceptions import ArtifactError, StaleArtifactError
 from .population import PopulationShares, population_of
 
 __all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "open_pool", "pool_frame", "pool_schema",
-           "pool_difference"]
+           "pool_schema_outdated", "pool_difference"]
 
 POOL_KIND = "pool"
 POOL_HINT = "frpd build-pool DATA --model MODEL --out DIR (with the same schema flags and --threshold)"
@@ -471,6 +471,23 @@ def pool_schema(artifact, spec, *, encoding: str = "utf-8"):
         return Schema.from_dict(stored["schema"]), id_like
     except (ArtifactError, SchemaError, AttributeError, KeyError, TypeError, ValueError, OSError):
         return None, None
+
+
+def pool_schema_outdated(artifact, spec, *, encoding: str = "utf-8") -> bool:
+    """Whether the pool keeps no schema for ``spec`` only because it was built by another version of frpd's
+    parsing and inference code, pandas or numpy (or before pools kept one): rebuilt now, it would spare the run
+    inferring the schema. False when the declarations or the text encoding differ (a pool serves other
+    declarations without its stored schema, by design) or when its schema is used."""
+    if "derived.json" not in artifact.payload_names:
+        return True
+    try:
+        stored = artifact.load_json("derived.json").get("key")
+        key = _derived_key(spec, encoding)
+    except (ArtifactError, AttributeError, OSError, ValueError):
+        return False
+    if not isinstance(stored, dict) or key is None:
+        return False
+    return (stored.get("spec"), stored.get("encoding")) == (key["spec"], key["encoding"]) and stored != key
 
 
 def _pool_arrays(artifact) -> dict:

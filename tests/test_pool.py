@@ -474,3 +474,22 @@ def test_training_rows_scored_in_slices_are_scored_as_in_one_call(sample_paths, 
 
     with pytest.raises(ModelOutputError, match=r"data row 1235 \(line 1236\)"):
         build_training_set(frame, schema, Broken())
+
+
+def test_a_pool_of_another_version_gets_a_hint_and_the_same_plans(sample_paths, pool_dir, monkeypatch):
+    # a pool whose stored schema was derived by other code (another frpd, pandas or numpy) is used without it,
+    # with a hint to rebuild it; a pool of the same versions, or one used with other declarations, gets none
+    import frpd_cli.pool as pool_module
+
+    args = ["plan", *_common(sample_paths, "--applicants", str(sample_paths["applicants"]), "--format", "csv",
+                             "--quiet", "--pool", str(pool_dir))]
+    current = runner.invoke(app, args)
+    assert current.exit_code == 0 and "Hint: the pool" not in current.stderr
+    other = runner.invoke(app, [*args, "--max-move", "0.5"])
+    assert other.exit_code == 0 and "Hint: the pool" not in other.stderr
+    with monkeypatch.context() as m:
+        m.setattr(pool_module, "_deriving_code_digest", lambda: "0" * 64)
+        outdated = runner.invoke(app, args)
+    assert outdated.exit_code == 0 and outdated.stdout == current.stdout
+    assert f"Hint: the pool '{pool_dir}' was built by another version" in outdated.stderr
+    assert "(2000 rows)" in outdated.stderr and "frpd build-pool DATA" in outdated.stderr

@@ -577,7 +577,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     artifact, frame, schema, id_like = None, None, None, None
     if pool is not None:
         from ..exceptions import FrpdError
-        from ..pool import open_pool, pool_frame, pool_schema
+        from ..pool import POOL_HINT, open_pool, pool_frame, pool_schema, pool_schema_outdated
 
         try:
             artifact = open_pool(pool, data=data, model=model_path)
@@ -585,6 +585,10 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             schema, id_like = pool_schema(artifact, spec, encoding=encoding)
         except FrpdError:      # reported by load_pool below, after the CSV's, schema's and model's own errors
             artifact, schema, id_like = None, None, None
+        if artifact is not None and schema is None and pool_schema_outdated(artifact, spec, encoding=encoding):
+            echo_err(f"Hint: the pool '{pool}' was built by another version of frpd, pandas or numpy, so the schema "
+                     f"is inferred from the CSV again ({artifact.params.get('n_rows', '?')} rows); a pool built now "
+                     f"keeps it: {POOL_HINT}.")
     if frame is None:
         frame = read_training_frame(data, encoding=encoding)
     if on_frame is not None:
