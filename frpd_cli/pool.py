@@ -475,11 +475,12 @@ def pool_schema(artifact, spec, *, encoding: str = "utf-8"):
 
 def pool_schema_outdated(artifact, spec, *, encoding: str = "utf-8") -> bool:
     """Whether the pool keeps no schema for ``spec`` only because it was built by another version of frpd's
-    parsing and inference code, pandas or numpy (or before pools kept one): rebuilt now, it would spare the run
-    inferring the schema. False when the declarations or the text encoding differ (a pool serves other
-    declarations without its stored schema, by design) or when its schema is used."""
+    parsing and inference code, pandas or numpy: rebuilt now, it would spare the run inferring the schema. False
+    when the declarations or the text encoding differ (a pool serves other declarations without its stored
+    schema, by design), when its schema is used, and when it keeps none at all (a schema that JSON cannot hold
+    exactly is never kept, so a rebuild would not help)."""
     if "derived.json" not in artifact.payload_names:
-        return True
+        return False
     try:
         stored = artifact.load_json("derived.json").get("key")
         key = _derived_key(spec, encoding)

@@ -476,7 +476,7 @@ def test_training_rows_scored_in_slices_are_scored_as_in_one_call(sample_paths, 
         build_training_set(frame, schema, Broken())
 
 
-def test_a_pool_of_another_version_gets_a_hint_and_the_same_plans(sample_paths, pool_dir, monkeypatch):
+def test_a_pool_of_another_version_gets_a_hint_and_the_same_plans(sample_paths, pool_dir, monkeypatch, tmp_path):
     # a pool whose stored schema was derived by other code (another frpd, pandas or numpy) is used without it,
     # with a hint to rebuild it; a pool of the same versions, or one used with other declarations, gets none
     import frpd_cli.pool as pool_module
@@ -493,3 +493,9 @@ def test_a_pool_of_another_version_gets_a_hint_and_the_same_plans(sample_paths, 
     assert outdated.exit_code == 0 and outdated.stdout == current.stdout
     assert f"Hint: the pool '{pool_dir}' was built by another version" in outdated.stderr
     assert "(2000 rows)" in outdated.stderr and "frpd build-pool DATA" in outdated.stderr
+    # a pool that keeps no schema at all (one JSON cannot hold exactly is never kept): a rebuild would not help
+    frame, schema, model = _training(sample_paths)
+    bare = write_pool(tmp_path / "bare", build_training_set(frame, schema, model, scale="effort"),
+                      data=sample_paths["data"], model=sample_paths["model"], threshold=0.5)
+    without = runner.invoke(app, [*args[:-1], str(bare)])
+    assert without.exit_code == 0 and without.stdout == current.stdout and "Hint: the pool" not in without.stderr
