@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 
-__all__ = ["remembered_digests", "file_key", "remembered", "remember"]
+__all__ = ["remembered_digests", "remembered_digest"]
 
 #: Input files' digests by :func:`file_key` during a command (:func:`remembered_digests`); None outside one.
 _REMEMBERED: dict | None = None
@@ -31,23 +31,20 @@ def remembered_digests():
         _REMEMBERED = None
 
 
-def file_key(path) -> tuple | None:
-    """What identifies a file's bytes while it is not rewritten: device, inode, size, modification and change
-    times (None outside :func:`remembered_digests`, or when the file cannot be examined)."""
-    if _REMEMBERED is None:
-        return None
-    try:
-        info = os.stat(path)
-    except OSError:
-        return None
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
-
-
-def remembered(key: tuple | None) -> str | None:
-    """The digest remembered under ``key``, if any."""
-    return None if key is None or _REMEMBERED is None else _REMEMBERED.get(key)
-
-
-def remember(key: tuple | None, digest: str) -> None:
+def remembered_digest(path, compute) -> str:
+    """``compute()``, the digest of the file at ``path``, remembered within :func:`remembered_digests` under the
+    file's device, inode, size, modification and change times, and given again while they are unchanged (outside
+    a command, or when the file cannot be examined, it is computed every time)."""
+    key = None
+    if _REMEMBERED is not None:
+        try:
+            info = os.stat(path)
+            key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        except OSError:
+            key = None
+    if key is not None and key in _REMEMBERED:
+        return _REMEMBERED[key]
+    digest = compute()
     if key is not None and _REMEMBERED is not None:
         _REMEMBERED[key] = digest
+    return digest

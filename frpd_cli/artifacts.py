@@ -50,7 +50,7 @@ import pandas as pd
 
 from . import __version__
 from ._csv import frame_csv
-from ._digests import file_key, remember, remembered
+from ._digests import remembered_digest
 from .data import EXACT_FLOATS
 from .exceptions import ArtifactError, InputError, StaleArtifactError
 from .outputs import fsync_folder as fsync_dir
@@ -108,15 +108,12 @@ def sha256_file(path, *, input_file: bool = False) -> str:
     >>> sha256_file(p)[:16]
     'ba7816bf8f01cfea'
     """
-    key = file_key(path) if input_file else None
-    known = remembered(key)
-    if known is not None:
-        return known
+    if input_file:
+        return remembered_digest(path, lambda: sha256_file(path))
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(_CHUNK), b""):
             digest.update(chunk)
-    remember(key, digest.hexdigest())
     return digest.hexdigest()
 
 

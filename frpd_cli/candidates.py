@@ -722,19 +722,35 @@ def first_copies(training: TrainingSet, pool: np.ndarray) -> tuple[np.ndarray, n
         first = np.zeros(rows.size, dtype=bool)
         copies = np.zeros(rows.size, dtype=np.int64)
         if rows.size:
-            known = training.__dict__.get("_copy_of")         # a pool's (frpd_cli.pool.copy_of)
-            if known is not None:
-                group = np.take(known, rows)
-            else:
-                names = list(training.schema.feature_names)
-                group = training.frame[names].iloc[rows].groupby(names, sort=False, dropna=False,
-                                                                 observed=True).ngroup().to_numpy()
+            known = training.__dict__.get("_copy_of")         # a pool's (copy_of over every row)
+            names = list(training.schema.feature_names)
+            group = np.take(known, rows) if known is not None else copy_of(training.frame[names].iloc[rows])
             # whatever the numbering of the groups: the first row of each and its size
             _, at, size = np.unique(group, return_index=True, return_counts=True)
             first[at] = True
             copies[at] = size
         cached["copies"] = (first, copies)
     return cached["copies"]
+
+
+def copy_of(features: pd.DataFrame) -> np.ndarray:
+    """Each row's first copy: the lowest row number with the same values in every column of ``features`` (a row
+    that repeats no earlier row is its own; a missing value equals a missing value). A pool keeps it
+    (:mod:`frpd_cli.pool`), so that runs find the copies among the favourable rows (:func:`first_copies`) without
+    grouping text columns again (about 0.9 s for the 1.7 million favourable rows of ten million).
+
+    Returns
+    -------
+    first : ndarray of int32 (int64 from 2**31 rows), shape (n_rows,)
+    """
+    n_rows = len(features)
+    dtype = np.int32 if n_rows < np.iinfo(np.int32).max else np.int64
+    if n_rows == 0 or features.shape[1] == 0:            # no columns: every row is a copy of the first
+        return np.zeros(n_rows, dtype=dtype)
+    names = list(features.columns)
+    group = features.groupby(names, sort=False, dropna=False, observed=True).ngroup().to_numpy()
+    _, first, inverse = np.unique(group, return_index=True, return_inverse=True)
+    return first.astype(dtype)[inverse.reshape(-1)]
 
 
 def _copies_left_out(training: TrainingSet, pool: np.ndarray, found: Candidates) -> int:

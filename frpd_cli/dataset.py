@@ -248,20 +248,16 @@ def _score_training_rows(model, features: pd.DataFrame, source: str) -> np.ndarr
     from .model import SCORE_BLOCK_ROWS
 
     size = SCORE_SLICE_BLOCKS * SCORE_BLOCK_ROWS
-    n_rows = len(features)
-    probability = np.empty(n_rows, dtype=np.float64)
-    for start in range(0, max(n_rows, 1), size):
-        rows = features if n_rows <= size else features.iloc[start:start + size]
+    parts = []
+    for start in range(0, max(len(features), 1), size):
+        rows = features if len(features) <= size else features.iloc[start:start + size]
         try:
-            scored = np.asarray(model.favorable_probability(rows), dtype=np.float64)
+            parts.append(np.asarray(model.favorable_probability(rows), dtype=np.float64))
         except ModelOutputError as exc:
             # the rows passed are the data rows in file order: name the row as the user sees it
             row = start + exc.row
             raise exc.located(f"data row {row + 1} (line {row + 2}) of {source}") from None
-        if n_rows <= size:
-            return scored
-        probability[start:start + len(rows)] = scored
-    return probability
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 def labeled_rows(frame: pd.DataFrame, schema: Schema) -> np.ndarray:

@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from .artifacts import read_artifact, sha256_file, write_artifact
+from .candidates import copy_of
 from .constraints import ConstraintCodes
 from .dataset import TrainingSet, labeled_rows
 from .encoding import DEFAULT_SCALE, Encoder, fit_encoder
@@ -222,19 +223,24 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
 
 
 def _copies(artifact, n_rows: int) -> np.ndarray | None:
-    """The pool's ``copy_of.npy`` when its sha256 is the manifest's (a damaged one would silently drop
-    candidates as copies; 4 bytes a row, hashed like ``labeled.npy``), else None (the copies are then grouped
-    from the rows)."""
-    name = "copy_of.npy"
+    """The pool's ``copy_of.npy`` (:func:`_hashed_npy`: a damaged one would silently drop candidates as copies),
+    else None (the copies are then grouped from the rows)."""
+    first = _hashed_npy(artifact, "copy_of.npy")
+    return first.view(np.ndarray) if first is not None and first.shape == (n_rows,) and first.dtype.kind == "i" \
+        else None
+
+
+def _hashed_npy(artifact, name: str) -> np.ndarray | None:
+    """A small ``.npy`` payload (a few bytes a row) read only when its sha256 is the manifest's, unlike the pool's
+    large arrays (checked by size when the pool is opened); None when it is missing or differs."""
     if name not in artifact.payload_names:
         return None
     try:
         if sha256_file(artifact.path / name) != artifact.manifest["payloads"][name]["sha256"]:
             return None
-        first = artifact.load_npy(name)
+        return artifact.load_npy(name)
     except (ArtifactError, KeyError, TypeError, OSError):
         return None
-    return first.view(np.ndarray) if first.shape == (n_rows,) and first.dtype.kind == "i" else None
 
 
 def _stored_encoder(stored: dict, schema, scale: str) -> Encoder | None:
@@ -248,26 +254,6 @@ def _stored_encoder(stored: dict, schema, scale: str) -> Encoder | None:
     return encoder
 
 
-def copy_of(features: pd.DataFrame) -> np.ndarray:
-    """Each row's first copy: the lowest row number with the same values in every column of ``features`` (a row
-    that repeats no earlier row is its own). Kept in a pool, so that runs find the copies among the favourable
-    rows (:func:`frpd_cli.candidates.first_copies`) without grouping text columns again (about 0.9 s for the
-    1.7 million favourable rows of ten million).
-
-    Returns
-    -------
-    first : ndarray of int32 (int64 from 2**31 rows), shape (n_rows,)
-    """
-    n_rows = len(features)
-    dtype = np.int32 if n_rows < np.iinfo(np.int32).max else np.int64
-    if n_rows == 0 or features.shape[1] == 0:            # no columns: every row is a copy of the first
-        return np.zeros(n_rows, dtype=dtype)
-    names = list(features.columns)
-    group = features.groupby(names, sort=False, dropna=False, observed=True).ngroup().to_numpy()
-    _, first, inverse = np.unique(group, return_index=True, return_inverse=True)
-    return first.astype(dtype)[inverse.reshape(-1)]
-
-
 def _labeled_by(schema) -> list:
     """What the rows labelled favourable depend on besides the CSV's bytes: the target and the favourable
     class, its type included."""
@@ -277,15 +263,10 @@ def _labeled_by(schema) -> list:
 def _labeled(artifact, frame, schema, n_rows: int) -> np.ndarray:
     """The rows labelled favourable: the pool's ``labeled.npy`` when it was computed for this target and
     favourable class (and its sha256 is the manifest's), else computed from ``frame``."""
-    name = "labeled.npy"
-    if name in artifact.payload_names and artifact.params.get("labeled_by") == _labeled_by(schema):
-        try:
-            if sha256_file(artifact.path / name) == artifact.manifest["payloads"][name]["sha256"]:
-                labeled = np.array(artifact.load_npy(name))
-                if labeled.shape == (n_rows,) and labeled.dtype == bool:
-                    return labeled
-        except (ArtifactError, KeyError, TypeError, OSError):
-            pass
+    if artifact.params.get("labeled_by") == _labeled_by(schema):
+        labeled = _hashed_npy(artifact, "labeled.npy")
+        if labeled is not None and labeled.shape == (n_rows,) and labeled.dtype == bool:
+            return np.array(labeled)
     return labeled_rows(frame, schema)
 
 
