@@ -29,7 +29,8 @@ import weakref
 import numpy as np
 import pandas as pd
 
-__all__ = ["CompiledFinal", "CompiledPrefix", "checked_final", "compile_prefix", "compiled_prefix", "final_scorer"]
+__all__ = ["CompiledFinal", "CompiledPrefix", "Precompiled", "checked_final", "compile_prefix", "compiled_prefix",
+           "final_from_state", "final_scorer", "final_state", "prefix_from_state", "prefix_state"]
 
 _CT = "sklearn.compose._column_transformer.ColumnTransformer"
 _ONEHOT = "sklearn.preprocessing._encoders.OneHotEncoder"
@@ -276,7 +277,9 @@ def _same(a, b) -> bool:
 
 def compiled_prefix(transformer):
     """What :func:`compile_prefix` decided for ``transformer``: a CompiledPrefix, False (not compilable) or None
-    (not checked yet in this process)."""
+    (not checked yet in this process). A :class:`Precompiled` stand-in carries its own."""
+    if isinstance(transformer, Precompiled):
+        return transformer.frpd_compiled
     return _decision(_compiled, transformer)
 
 
@@ -364,13 +367,15 @@ class CompiledFinal:
             if estimator.n_outputs_ != 1 or estimator.out_activation_ != "logistic":
                 raise _Unsupported
             self.layers = [(np.asarray(w), np.asarray(b)) for w, b in zip(estimator.coefs_, estimator.intercepts_)]
-            self.hidden = ACTIVATIONS[estimator.activation]
+            self.activation = str(estimator.activation)
+            self.hidden = ACTIVATIONS[self.activation]
             self.logistic = True
         elif kind == _LOGISTIC:
             coef = np.asarray(estimator.coef_)
             if coef.ndim != 2 or coef.shape[0] != 1:
                 raise _Unsupported
             self.layers = [(coef.T, np.asarray(estimator.intercept_))]
+            self.activation = None
             self.hidden = None
             self.logistic = True
         else:
@@ -416,7 +421,9 @@ class CompiledFinal:
 
 def checked_final(estimator):
     """What :func:`final_scorer` decided for ``estimator``: a CompiledFinal, False (scikit-learn keeps the job) or
-    None (not checked yet in this process)."""
+    None (not checked yet in this process). A :class:`Precompiled` stand-in carries its own."""
+    if isinstance(estimator, Precompiled):
+        return estimator.frpd_compiled
     return _decision(_final, estimator)
 
 
@@ -446,3 +453,168 @@ def final_scorer(estimator, block) -> tuple:
         compiled = None
     _final[estimator] = compiled
     return compiled, expected
+
+
+# ---------------------------------------------------------------------------- kept compiled forms
+#
+# A pool keeps the compiled forms of its model (frpd_cli.snapshot), so that a run reading the pool scores rows
+# without importing scikit-learn (most of a one-applicant run's start). They are written as JSON: numbers as
+# Python writes floats (the shortest text that reads back as the same double), arrays with their dtype; and
+# used only after they reproduced the pool's stored probabilities bit for bit (frpd_cli.snapshot).
+
+
+class Precompiled:
+    """A stand-in for a fitted step whose compiled form is known without checking it in this process: a kept
+    compiled form (``frpd_compiled``), checked by its owner (:mod:`frpd_cli.snapshot`)."""
+
+    frpd_compiled = None
+
+
+def _inplace_relu(X):
+    np.maximum(X, 0, out=X)
+
+
+def _inplace_tanh(X):
+    np.tanh(X, out=X)
+
+
+def _inplace_logistic(X):
+    from scipy.special import expit
+
+    expit(X, out=X)
+
+
+def _inplace_identity(X):
+    pass
+
+
+#: The hidden activations of scikit-learn's MLP by name, written as scikit-learn writes them
+#: (``sklearn.neural_network._base.ACTIVATIONS``), for kept compiled forms.
+_ACTIVATIONS = {"relu": _inplace_relu, "tanh": _inplace_tanh, "logistic": _inplace_logistic,
+                "identity": _inplace_identity}
+
+#: The sparse classes a kept prefix may return, by name.
+_SPARSE_RESULTS = ("csr_matrix", "csr_array")
+
+
+def _array_state(a) -> dict:
+    a = np.asarray(a)
+    if a.dtype.kind not in "iuf":
+        raise _Unsupported
+    # the memory layout too: a matrix product may take another kernel for another layout
+    order = "F" if a.flags.f_contiguous and not a.flags.c_contiguous else "C"
+    return {"dtype": a.dtype.str, "shape": list(a.shape), "order": order, "values": a.ravel(order=order).tolist()}
+
+
+def _array_from(state) -> np.ndarray:
+    dtype = np.dtype(state["dtype"])
+    if dtype.kind not in "iuf":
+        raise ValueError(f"an array of type {dtype}")
+    order = state.get("order", "C")
+    if order not in ("C", "F"):
+        raise ValueError(f"the memory order {order!r}")
+    return np.asarray(state["values"], dtype=dtype).reshape(state["shape"], order=order)
+
+
+def prefix_state(compiled: CompiledPrefix) -> dict:
+    """A JSON-ready description of a checked :class:`CompiledPrefix` (:func:`prefix_from_state` reads it)."""
+    blocks = []
+    for block in compiled.blocks:
+        if isinstance(block, _OneHot):
+            lookups = [{"text": list(lookup)} if string else {"numbers": _array_state(lookup)}
+                       for lookup, string in zip(block.lookups, block.string)]
+            blocks.append({"kind": "onehot", "columns": block.columns, "dtype": block.dtype.str, "lookups": lookups})
+        else:
+            blocks.append({"kind": "minmax" if block.kind == _MINMAX else "standard", "columns": block.columns,
+                           "first": None if block.first is None else _array_state(block.first),
+                           "second": None if block.second is None else _array_state(block.second),
+                           "clip": None if block.clip is None else [float(c) for c in block.clip]})
+    result = None
+    if compiled.result_type is not None:
+        result = compiled.result_type.__name__
+        if result not in _SPARSE_RESULTS:
+            raise _Unsupported
+    return {"sparse": compiled.sparse, "blocks": blocks, "result_type": result,
+            "index_dtype": None if compiled.index_dtype is None else np.dtype(compiled.index_dtype).str}
+
+
+def prefix_from_state(state: dict) -> CompiledPrefix:
+    """The :class:`CompiledPrefix` :func:`prefix_state` described (raises ValueError, KeyError or TypeError on a
+    description it does not understand)."""
+    compiled = CompiledPrefix.__new__(CompiledPrefix)
+    compiled.sparse = bool(state["sparse"])
+    compiled.blocks = []
+    for described in state["blocks"]:
+        columns = [str(c) for c in described["columns"]]
+        if described["kind"] == "onehot":
+            block = _OneHot.__new__(_OneHot)
+            block.columns = columns
+            block.dtype = np.dtype(described["dtype"])
+            block.string, block.lookups, sizes = [], [], []
+            for lookup in described["lookups"]:
+                if "text" in lookup:
+                    levels = [str(c) for c in lookup["text"]]
+                    block.string.append(True)
+                    block.lookups.append({c: i for i, c in enumerate(levels)})
+                    sizes.append(len(levels))
+                else:
+                    values = _array_from(lookup["numbers"])
+                    block.string.append(False)
+                    block.lookups.append(values)
+                    sizes.append(values.size)
+            if len(columns) != len(sizes):
+                raise ValueError("a one-hot block with as many columns as category lists")
+            block.n_out = int(sum(sizes))
+            block.offsets = np.cumsum([0] + sizes)[:-1].astype(np.int64)
+            block.n_features = len(sizes)
+        elif described["kind"] in ("minmax", "standard"):
+            block = _Scaler.__new__(_Scaler)
+            block.columns = columns
+            block.n_out = len(columns)
+            block.kind = _MINMAX if described["kind"] == "minmax" else _STANDARD
+            block.first = None if described["first"] is None else _array_from(described["first"])
+            block.second = None if described["second"] is None else _array_from(described["second"])
+            block.clip = None if described["clip"] is None else tuple(float(c) for c in described["clip"])
+            for a in (block.first, block.second):
+                if a is not None and (a.dtype != np.float64 or a.shape != (block.n_out,)):
+                    raise ValueError("scaler arrays of one float64 per column")
+        else:
+            raise ValueError(f"a block of kind {described['kind']!r}")
+        compiled.blocks.append(block)
+    if not compiled.blocks:
+        raise ValueError("no blocks")
+    compiled.n_out = sum(b.n_out for b in compiled.blocks)
+    compiled.result_type = None
+    if state["result_type"] is not None:
+        if state["result_type"] not in _SPARSE_RESULTS:
+            raise ValueError(f"a result of type {state['result_type']!r}")
+        from scipy import sparse
+
+        compiled.result_type = getattr(sparse, state["result_type"])
+    compiled.index_dtype = None if state["index_dtype"] is None else np.dtype(state["index_dtype"])
+    return compiled
+
+
+def final_state(compiled: CompiledFinal) -> dict:
+    """A JSON-ready description of a checked :class:`CompiledFinal` (:func:`final_from_state` reads it)."""
+    if compiled.activation is not None and compiled.activation not in _ACTIVATIONS:
+        raise _Unsupported
+    return {"activation": compiled.activation, "logistic": bool(compiled.logistic),
+            "layers": [{"weights": _array_state(w), "bias": _array_state(b)} for w, b in compiled.layers]}
+
+
+def final_from_state(state: dict) -> CompiledFinal:
+    """The :class:`CompiledFinal` :func:`final_state` described (its hidden activation written here, as
+    scikit-learn writes it)."""
+    compiled = CompiledFinal.__new__(CompiledFinal)
+    compiled.layers = [(_array_from(layer["weights"]), _array_from(layer["bias"])) for layer in state["layers"]]
+    if not compiled.layers or any(w.ndim != 2 or w.dtype != np.float64 for w, _ in compiled.layers):
+        raise ValueError("layers of float64 weight matrices")
+    activation = state["activation"]
+    if len(compiled.layers) > 1 and activation not in _ACTIVATIONS:
+        raise ValueError(f"the activation {activation!r}")
+    compiled.activation = activation
+    compiled.hidden = _ACTIVATIONS.get(activation)
+    compiled.logistic = bool(state["logistic"])
+    compiled.n_features = compiled.layers[0][0].shape[0]
+    return compiled

@@ -749,6 +749,8 @@ _PREFIXES: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
 def _find_rowwise_prefix(estimator, steps) -> list | None:
+    if getattr(type(estimator), "frpd_snapshot", False) is True:
+        return [steps[0][1]]            # a pool's kept scorer (frpd_cli.snapshot): one compiled preprocessing step
     if type(estimator).__module__ != "sklearn.pipeline" or type(estimator).__name__ != "Pipeline" or not steps:
         return None
     prefix = [step for _, step in steps[:-1] if step not in (None, "passthrough")]

@@ -19,6 +19,8 @@ A *pool* (``frpd build-pool``) keeps the result::
                       its levels, listed in frame.json with the pandas version that parsed them)
       derived.json    the schema inferred from the CSV and the features that look like identifiers, with what
                       they were derived from (:func:`pool_schema`)
+      scorer.json     the model's scorer as frpd computes it (a pipeline of one-hot encoders and scalers and a
+                      network or logistic regression), for runs that need not load the model (frpd_cli.snapshot)
 
 and :func:`load_pool` turns it back into the same :class:`~frpd_cli.dataset.TrainingSet`, bit for bit,
 after checking that it was built from the data file, model, schema, threshold and text encoding given now.
@@ -67,7 +69,7 @@ _ARRAYS = ("X", "probability", "immutable", "monotone", "direction")
 
 
 def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float, encoding: str = "utf-8",
-               frame: pd.DataFrame | None = None, spec=None) -> Path:
+               frame: pd.DataFrame | None = None, spec=None, scorer: dict | None = None) -> Path:
     """Save ``training`` as a pool artifact in ``out_dir``.
 
     Parameters
@@ -89,6 +91,8 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
         The declarations ``training.schema`` was inferred with from ``frame``: with both, the schema and the
         identifier-like features are kept (:func:`pool_schema`), so that runs with the same declarations need
         not infer them.
+    scorer : dict, optional
+        The model's kept scorer (:func:`frpd_cli.snapshot.scorer_state`), checked on ``training``'s rows.
 
     Returns
     -------
@@ -116,6 +120,8 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
     derived = None if frame is None or spec is None else _derived_payload(frame, training.schema, spec, encoding)
     if derived is not None:
         payloads["derived.json"] = derived
+    if scorer is not None:
+        payloads["scorer.json"] = scorer
     return write_artifact(out_dir, kind=POOL_KIND, params=params, inputs={"data": data, "model": model},
                           payloads=payloads)
 

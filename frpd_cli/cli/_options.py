@@ -598,8 +598,17 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             schema = infer_schema(frame, spec, source=f"'{data}'")
         except DeclarationError as exc:
             raise (flags.usage_error(exc) or exc) from None
-    model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
-                       threshold=threshold, trusted_types=trusted_types or None)
+    model = None
+    if artifact is not None and (robust is None or not robust.active):
+        # the pool's kept scorer spares loading the model (and importing scikit-learn) when it reproduces the
+        # pool's probabilities; refits need the estimator itself
+        from ..snapshot import pool_model
+
+        model = pool_model(artifact, path=model_path, favorable=schema.favorable, feature_names=schema.feature_names,
+                           threshold=threshold, features=frame)
+    if model is None:
+        model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
+                           threshold=threshold, trusted_types=trusted_types or None)
     if pool is not None:
         from ..pool import load_pool
 

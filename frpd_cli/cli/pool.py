@@ -39,6 +39,7 @@ def build_pool_command(
     """
     from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs
     from ..pool import write_pool
+    from ..snapshot import scorer_state
 
     check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": flags.schema})
     check_artifact_folder(out)
@@ -46,10 +47,10 @@ def build_pool_command(
     with lock_outputs(folders=(out,)):
         start = time.perf_counter()
         read = []
-        training, _, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                            trusted_types=trust_type, quiet=quiet, on_frame=read.append)
+        training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
+                                                 trusted_types=trust_type, quiet=quiet, on_frame=read.append)
         write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding, frame=read[0],
-                   spec=spec)
+                   spec=spec, scorer=scorer_state(loaded, training.frame, training.probability))
         if not quiet:
             echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "
                      f"{training.X.shape[1]} encoded columns) in {time.perf_counter() - start:.2f} s. "
