@@ -29,7 +29,7 @@ import weakref
 import numpy as np
 import pandas as pd
 
-__all__ = ["CompiledFinal", "CompiledPrefix", "Precompiled", "checked_final", "compile_prefix", "compiled_prefix",
+__all__ = ["CSRRows", "CompiledFinal", "CompiledPrefix", "Precompiled", "checked_final", "compile_prefix", "compiled_prefix",
            "final_from_state", "final_scorer", "final_state", "prefix_from_state", "prefix_state"]
 
 _CT = "sklearn.compose._column_transformer.ColumnTransformer"
@@ -370,6 +370,7 @@ class CompiledFinal:
             self.activation = str(estimator.activation)
             self.hidden = ACTIVATIONS[self.activation]
             self.logistic = True
+            self.own_arithmetic = False
         elif kind == _LOGISTIC:
             coef = np.asarray(estimator.coef_)
             if coef.ndim != 2 or coef.shape[0] != 1:
@@ -378,6 +379,7 @@ class CompiledFinal:
             self.activation = None
             self.hidden = None
             self.logistic = True
+            self.own_arithmetic = False
         else:
             raise _Unsupported
         self.n_features = self.layers[0][0].shape[0]
@@ -407,15 +409,19 @@ class CompiledFinal:
 
     def after_first(self, activation: np.ndarray) -> np.ndarray:
         """``predict_proba`` from the first layer's output (:meth:`first_layer`): the other layers, in place."""
-        from scipy.special import expit
-
         last = len(self.layers) - 1
         for i, (weights, bias) in enumerate(self.layers[1:], start=1):
             activation = activation @ weights
             activation += bias
             if i != last:
                 self.hidden(activation)
-        p = expit(activation, out=activation).ravel()
+        if self.own_arithmetic:
+            _numpy_expit(activation)
+        else:
+            from scipy.special import expit
+
+            expit(activation, out=activation)
+        p = activation.ravel()
         return np.vstack([1 - p, p]).T
 
 
@@ -488,6 +494,66 @@ def _inplace_identity(X):
     pass
 
 
+def _numpy_expit(X):
+    """``scipy.special.expit(X, out=X)`` written with numpy: ``1 / (1 + exp(-x))``, the operations scipy's
+    expit makes, in its order. The same bits wherever numpy's ``exp`` of a double is the C library's (it is on
+    this project's machines; a kept scorer records which form reproduced scikit-learn, see
+    :func:`frpd_cli.snapshot.scorer_state`)."""
+    np.negative(X, out=X)
+    np.exp(X, out=X)
+    X += 1.0
+    np.divide(1.0, X, out=X)
+
+
+def _inplace_numpy_logistic(X):
+    _numpy_expit(X)
+
+
+class CSRRows:
+    """Rows in compressed sparse row form, multiplied by a dense matrix as scipy multiplies a CSR matrix.
+
+    scipy's product (``csr_matvecs``) goes row by row and adds each stored entry's contribution in stored order,
+    ``y += a * W[j]`` (a product rounded, then a sum rounded); :meth:`__matmul__` makes the same operations, one
+    stored position of every row at a time, so a kept scorer needs no scipy import (about 0.2 s of a run's
+    start). Used only where it reproduced scikit-learn's probabilities (:mod:`frpd_cli.snapshot`); anything else
+    receives a scipy matrix (:meth:`to_scipy`).
+    """
+
+    format = "csr"
+    ndim = 2
+
+    def __init__(self, arrays, shape):
+        self.data, self.indices, self.indptr = arrays
+        self.shape = tuple(shape)
+        self.dtype = self.data.dtype
+
+    def __matmul__(self, weights):
+        weights = np.asarray(weights)
+        n = self.shape[0]
+        out = np.zeros((n, weights.shape[1]), dtype=np.result_type(self.dtype, weights.dtype))
+        counts = np.diff(self.indptr)
+        for k in range(int(counts.max()) if n else 0):
+            rows = np.flatnonzero(counts > k)
+            at = self.indptr[rows] + k
+            out[rows] += self.data[at, None] * weights[self.indices[at]]
+        return out
+
+    def __getitem__(self, key):
+        if not isinstance(key, slice) or key.step not in (None, 1):
+            return self.to_scipy()[key]
+        start, stop, _ = key.indices(self.shape[0])
+        stop = max(start, stop)
+        low, high = int(self.indptr[start]), int(self.indptr[stop])
+        return CSRRows((self.data[low:high], self.indices[low:high], self.indptr[start:stop + 1] - low),
+                       (stop - start, self.shape[1]))
+
+    def to_scipy(self):
+        """The same rows as a scipy ``csr_matrix``."""
+        from scipy import sparse
+
+        return sparse.csr_matrix((self.data, self.indices, self.indptr), shape=self.shape)
+
+
 #: The hidden activations of scikit-learn's MLP by name, written as scikit-learn writes them
 #: (``sklearn.neural_network._base.ACTIVATIONS``), for kept compiled forms.
 _ACTIVATIONS = {"relu": _inplace_relu, "tanh": _inplace_tanh, "logistic": _inplace_logistic,
@@ -538,9 +604,10 @@ def prefix_state(compiled: CompiledPrefix) -> dict:
             "index_dtype": None if compiled.index_dtype is None else np.dtype(compiled.index_dtype).str}
 
 
-def prefix_from_state(state: dict) -> CompiledPrefix:
+def prefix_from_state(state: dict, *, own_arithmetic: bool = False) -> CompiledPrefix:
     """The :class:`CompiledPrefix` :func:`prefix_state` described (raises ValueError, KeyError or TypeError on a
-    description it does not understand)."""
+    description it does not understand); with ``own_arithmetic`` its sparse rows are :class:`CSRRows` instead of
+    scipy matrices."""
     compiled = CompiledPrefix.__new__(CompiledPrefix)
     compiled.sparse = bool(state["sparse"])
     compiled.blocks = []
@@ -588,9 +655,12 @@ def prefix_from_state(state: dict) -> CompiledPrefix:
     if state["result_type"] is not None:
         if state["result_type"] not in _SPARSE_RESULTS:
             raise ValueError(f"a result of type {state['result_type']!r}")
-        from scipy import sparse
+        if own_arithmetic:
+            compiled.result_type = CSRRows
+        else:
+            from scipy import sparse
 
-        compiled.result_type = getattr(sparse, state["result_type"])
+            compiled.result_type = getattr(sparse, state["result_type"])
     compiled.index_dtype = None if state["index_dtype"] is None else np.dtype(state["index_dtype"])
     return compiled
 
@@ -603,9 +673,10 @@ def final_state(compiled: CompiledFinal) -> dict:
             "layers": [{"weights": _array_state(w), "bias": _array_state(b)} for w, b in compiled.layers]}
 
 
-def final_from_state(state: dict) -> CompiledFinal:
+def final_from_state(state: dict, *, own_arithmetic: bool = False) -> CompiledFinal:
     """The :class:`CompiledFinal` :func:`final_state` described (its hidden activation written here, as
-    scikit-learn writes it)."""
+    scikit-learn writes it); with ``own_arithmetic`` the logistic function is computed with numpy
+    (:func:`_numpy_expit`) instead of scipy's ``expit``."""
     compiled = CompiledFinal.__new__(CompiledFinal)
     compiled.layers = [(_array_from(layer["weights"]), _array_from(layer["bias"])) for layer in state["layers"]]
     if not compiled.layers or any(w.ndim != 2 or w.dtype != np.float64 for w, _ in compiled.layers):
@@ -614,7 +685,9 @@ def final_from_state(state: dict) -> CompiledFinal:
     if len(compiled.layers) > 1 and activation not in _ACTIVATIONS:
         raise ValueError(f"the activation {activation!r}")
     compiled.activation = activation
-    compiled.hidden = _ACTIVATIONS.get(activation)
+    compiled.hidden = _inplace_numpy_logistic if own_arithmetic and activation == "logistic" else \
+        _ACTIVATIONS.get(activation)
+    compiled.own_arithmetic = own_arithmetic
     compiled.logistic = bool(state["logistic"])
     compiled.n_features = compiled.layers[0][0].shape[0]
     return compiled

@@ -6,9 +6,11 @@ both steps (:mod:`frpd_cli._rowwise`), once they reproduced scikit-learn bit for
 imports scikit-learn, and with it scipy.stats: more than a second, most of a one-applicant ``plan --pool``.
 
 So ``frpd build-pool`` keeps those compiled forms (``scorer.json``: the categories, scaling constants and the
-network's layers, numbers written as Python writes floats, which read back as the same doubles). A run given the
-pool uses them instead of loading the model file when all of this holds, and loads the model as before
-otherwise:
+network's layers, numbers written as Python writes floats, which read back as the same doubles). Where numpy
+reproduces them bit for bit, the kept forms also make scipy's two operations with numpy (the product of a
+sparse matrix, :class:`~frpd_cli._rowwise.CSRRows`, and the logistic function), so that scoring imports no scipy
+either (``"arithmetic": "numpy"``; ``"scipy"`` where numpy's differ). A run given the pool uses them instead of
+loading the model file when all of this holds, and loads the model as before otherwise:
 
 - the model file is the pool's (its sha256, checked when the pool is opened) and a pickle whose recorded
   scikit-learn version, if any, was the installed one when the pool was built;
@@ -30,12 +32,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ._rowwise import Precompiled, final_from_state, final_state, prefix_from_state, prefix_state
+from ._rowwise import CSRRows, Precompiled, final_from_state, final_state, prefix_from_state, prefix_state
 
 __all__ = ["CHECK_ROWS", "SCORER_PAYLOAD", "SnapshotPipeline", "pool_model", "scorer_state"]
 
 SCORER_PAYLOAD = "scorer.json"
-_FORMAT = 1
+_FORMAT = 2
 
 #: Training rows on which a kept scorer must reproduce the pool's probabilities before a run uses it.
 CHECK_ROWS = 2048
@@ -61,6 +63,8 @@ class _Step(Precompiled):
         return self._owner.real_step(self._position).transform(X)
 
     def predict_proba(self, X):
+        if isinstance(X, CSRRows):
+            X = X.to_scipy()
         return self._owner.real_step(self._position).predict_proba(X)
 
 
@@ -79,8 +83,11 @@ class SnapshotPipeline:
         self.classes_ = _classes_from(state["classes"])
         self.feature_names_in_ = np.asarray([str(c) for c in state["feature_names_in"]], dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
-        self.steps = [("preprocessing", _Step(prefix_from_state(state["prefix"]), self, 0)),
-                      ("classifier", _Step(final_from_state(state["final"]), self, -1))]
+        own = state["arithmetic"] == "numpy"
+        if state["arithmetic"] not in ("numpy", "scipy"):
+            raise ValueError(f"the arithmetic {state['arithmetic']!r}")
+        self.steps = [("preprocessing", _Step(prefix_from_state(state["prefix"], own_arithmetic=own), self, 0)),
+                      ("classifier", _Step(final_from_state(state["final"], own_arithmetic=own), self, -1))]
         self._real = None
         self._fallback = True
 
@@ -185,15 +192,19 @@ def scorer_state(model, features, probability) -> dict | None:
     classes = _classes_state(getattr(estimator, "classes_", []))
     if names is None or classes is None:
         return None
-    try:
-        state = {"format": _FORMAT, "versions": _versions(), "classes": classes,
-                 "feature_names_in": [str(c) for c in names],
-                 "prefix": prefix_state(compiled), "final": final_state(final)}
-        state = json.loads(json.dumps(state, allow_nan=False))     # what the pool will hold, read back
-        snapshot = _snapshot_model(state, model)
-    except (_rowwise._Unsupported, ValueError, TypeError, KeyError):
-        return None
-    return state if _reproduces(snapshot, features, probability) else None
+    # numpy's own arithmetic first (no scipy import when the pool is used), scipy's where numpy's differs
+    for arithmetic in ("numpy", "scipy"):
+        try:
+            state = {"format": _FORMAT, "versions": _versions(), "arithmetic": arithmetic, "classes": classes,
+                     "feature_names_in": [str(c) for c in names],
+                     "prefix": prefix_state(compiled), "final": final_state(final)}
+            state = json.loads(json.dumps(state, allow_nan=False))     # what the pool will hold, read back
+            snapshot = _snapshot_model(state, model)
+        except (_rowwise._Unsupported, ValueError, TypeError, KeyError):
+            return None
+        if _reproduces(snapshot, features, probability):
+            return state
+    return None
 
 
 def _check_rows(n_rows: int) -> np.ndarray:

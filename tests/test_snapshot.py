@@ -112,6 +112,44 @@ def test_the_kept_scorer_gives_the_models_probabilities_on_rows_it_never_saw(kin
     np.testing.assert_allclose(expected, model.estimator.predict_proba(fresh)[:, 1], rtol=0, atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("arithmetic", ["numpy", "scipy"])
+def test_both_arithmetics_give_the_models_probabilities(arithmetic, tmp_path):
+    rng = np.random.default_rng(5)
+    train = _frame(rng, 300)
+    y = ((train["income"] - 0.2 * train["years"] + 2 * (train["region"] == "east")) > 3).astype(int)
+    path = tmp_path / "model.pkl"
+    joblib.dump(_pipeline(_final("logistic"), sparse=True, scaler="minmax").fit(train, y), path)
+    model = load_model(path, favorable=1, feature_names=tuple(train.columns))
+    state = scorer_state(model, train, model.favorable_probability(train))
+    if state["arithmetic"] == "scipy" and arithmetic == "numpy":
+        pytest.skip("numpy's exp differs from the C library's on this machine: the kept scorer uses scipy's")
+    state = dict(state, arithmetic=arithmetic)
+    fresh = _frame(np.random.default_rng(8), 700)
+    kept = _model_of(json.loads(json.dumps(state)), model)
+    assert kept.favorable_probability(fresh).tobytes() == model.favorable_probability(fresh).tobytes()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_csr_rows_multiply_as_scipy_does(seed):
+    from scipy import sparse
+
+    from frpd_cli._rowwise import CSRRows
+
+    rng = np.random.default_rng(seed)
+    n, m = int(rng.integers(0, 60)), int(rng.integers(1, 30))
+    dense = rng.normal(size=(n, m)) * (rng.random((n, m)) < 0.3)
+    dense[: n // 4] = 0.0                                            # empty rows too
+    oracle = sparse.csr_matrix(dense)
+    rows = CSRRows((oracle.data, oracle.indices, oracle.indptr), oracle.shape)
+    weights = rng.normal(size=(m, 7)) * 10.0 ** rng.integers(-3, 4, size=(m, 7))
+    assert (rows @ weights).tobytes() == (oracle @ weights).tobytes()
+    if n > 3:
+        part = rows[1:n - 2]
+        assert (part @ weights).tobytes() == (oracle[1:n - 2] @ weights).tobytes()
+        assert (part.to_scipy() != oracle[1:n - 2]).nnz == 0
+
+
 def _model_of(state, model):
     from frpd_cli.snapshot import _snapshot_model
 
@@ -222,6 +260,8 @@ def test_a_plan_with_the_pool_imports_no_scikit_learn_and_writes_the_same_plans(
                                capture_output=True, text=True, check=True)
     modules = json.loads(with_pool.stderr.strip().splitlines()[-1])["modules"]
     assert not any(m == "sklearn" or m.startswith("sklearn.") for m in modules)
+    arithmetic = json.loads((pool_dir / SCORER_PAYLOAD).read_text(encoding="utf-8"))["arithmetic"]
+    assert ("scipy" in modules) == (arithmetic == "scipy")          # numpy's arithmetic needs no scipy at all
     without = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True,
                              check=True)
     assert "sklearn" in json.loads(without.stderr.strip().splitlines()[-1])["modules"]
