@@ -12,8 +12,8 @@ sparse matrix, :class:`~frpd_cli._rowwise.CSRRows`, and the logistic function), 
 either (``"arithmetic": "numpy"``; ``"scipy"`` where numpy's differ). A run given the pool uses them instead of
 loading the model file when all of this holds, and loads the model as before otherwise:
 
-- the model file is the pool's (its sha256, checked when the pool is opened) and a pickle whose recorded
-  scikit-learn version, if any, was the installed one when the pool was built;
+- the model file is the pool's (its sha256, checked when the pool is opened), a pickle or a ``.skops`` file whose
+  recorded scikit-learn versions, if any, were the installed one when the pool was built;
 - numpy, scipy and scikit-learn have the versions they had then (read from the installed packages' metadata,
   scikit-learn is not imported);
 - the kept scorer, given the pool's training rows (up to :data:`CHECK_ROWS` of them, spread over the file),
@@ -43,6 +43,7 @@ _FORMAT = 2
 CHECK_ROWS = 2048
 
 _PICKLES = (".pkl", ".pickle", ".joblib")
+_SKOPS = (".skops",)
 _LIBRARIES = {"numpy": "numpy", "scipy": "scipy", "sklearn": "scikit-learn"}
 
 
@@ -78,8 +79,9 @@ class SnapshotPipeline:
 
     frpd_snapshot = True
 
-    def __init__(self, state: dict, path: str):
+    def __init__(self, state: dict, path: str, trusted_types=()):
         self.path = str(path)
+        self.trusted_types = tuple(trusted_types or ())
         self.classes_ = _classes_from(state["classes"])
         self.feature_names_in_ = np.asarray([str(c) for c in state["feature_names_in"]], dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
@@ -96,10 +98,13 @@ class SnapshotPipeline:
         if not self._fallback:
             raise _NeedsModel
         if self._real is None:
-            from .model import _load_pickle, _with_version_warnings, model_output_to_stderr
+            from .model import _load_pickle, _load_skops, _with_version_warnings, model_output_to_stderr
 
+            path = Path(self.path)
+            loader = _load_pickle if path.suffix.lower() in _PICKLES else \
+                (lambda p: _load_skops(p, self.trusted_types or None))
             with model_output_to_stderr():
-                self._real = _with_version_warnings(Path(self.path), _load_pickle)
+                self._real = _with_version_warnings(path, loader)
         if position == -1:
             return self._real.steps[-1][1]
         steps = [step for _, step in self._real.steps[:-1] if step not in (None, "passthrough")]
@@ -171,16 +176,16 @@ def scorer_state(model, features, probability) -> dict | None:
         Their favourable probabilities, as ``model`` gave them.
     """
     from . import _rowwise
-    from .model import _installed_version, _pickled_sklearn_version, _rowwise_prefix
+    from .model import _installed_version, _rowwise_prefix
 
     estimator = getattr(model, "estimator", None)
     if estimator is None or not getattr(model, "uses_proba", False) or isinstance(estimator, SnapshotPipeline):
         return None
     path = Path(model.path)
-    if path.suffix.lower() not in _PICKLES:
+    if path.suffix.lower() not in _PICKLES + _SKOPS:
         return None
-    saved = _pickled_sklearn_version(path)
-    if saved is not None and saved != _installed_version("sklearn"):
+    saved = _saved_sklearn_versions(path)
+    if saved is None or saved - {_installed_version("sklearn")}:
         return None
     prefix = _rowwise_prefix(estimator)
     if prefix is None or len(prefix) != 1:
@@ -205,6 +210,39 @@ def scorer_state(model, features, probability) -> dict | None:
         if _reproduces(snapshot, features, probability):
             return state
     return None
+
+
+def _saved_sklearn_versions(path: Path) -> set | None:
+    """The scikit-learn versions a model file records (none for a pickle that records none), read without loading
+    it; None when a ``.skops`` file cannot be read."""
+    from .model import _pickled_sklearn_version
+
+    if path.suffix.lower() in _PICKLES:
+        saved = _pickled_sklearn_version(path)
+        return set() if saved is None else {saved}
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            schema = json.loads(archive.read("schema.json").decode("utf-8"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
+    found, stack = set(), [schema]
+    while stack:                    # every estimator's state holds its "_sklearn_version" as a string node
+        node = stack.pop()
+        if isinstance(node, dict):
+            version = node.get("_sklearn_version")
+            if isinstance(version, dict) and isinstance(version.get("content"), str):
+                content = version["content"]            # a JSON node: the string as JSON text
+                try:
+                    content = json.loads(content) if content.startswith('"') else content
+                except ValueError:
+                    return None
+                found.add(str(content))
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return found
 
 
 def _check_rows(n_rows: int) -> np.ndarray:
@@ -243,7 +281,7 @@ def _reproduces(snapshot, features, probability) -> bool:
     return got.dtype == expected.dtype and got.shape == expected.shape and got.tobytes() == expected.tobytes()
 
 
-def pool_model(artifact, *, path, favorable, feature_names, threshold: float, features):
+def pool_model(artifact, *, path, favorable, feature_names, threshold: float, features, trusted_types=None):
     """The model of a pool's kept scorer (:class:`SnapshotPipeline` in a :class:`~frpd_cli.model.Model`), or None
     when the model must be loaded from its file (no kept scorer, other library versions, a scorer that does not
     reproduce the pool's probabilities).
@@ -259,17 +297,19 @@ def pool_model(artifact, *, path, favorable, feature_names, threshold: float, fe
         class or feature columns the model does not have).
     features : DataFrame
         The training rows as read now (the pool's rows).
+    trusted_types : sequence of str, optional
+        For a ``.skops`` model: the types to trust if a row needs the model itself (as ``load_model`` takes them).
     """
     from .model import Model, _check_favorable, _check_features, _check_threshold
 
     path = Path(path)
-    if SCORER_PAYLOAD not in artifact.payload_names or path.suffix.lower() not in _PICKLES:
+    if SCORER_PAYLOAD not in artifact.payload_names or path.suffix.lower() not in _PICKLES + _SKOPS:
         return None
     try:
         state = artifact.load_json(SCORER_PAYLOAD)
         if not isinstance(state, dict) or state.get("format") != _FORMAT or state.get("versions") != _versions():
             return None
-        stand_in = SnapshotPipeline(state, str(path))
+        stand_in = SnapshotPipeline(state, str(path), trusted_types)
     except Exception:           # an unreadable or unexpected description: the model file decides
         return None
     threshold = _check_threshold(threshold)

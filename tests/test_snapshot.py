@@ -266,3 +266,33 @@ def test_a_plan_with_the_pool_imports_no_scikit_learn_and_writes_the_same_plans(
                              check=True)
     assert "sklearn" in json.loads(without.stderr.strip().splitlines()[-1])["modules"]
     assert with_pool.stdout == without.stdout and with_pool.stdout.count("\n") > 10
+
+
+def test_a_skops_model_gets_a_kept_scorer_too(sample_paths, tmp_path):
+    sio = pytest.importorskip("skops.io")
+    import sklearn
+
+    from frpd_cli.snapshot import _saved_sklearn_versions
+
+    model = tmp_path / "model.skops"
+    sio.dump(joblib.load(sample_paths["model"]), model)
+    assert _saved_sklearn_versions(model) == {sklearn.__version__}       # read from the file, not loaded
+    paths = dict(sample_paths, model=model)
+    pool = tmp_path / "pool"
+    result = runner.invoke(app, ["build-pool", *_common(paths, "--out", str(pool))])
+    assert result.exit_code == 0, result.stderr
+    assert (pool / SCORER_PAYLOAD).is_file()
+    args = ["plan", *_common(paths, "--applicants", str(paths["applicants"]), "--format", "jsonl", "-k", "2")]
+    with_pool = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args + ["--pool", str(pool)])],
+                               capture_output=True, text=True, check=True)
+    modules = json.loads(with_pool.stderr.strip().splitlines()[-1])["modules"]
+    assert not any(m == "sklearn" or m.startswith("sklearn.") or m.startswith("skops") for m in modules)
+    assert with_pool.stdout == _plan(paths)
+    # a row the kept scorer leaves to the model: the .skops file is loaded then, with its trusted types
+    frame = pd.read_csv(sample_paths["data"])
+    real = load_model(model, favorable=1, feature_names=[c for c in frame.columns if c != "label"])
+    kept = _kept(read_artifact(pool, kind=POOL_KIND, command_hint=""), paths, real, frame)
+    rows = frame[list(real.feature_names)].iloc[:5].copy()
+    rows.loc[2, "job"] = "astronaut"
+    assert kept.favorable_probability(rows).tobytes() == real.favorable_probability(rows).tobytes()
+    assert kept.estimator._real is not None

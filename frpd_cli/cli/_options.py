@@ -605,7 +605,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         from ..snapshot import pool_model
 
         model = pool_model(artifact, path=model_path, favorable=schema.favorable, feature_names=schema.feature_names,
-                           threshold=threshold, features=frame)
+                           threshold=threshold, features=frame, trusted_types=trusted_types or None)
     if model is None:
         model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                            threshold=threshold, trusted_types=trusted_types or None)
