@@ -39,6 +39,7 @@ def pool_dir(sample_paths, tmp_path_factory):
     out = tmp_path_factory.mktemp("snapshot") / "pool"
     result = runner.invoke(app, ["build-pool", *_common(sample_paths, "--out", str(out))])
     assert result.exit_code == 0, result.stderr
+    assert "It keeps the model's scorer" in result.stderr
     return out
 
 
@@ -296,3 +297,20 @@ def test_a_skops_model_gets_a_kept_scorer_too(sample_paths, tmp_path):
     rows.loc[2, "job"] = "astronaut"
     assert kept.favorable_probability(rows).tobytes() == real.favorable_probability(rows).tobytes()
     assert kept.estimator._real is not None
+
+
+def test_a_model_without_compiled_forms_keeps_no_scorer_and_plans_as_before(sample_paths, tmp_path):
+    from sklearn.ensemble import RandomForestClassifier
+
+    pipeline = joblib.load(sample_paths["model"])
+    frame = pd.read_csv(sample_paths["data"])
+    features = [c for c in frame.columns if c != "label"]
+    pipeline.steps[-1] = ("forest", RandomForestClassifier(n_estimators=20, random_state=0))
+    model = tmp_path / "forest.pkl"
+    joblib.dump(pipeline.fit(frame[features], frame["label"]), model)
+    paths = dict(sample_paths, model=model)
+    pool = tmp_path / "pool"
+    result = runner.invoke(app, ["build-pool", *_common(paths, "--out", str(pool))])
+    assert result.exit_code == 0, result.stderr
+    assert not (pool / SCORER_PAYLOAD).exists() and "scorer" not in result.stderr
+    assert _plan(paths, "--pool", str(pool)) == _plan(paths)

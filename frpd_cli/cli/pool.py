@@ -49,9 +49,12 @@ def build_pool_command(
         read = []
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                  trusted_types=trust_type, quiet=quiet, on_frame=read.append)
+        scorer = scorer_state(loaded, training.frame, training.probability)
         write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding, frame=read[0],
-                   spec=spec, scorer=scorer_state(loaded, training.frame, training.probability))
+                   spec=spec, scorer=scorer)
         if not quiet:
+            kept = (" It keeps the model's scorer: runs with the pool score rows without loading the model."
+                    if scorer is not None else "")
             echo_err(f"Pooled {training.n_rows} training rows ({int(training.favorable.sum())} favourable, "
                      f"{training.X.shape[1]} encoded columns) in {time.perf_counter() - start:.2f} s. "
-                     f"Artifact written to '{out}'.")
+                     f"Artifact written to '{out}'.{kept}")
