@@ -79,9 +79,10 @@ class SnapshotPipeline:
 
     frpd_snapshot = True
 
-    def __init__(self, state: dict, path: str, trusted_types=()):
+    def __init__(self, state: dict, path: str, trusted_types=(), sha256: str | None = None):
         self.path = str(path)
         self.trusted_types = tuple(trusted_types or ())
+        self.sha256 = sha256            # the model file's, as the pool records it: checked again before loading
         self.classes_ = _classes_from(state["classes"])
         self.feature_names_in_ = np.asarray([str(c) for c in state["feature_names_in"]], dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
@@ -98,9 +99,14 @@ class SnapshotPipeline:
         if not self._fallback:
             raise _NeedsModel
         if self._real is None:
+            from .artifacts import sha256_file
+            from .exceptions import ModelError
             from .model import _load_pickle, _load_skops, _with_version_warnings, model_output_to_stderr
 
             path = Path(self.path)
+            if self.sha256 is not None and sha256_file(path, input_file=True) != self.sha256:
+                raise ModelError(f"The model file '{path}' changed while frpd was running (its sha256 is no longer "
+                                 "the one the pool was built from); run the command again.")
             loader = _load_pickle if path.suffix.lower() in _PICKLES else \
                 (lambda p: _load_skops(p, self.trusted_types or None))
             with model_output_to_stderr():
@@ -309,7 +315,8 @@ def pool_model(artifact, *, path, favorable, feature_names, threshold: float, fe
         state = artifact.load_json(SCORER_PAYLOAD)
         if not isinstance(state, dict) or state.get("format") != _FORMAT or state.get("versions") != _versions():
             return None
-        stand_in = SnapshotPipeline(state, str(path), trusted_types)
+        recorded = (artifact.manifest.get("inputs") or {}).get("model") or {}
+        stand_in = SnapshotPipeline(state, str(path), trusted_types, sha256=recorded.get("sha256"))
     except Exception:           # an unreadable or unexpected description: the model file decides
         return None
     threshold = _check_threshold(threshold)

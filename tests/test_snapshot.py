@@ -314,3 +314,19 @@ def test_a_model_without_compiled_forms_keeps_no_scorer_and_plans_as_before(samp
     assert result.exit_code == 0, result.stderr
     assert not (pool / SCORER_PAYLOAD).exists() and "scorer" not in result.stderr
     assert _plan(paths, "--pool", str(pool)) == _plan(paths)
+
+
+def test_a_model_file_changed_during_the_run_is_not_loaded_for_the_rows_left_to_it(sample_paths, pool_dir, tmp_path):
+    model = tmp_path / "model.pkl"
+    shutil.copyfile(sample_paths["model"], model)
+    paths = dict(sample_paths, model=model)
+    pool = tmp_path / "pool"
+    assert runner.invoke(app, ["build-pool", *_common(paths, "--out", str(pool))]).exit_code == 0
+    frame = pd.read_csv(sample_paths["data"])
+    real = load_model(model, favorable=1, feature_names=[c for c in frame.columns if c != "label"])
+    kept = _kept(read_artifact(pool, kind=POOL_KIND, command_hint=""), paths, real, frame)
+    rows = frame[list(real.feature_names)].iloc[:4].copy()
+    rows.loc[1, "housing"] = "houseboat"            # left to the model itself
+    joblib.dump(joblib.load(model), model, compress=3)          # the same model, other bytes
+    with pytest.raises(ModelError, match="changed while frpd was running"):
+        kept.favorable_probability(rows)
