@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from frpd_cli.candidates import CandidateStage, exclusions
+from frpd_cli.candidates import CandidateStage, _distinct_pool_rows, exclusions
 from frpd_cli.choice import PlanSettings, select_candidates, select_for_applicant
 from frpd_cli.dataset import build_training_set
 from frpd_cli.exceptions import InputError
@@ -318,6 +318,10 @@ def test_filter_candidates_and_counts_match_brute_force(seed, candidates, margin
         assert found.n_pool == int(pool.sum())
         x0, codes0 = _encode(training, raw0)
         assert [(e.constraint, e.feature, e.count) for e in exclusions(training, codes0, pool, raw0)] == counts
+        # the pool's distinct rows with their codes gathered once (what an explained applicant reads)
+        distinct = _distinct_pool_rows(training, pool)
+        assert [(e.constraint, e.feature, e.count)
+                for e in exclusions(training, codes0, pool, raw0, copies=distinct)] == counts
         if len(expected) < k:
             n_short += 1
             parts = counts + [("copy", "", copies)] * bool(copies)
