@@ -34,7 +34,7 @@ import numpy as np
 
 from ._rowwise import CSRRows, Precompiled, final_from_state, final_state, prefix_from_state, prefix_state
 
-__all__ = ["CHECK_ROWS", "SCORER_PAYLOAD", "SnapshotPipeline", "pool_model", "scorer_state"]
+__all__ = ["CHECK_ROWS", "SCORER_PAYLOAD", "SnapshotPipeline", "pool_model", "scorer_outdated", "scorer_state"]
 
 SCORER_PAYLOAD = "scorer.json"
 _FORMAT = 2
@@ -329,3 +329,20 @@ def pool_model(artifact, *, path, favorable, feature_names, threshold: float, fe
     if probability.shape != (len(features),):
         return None
     return model if _reproduces(model, features, probability) else None
+
+
+def scorer_outdated(artifact) -> str | None:
+    """When the pool keeps a scorer written under other versions of numpy, scipy or scikit-learn than those
+    installed: those versions, as text (``"scikit-learn 1.5.0 (installed: 1.6.1)"``); None otherwise."""
+    if SCORER_PAYLOAD not in artifact.payload_names:
+        return None
+    try:
+        kept = artifact.load_json(SCORER_PAYLOAD).get("versions")
+    except Exception:
+        return None
+    if not isinstance(kept, dict):
+        return None
+    installed = _versions()
+    differ = [f"{_LIBRARIES.get(name, name)} {kept.get(name)} (installed: {installed[name]})"
+              for name in _LIBRARIES if kept.get(name) != installed[name]]
+    return ", ".join(differ) or None

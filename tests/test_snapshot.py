@@ -330,3 +330,14 @@ def test_a_model_file_changed_during_the_run_is_not_loaded_for_the_rows_left_to_
     joblib.dump(joblib.load(model), model, compress=3)          # the same model, other bytes
     with pytest.raises(ModelError, match="changed while frpd was running"):
         kept.favorable_probability(rows)
+
+
+def test_a_scorer_of_other_library_versions_gets_a_hint_and_the_same_plans(sample_paths, pool_dir, tmp_path):
+    changed = _rewritten_pool(pool_dir, tmp_path, _older)
+    args = ["plan", *_common(sample_paths, "--applicants", str(sample_paths["applicants"]), "--format", "jsonl")]
+    hinted = runner.invoke(app, args + ["--pool", str(changed)])
+    assert hinted.exit_code == 0, hinted.stderr
+    assert "keeps the model's scorer for other library versions (numpy 1.0.0 (installed: " in hinted.stderr
+    same = runner.invoke(app, args + ["--pool", str(pool_dir)])
+    assert "Hint" not in same.stderr and "library versions" not in same.stderr
+    assert hinted.stdout == same.stdout == runner.invoke(app, args).stdout

@@ -574,7 +574,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     from ..schema import DeclarationError, infer_schema
 
     spec = flags.spec()
-    artifact, frame, schema, id_like = None, None, None, None
+    artifact, frame, schema, id_like, hinted = None, None, None, None, False
     if pool is not None:
         from ..exceptions import FrpdError
         from ..pool import POOL_HINT, open_pool, pool_frame, pool_schema, pool_schema_outdated
@@ -585,7 +585,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             schema, id_like = pool_schema(artifact, spec, encoding=encoding)
         except FrpdError:      # reported by load_pool below, after the CSV's, schema's and model's own errors
             artifact, schema, id_like = None, None, None
-        if artifact is not None and schema is None and pool_schema_outdated(artifact, spec, encoding=encoding):
+        hinted = artifact is not None and schema is None and pool_schema_outdated(artifact, spec, encoding=encoding)
+        if hinted:
             echo_err(f"Hint: the pool '{pool}' was built by another version of frpd, pandas or numpy, so the schema "
                      f"is inferred from the CSV again ({artifact.params.get('n_rows', '?')} rows); a pool built now "
                      f"keeps it: {POOL_HINT}.")
@@ -606,6 +607,14 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 
         model = pool_model(artifact, path=model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                            threshold=threshold, features=frame, trusted_types=trusted_types or None)
+        if model is None and not hinted:
+            from ..pool import POOL_HINT
+            from ..snapshot import scorer_outdated
+
+            versions = scorer_outdated(artifact)
+            if versions:
+                echo_err(f"Hint: the pool '{pool}' keeps the model's scorer for other library versions ({versions}), "
+                         f"so the model is loaded; a pool built now keeps one for these: {POOL_HINT}.")
     if model is None:
         model = load_model(model_path, favorable=schema.favorable, feature_names=schema.feature_names,
                            threshold=threshold, trusted_types=trusted_types or None)
