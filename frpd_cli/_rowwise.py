@@ -496,17 +496,13 @@ def _inplace_identity(X):
 
 def _numpy_expit(X):
     """``scipy.special.expit(X, out=X)`` written with numpy: ``1 / (1 + exp(-x))``, the operations scipy's
-    expit makes, in its order. The same bits wherever numpy's ``exp`` of a double is the C library's (it is on
-    this project's machines; a kept scorer records which form reproduced scikit-learn, see
-    :func:`frpd_cli.snapshot.scorer_state`)."""
+    expit makes, in its order. The same bits wherever numpy's ``exp`` of a double gives the C library's (numpy
+    builds with their own vectorised ``exp`` may not): a kept scorer records which form reproduced scikit-learn
+    (:func:`frpd_cli.snapshot.scorer_state`)."""
     np.negative(X, out=X)
     np.exp(X, out=X)
     X += 1.0
     np.divide(1.0, X, out=X)
-
-
-def _inplace_numpy_logistic(X):
-    _numpy_expit(X)
 
 
 class CSRRows:
@@ -685,8 +681,7 @@ def final_from_state(state: dict, *, own_arithmetic: bool = False) -> CompiledFi
     if len(compiled.layers) > 1 and activation not in _ACTIVATIONS:
         raise ValueError(f"the activation {activation!r}")
     compiled.activation = activation
-    compiled.hidden = _inplace_numpy_logistic if own_arithmetic and activation == "logistic" else \
-        _ACTIVATIONS.get(activation)
+    compiled.hidden = _numpy_expit if own_arithmetic and activation == "logistic" else _ACTIVATIONS.get(activation)
     compiled.own_arithmetic = own_arithmetic
     compiled.logistic = bool(state["logistic"])
     compiled.n_features = compiled.layers[0][0].shape[0]
