@@ -152,17 +152,10 @@ def _classes_from(state: dict) -> np.ndarray:
     return np.asarray(state["values"], dtype=dtype)
 
 
-def _installed(package: str) -> str | None:
-    from importlib import metadata
-
-    try:
-        return metadata.version(_LIBRARIES[package])
-    except metadata.PackageNotFoundError:
-        return None
-
-
 def _versions() -> dict:
-    return {name: _installed(name) for name in _LIBRARIES}
+    from .model import _installed_version  # from the packages' metadata: nothing is imported
+
+    return {name: _installed_version(name) for name in _LIBRARIES}
 
 
 def scorer_state(model, features, probability) -> dict | None:
