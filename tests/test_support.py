@@ -215,6 +215,39 @@ def test_margin_raises_the_share_asked(corner):
     assert rows and (_share(corner, rows, 10) >= 0.8 - 1e-9).all()
 
 
+def test_support_level_sets_the_share_asked(corner, tmp_path):
+    asked = [r["features"] for line in _plan(corner, "--robust-support", "10", "--robust-support-level", "0.8")
+             .splitlines() for r in json.loads(line)["recourses"]]
+    assert asked and (_share(corner, asked, 10) >= 0.8 - 1e-9).all()
+    # by default the threshold is asked, and some recourses stop short of 0.8: the option changes the plans
+    default = [r["features"] for line in _plan(corner, "--robust-support", "10").splitlines()
+               for r in json.loads(line)["recourses"]]
+    assert (_share(corner, default, 10) < 0.8 - 1e-9).any()
+    # --margin adds to it, as to the threshold
+    raised = [r["features"] for line in _plan(corner, "--robust-support", "10", "--robust-support-level", "0.6",
+                                              "--margin", "0.3").splitlines() for r in json.loads(line)["recourses"]]
+    assert raised and (_share(corner, raised, 10) >= 0.9 - 1e-9).all()
+    record = tmp_path / "prov.json"
+    _plan(corner, "--robust-support", "10", "--robust-support-level", "0.8", "--provenance", str(record))
+    assert json.loads(record.read_text(encoding="utf-8"))["settings"]["robust_support_level"] == 0.8
+    # an infeasible applicant's reason names the share asked
+    reasons = [json.loads(line).get("reason") or "" for line in
+               _plan(corner, "--robust-support", "10", "--robust-support-level", "0.8", "--immutable", "x2")
+               .splitlines()]
+    assert any("share 0.8 of the 10 training rows" in r for r in reasons)
+
+
+@pytest.mark.parametrize("extra", [["--robust-support-level", "0.7"],
+                                   ["--robust", "2", "--robust-support", "none", "--robust-support-level", "0.7"],
+                                   ["--robust-support", "10", "--robust-support-level", "0"],
+                                   ["--robust-support", "10", "--robust-support-level", "1.5"]])
+def test_support_level_needs_support_and_a_share(corner, extra):
+    f = corner["folder"]
+    result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
+                                 str(f / "applicants.csv"), "--target", "y", *extra])
+    assert result.exit_code == 2 and "--robust-support-level" in result.output, result.output
+
+
 def test_unreachable_support_is_infeasible_with_a_reason(corner):
     plans = {json.loads(line)["applicant"]: json.loads(line)
              for line in _plan(corner, "--robust-support", "10", "--immutable", "x2").splitlines()}

@@ -10,7 +10,7 @@ import typer
 
 from ._groups import OptionGroup
 
-__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustLevelOpt", "RobustSpreadOpt", "RefitsOpt",
+__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustSupportLevelOpt", "RobustLevelOpt", "RobustSpreadOpt", "RefitsOpt",
            "ResampleOpt", "RobustModels", "ROBUST_OPTIONS", "judge_for", "label_support_of", "extra_inputs",
            "robust_params"]
 
@@ -34,6 +34,12 @@ def _check_support(value):
     if k < 1:
         raise typer.BadParameter(f"must be a number of neighbours (at least 1), auto or none. Got {value!r}.")
     return str(k)
+
+
+def _check_support_level(value):
+    if value is not None and not 0.0 < value <= 1.0:
+        raise typer.BadParameter(f"must be a share in (0, 1] of favourable labels. Got {value}.")
+    return value
 
 
 def _check_spread(value):
@@ -63,9 +69,15 @@ RobustSpreadOpt = Annotated[Optional[float], typer.Option(
 RobustSupportOpt = Annotated[Optional[str], typer.Option(
     "--robust-support", metavar="K|auto|none", callback=_check_support, help="Also require that the labelled "
     "training rows around every recourse are favourable: the share of favourable labels among the K training rows "
-    "nearest to the training row nearest to it must reach --threshold (plus --margin). A model trained on new rows "
-    "learns what today's learnt only where the labels are plentiful and agree. auto (the default with --robust or "
-    "--refits): K = the square root of the number of favourable-labelled rows; none: off.", rich_help_panel=_ROBUST)]
+    "nearest to the training row nearest to it must reach --robust-support-level (plus --margin). A model trained "
+    "on new rows learns what today's learnt only where the labels are plentiful and agree. auto (the default with "
+    "--robust or --refits): K = the square root of the number of favourable-labelled rows; none: off.",
+    rich_help_panel=_ROBUST)]
+RobustSupportLevelOpt = Annotated[Optional[float], typer.Option(
+    "--robust-support-level", metavar="S", callback=_check_support_level, help="The share of favourable labels "
+    "--robust-support asks around every recourse (plus --margin; default: --threshold). Higher: recourses only "
+    "where the labels agree more, which more next releases accept, and fewer applicants with a plan "
+    "(docs/robust.md).", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
@@ -89,6 +101,7 @@ class RobustModels:
     seed: int = 0
     jobs: int = 1
     support: Optional[str] = None
+    support_level: Optional[float] = None
 
     @property
     def active(self) -> bool:
@@ -119,14 +132,18 @@ class RobustModels:
         if self.resample not in RESAMPLES:
             raise OptionError("--resample", f"--resample must be one of {', '.join(RESAMPLES)}. "
                               f"Got {self.resample!r} instead.")
+        if self.support_level is not None and self.resolved_support is None:
+            raise OptionError("--robust-support-level", "--robust-support-level sets the share of favourable labels "
+                              "that label support asks, and label support is off: it comes with --robust or "
+                              "--refits (unless --robust-support none), or with --robust-support K|auto.")
         return self
 
 
-def _robust_models(*, also_valid_for, robust, robust_level, robust_spread, refits, resample, robust_support, seed,
-                   jobs) -> RobustModels:
+def _robust_models(*, also_valid_for, robust, robust_level, robust_spread, refits, resample, robust_support,
+                   robust_support_level, seed, jobs) -> RobustModels:
     return RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
                         spread=robust_spread, refits=refits, resample=resample, seed=seed, jobs=jobs,
-                        support=robust_support).check()
+                        support=robust_support, support_level=robust_support_level).check()
 
 
 #: The other models a recourse must satisfy, declared once: a command takes them as ``others: RobustModels``
@@ -139,6 +156,7 @@ ROBUST_OPTIONS = OptionGroup(RobustModels, (
     ("refits", RefitsOpt, None),
     ("resample", ResampleOpt, "mixed"),
     ("robust_support", RobustSupportOpt, None),
+    ("robust_support_level", RobustSupportLevelOpt, None),
 ), build=_robust_models, shared=("seed", "jobs"))
 
 
@@ -181,12 +199,14 @@ def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, t
                   for i, e in enumerate(fitted, start=1)]
     return make_judge(model, others, refits, level=robust.level, spread=robust.resolved_spread,
                       support=None if robust.resolved_support is None else
-                      label_support_of(model, robust.resolved_support, schema, frame, scale=scale, encoded=encoded))
+                      label_support_of(model, robust.resolved_support, schema, frame, scale=scale, encoded=encoded,
+                                       level=robust.support_level))
 
 
-def label_support_of(model, k: str, schema, frame, *, scale=None, encoded=None):
+def label_support_of(model, k: str, schema, frame, *, scale=None, encoded=None, level=None):
     """The :class:`frpd_cli.support.LabelSupport` of ``--robust-support k`` over the training ``frame``
-    (encoded in ``scale``, or given as ``encoded``: the training set's encoder and encoded rows)."""
+    (encoded in ``scale``, or given as ``encoded``: the training set's encoder and encoded rows), asking a share
+    ``level`` of favourable labels (``--robust-support-level``; default: the model's threshold)."""
     from ..dataset import labeled_rows
     from ..encoding import DEFAULT_SCALE, fit_encoder
     from ..support import LabelSupport, auto_neighbors
@@ -198,7 +218,8 @@ def label_support_of(model, k: str, schema, frame, *, scale=None, encoded=None):
         encoder, X = encoded
     labeled = labeled_rows(frame, schema)
     n = auto_neighbors(int(labeled.sum()), len(frame)) if k == "auto" else min(int(k), len(frame))
-    return LabelSupport(encoder, X, labeled, n, threshold=float(model.threshold), feature_names=schema.feature_names)
+    threshold = float(model.threshold) if level is None else float(level)
+    return LabelSupport(encoder, X, labeled, n, threshold=threshold, feature_names=schema.feature_names)
 
 
 def extra_inputs(robust: RobustModels | None) -> dict:
@@ -222,4 +243,6 @@ def robust_params(robust: RobustModels | None) -> dict:
                "robust_spread": robust.resolved_spread}
     if robust.resolved_support is not None:
         out["robust_support"] = robust.resolved_support
+        if robust.support_level is not None:
+            out["robust_support_level"] = float(robust.support_level)
     return out
