@@ -10,9 +10,9 @@ import typer
 
 from ._groups import OptionGroup
 
-__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustSupportLevelOpt", "RobustLevelOpt", "RobustSpreadOpt", "RefitsOpt",
-           "ResampleOpt", "RobustModels", "ROBUST_OPTIONS", "judge_for", "label_support_of", "extra_inputs",
-           "robust_params"]
+__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustSupportLevelOpt", "RobustLevelOpt",
+           "RobustSpreadOpt", "RefitsOpt", "ResampleOpt", "RobustModels", "ROBUST_OPTIONS", "judge_for",
+           "label_support_of", "extra_inputs", "robust_params"]
 
 _SEL = "Selection"
 _ROBUST = "Robustness to model updates"
