@@ -243,5 +243,14 @@ class LabelSupport:
             out[j] = share[at].mean()
         return out
 
+    def highest_share(self) -> float:
+        """The highest share of any training row: a support above it is reached by no row (each training row's
+        share is computed, once, as a recourse's search would)."""
+        _, distinct, counts, good, share, _ = self._search()
+        missing = np.flatnonzero(np.isnan(share))
+        if missing.size:
+            share[missing] = label_support(self._trees[0], counts, good, distinct[missing], self.k)
+        return float(share.max()) if share.size else 0.0
+
     def is_favorable(self, rows) -> np.ndarray:
         return self.favorable_probability(rows) >= self.threshold

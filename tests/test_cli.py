@@ -338,6 +338,11 @@ def test_summary_groups_infeasible_reasons_without_repeating_their_counts():
     line = summarize_plans({"ok": 5, "infeasible": 3}, reasons, 8, 2.0)
     assert line == "8 applicant(s): 5 planned; 3 infeasible (2 recourse(s) dropped; 1 most limited by gender, which " \
                    "may not change); 2.00 s (4.0 applicants/s)."
+    # a clause ends at ";" or at its parenthesis too, never in the middle of a word
+    assert _reason_key("the model predicts no training row favourable; even after moving the others within "
+                       "--max-move (favourable here means ...)") == "the model predicts no training row favourable"
+    assert _reason_key("the model predicts no training row favourable (favourable here means probability >= "
+                       "0.52: --threshold plus --margin)") == "the model predicts no training row favourable"
 
 
 def test_default_margin_keeps_every_recourse_off_the_boundary_and_margin_0_is_the_paper(sample_paths):

@@ -237,6 +237,32 @@ def test_support_level_sets_the_share_asked(corner, tmp_path):
     assert any("share 0.8 of the 10 training rows" in r for r in reasons)
 
 
+def test_hints_say_what_to_relax_and_when_no_row_has_the_share_asked(corner):
+    f = corner["folder"]
+
+    def stderr(*extra):
+        result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
+                                     str(f / "applicants.csv"), "--target", "y", "--id-column", "id", "--format",
+                                     "jsonl", "--max-move", "none", "--scale", "minmax", *extra])
+        assert result.exit_code == 0, result.output
+        return result.stderr
+
+    # with 200 neighbours no row's share is near 1 (a quarter of the square is favourable-labelled)
+    X = corner["X"].to_numpy(dtype=float)
+    Xn = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
+    highest = _brute_support(Xn, corner["labeled"], Xn, 200).max()
+    assert 0.5 < highest < 0.9
+    told = stderr("--robust-support", "200", "--robust-support-level", f"{highest - 0.005:.6f}", "--margin", "0.01")
+    assert f"No training row has a share of favourable labels of {highest + 0.005:.6g}" in told
+    assert f"among its 200 nearest (the highest is {highest:.4g})" in told
+    assert "No training row" not in stderr("--robust-support", "200", "--robust-support-level",
+                                           f"{highest - 0.02:.6f}", "--margin", "0.01")
+    # a share some rows have: no such sentence, but what to relax, beside the constraints' own hint
+    told = stderr("--robust-support", "10", "--immutable", "x2")
+    assert "--robust-support-level or --robust-support none" in told and "No training row" not in told
+    assert "declare fewer immutable" in told or "--immutable-policy project" in told
+
+
 @pytest.mark.parametrize("extra", [["--robust-support-level", "0.7"],
                                    ["--robust", "2", "--robust-support", "none", "--robust-support-level", "0.7"],
                                    ["--robust-support", "10", "--robust-support-level", "0"],

@@ -3,7 +3,8 @@ nothing reaches, an identifier used as a feature). Each function returns the mes
 
 from __future__ import annotations
 
-__all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "id_like_warning", "ignored_columns_warning"]
+__all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
+           "ignored_columns_warning"]
 
 
 def _plain(value):
@@ -44,6 +45,29 @@ def already_favorable_hint(n_already: int, n: int, model) -> str | None:
         what = "pass --favorable with the class you mean"
     return (f"Hint: {n_already} of {n} applicants are already favourable: the model predicts class {favorable} for "
             f"them. If {favorable} is not the class applicants want, {what}.")
+
+
+def robust_infeasible_hint(model, margin: float) -> str | None:
+    """Many applicants are infeasible and the rule is more than the model (``--also-valid-for``, ``--robust``,
+    ``--robust-support``): say what to relax, and when the labels' share asked is one no training row has."""
+    from ..judge import Judge
+
+    if not isinstance(model, Judge):
+        return None
+    relax = [o for o, on in (("--robust-level", bool(model.refits)),
+                             ("--robust-support-level or --robust-support none", bool(model.support))) if on]
+    relax = f"; {' or '.join(relax)} would plan for more of them, with plans less likely to survive a model " \
+        "update (docs/robust.md)" if relax else ""
+    message = (f"Hint: many applicants have no candidate that every model accepts (see each plan's reason){relax}.")
+    for support in model.support:
+        if float(support.threshold) <= float(model.model.threshold):
+            continue                     # the share asked is the threshold's: not what --robust-support-level set
+        asked, highest = float(support.threshold) + float(margin), support.highest_share()
+        if asked > highest:
+            message += (f" No training row has a share of favourable labels of {asked:g} among its {support.k} "
+                        f"nearest (the highest is {highest:.4g}): --robust-support-level {support.threshold:g} "
+                        f"plus --margin {margin:g} leaves every applicant without a plan.")
+    return message
 
 
 def no_favorable_hint(n_favorable: int, n_rows: int, model, highest: float) -> str | None:

@@ -21,7 +21,7 @@ from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
 from ..planning import TASK_APPLICANTS, PlanSettings, plan_stream
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._hints import already_favorable_hint, ignored_columns_warning
+from ._hints import already_favorable_hint, ignored_columns_warning, robust_infeasible_hint
 from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
 from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs
 from ._robust import robust_params as _robust_params
@@ -55,8 +55,8 @@ def _reason_key(reason: str | None) -> str:
     if match:
         return _RULES[match.group(1)].format(match.group(2))
     # the reason's first clause without its leading count ("3 recourse(s) dropped: ..." -> "recourse(s) dropped"):
-    # the summary puts the number of applicants in front of it
-    return re.sub(r"^\d+ ", "", reason.split(":")[0])[:60]
+    # the summary puts the number of applicants in front of it; a clause ends at ":", ";" or a parenthesis
+    return re.sub(r"^\d+ ", "", re.split(r"[:;]| \(", reason)[0])[:60]
 
 
 def summarize_plans(counts: dict, reasons: dict, n: int, seconds: float) -> str:
@@ -244,6 +244,9 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         echo_err(hint)
     infeasible = counts.get("infeasible", 0)
     if infeasible and infeasible >= max(1, n // 4) and training.favorable.any():   # else: the threshold hint
+        robust_hint = robust_infeasible_hint(model, settings.margin)
+        if robust_hint:                 # besides the constraints' hint: either may be what leaves them without
+            echo_err(robust_hint)
         if graph is not None:
             echo_err("Hint: many applicants reach too few favourable rows on the graph; rebuild it with a larger "
                      "--neighbors or a --radius (see each plan's reason).")
