@@ -59,7 +59,8 @@ class Judge:
         ``--robust-spread``).
     support : tuple
         Empty, or one :class:`frpd_cli.support.LabelSupport` (``--robust-support``), named ``support``: the
-        labelled training rows around a recourse must be favourable in the share the threshold asks.
+        labelled training rows around a recourse must be favourable in the share its threshold asks
+        (``--robust-support-level``; by default the model's threshold).
     threshold : float
         The level the score is compared with: the model's threshold, plus any margin
         (:func:`dataclasses.replace` raises it, as :func:`frpd_cli.planning.raised_threshold` does).
