@@ -91,6 +91,7 @@ from math import comb
 import numpy as np
 import pandas as pd
 
+from ._frames import frame_of
 from .encoding import Encoder, _level_dtype
 from .exceptions import InputError
 from .interpolation import decode_from, keep_rules
@@ -186,8 +187,8 @@ class _Rows:
 
     def frame(self, where=None) -> pd.DataFrame:
         if where is None:
-            return pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in self.cols.items()})
-        return pd.DataFrame({c: pd.Series(v[where], dtype=v.dtype) for c, v in self.cols.items()})
+            return frame_of(self.cols)
+        return frame_of({c: v[where] for c, v in self.cols.items()}, copy=False)
 
 
 def _reverted(rows: pd.DataFrame, raw0: pd.DataFrame, segs: np.ndarray, feats: np.ndarray,
