@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -260,8 +261,10 @@ def _select_quad_paper(geometry, k, method, theta, eigen, n_iter, tau, step, tim
     return screening[local], screening, info, eigen
 
 
+@functools.lru_cache(maxsize=64)
 def _largest_enumerable(k: int, budget: int) -> int:
-    """Largest ``m`` with ``C(m, k) <= budget`` (at least ``k``)."""
+    """Largest ``m`` with ``C(m, k) <= budget`` (at least ``k``); remembered (two calls per applicant, each
+    dozens of binomials)."""
     m = k
     while math.comb(m + 1, k) <= budget:
         m += 1

@@ -50,7 +50,8 @@ def _k_smallest(score: np.ndarray, k: int) -> np.ndarray:
         picked.append(i)
         saved.append(score[i])
         score[i] = np.inf
-    score[picked] = saved
+    for i, value in zip(picked, saved):     # k scalar stores: cheaper than one from lists
+        score[i] = value
     picked.sort()
     return np.array(picked, dtype=np.int64)
 
