@@ -709,15 +709,14 @@ def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray, *, first: np.nd
 
 
 def _first_column(training: TrainingSet, pool: np.ndarray, X_rows: np.ndarray) -> np.ndarray | None:
-    """The first column of the pool's compact rows ``X_rows`` as a contiguous array, remembered with the pool."""
+    """The first column of the pool's compact rows ``X_rows`` (:meth:`TrainingSet.pool_rows` of ``pool``) as a
+    contiguous array, remembered with the pool."""
     if X_rows.shape[1] == 0:
         return None
     cached = _pool_cache(training, pool)
-    known = cached.get("first_column")
-    if known is None or known[0] is not X_rows:
-        known = (X_rows, np.ascontiguousarray(X_rows[:, 0]))
-        cached["first_column"] = known
-    return known[1]
+    if "first_column" not in cached:
+        cached["first_column"] = np.ascontiguousarray(X_rows[:, 0])
+    return cached["first_column"]
 
 
 def first_copies(training: TrainingSet, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
