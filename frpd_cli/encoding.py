@@ -35,7 +35,6 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from ._frames import frame_of
 from .constraints import ConstraintCodes
 from .exceptions import InputError, SchemaError
 from .schema import Feature, Schema
@@ -274,7 +273,8 @@ class Encoder:
             per block, first level on ties), integers as int64, every numeric
             value inside the training range.
         """
-        return frame_of(self.decode_columns(Z), copy=False)
+        return pd.DataFrame({name: pd.Series(values, dtype=values.dtype, copy=False)
+                             for name, values in self.decode_columns(Z).items()})
 
     def decode_columns(self, Z: np.ndarray) -> dict:
         """:meth:`decode` as one new array per feature (name -> array of shape (n_rows,)), without the DataFrame.
