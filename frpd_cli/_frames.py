@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-__all__ = ["records"]
+__all__ = ["records", "frame_of"]
 
 
 def records(frame: pd.DataFrame) -> list[dict]:
@@ -40,3 +40,32 @@ def records(frame: pd.DataFrame) -> list[dict]:
                 values = list(map(maybe_box_native, values))
         columns.append(values)
     return [dict(zip(names, row)) for row in zip(*columns)]
+
+
+def frame_of(columns: dict, *, copy: bool = True) -> pd.DataFrame:
+    """``pd.DataFrame({name: pd.Series(array, dtype=array.dtype) for name, array in columns.items()})``: the same
+    frame (every column keeps its array's numpy dtype, object text columns stay object, a RangeIndex), built
+    without a Series per column.
+
+    Parameters
+    ----------
+    columns : dict
+        Name -> 1-D numpy array, all of one length; anything else goes the dict-of-Series way.
+    copy : bool, default=True
+        Copy the arrays first, so that changing them afterwards cannot reach the frame (pandas may keep an
+        array of a dtype of its own as a view). False for arrays made for this frame alone.
+
+    Notes
+    -----
+    Building a small frame through the dict of Series costs about a millisecond for eight columns, most of it
+    per-column checks and alignment that arrays of one length do not need; the sparse search builds dozens per
+    task.
+    """
+    arrays = list(columns.values())
+    if not arrays or any(not isinstance(v, np.ndarray) or v.ndim != 1 or v.shape[0] != arrays[0].shape[0]
+                         for v in arrays):
+        return pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in columns.items()})
+    if copy:
+        arrays = [v.copy() for v in arrays]
+    return pd.DataFrame._from_arrays(arrays, columns=pd.Index(list(columns)), index=pd.RangeIndex(arrays[0].shape[0]),
+                                     verify_integrity=False)

@@ -549,7 +549,7 @@ def candidate_positions(training: TrainingSet, x0: np.ndarray, codes0, pool: np.
         if out.any():
             out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
             at = at[~out]
-    same = _equal_rows(X_rows, at, x0)
+    same = _equal_rows(X_rows, at, x0, first=_first_column(training, pool, X_rows))
     if same.size:
         at = np.setdiff1d(at, same, assume_unique=True)
     return rows, np.asarray(at, dtype=np.int64)
@@ -690,14 +690,33 @@ def _pool_cache(training: TrainingSet, pool: np.ndarray) -> dict:
     return cached[1]
 
 
-def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray) -> np.ndarray:  # rows: positions in X
-    """The rows among ``rows`` equal to ``x0`` in every column (usually none: one or two columns rule out
-    almost every row, so the check touches about one column of the candidates, not all of them)."""
-    for j in range(X.shape[1]):
+def _equal_rows(X: np.ndarray, rows: np.ndarray, x0: np.ndarray, *, first: np.ndarray | None = None) -> np.ndarray:
+    """The rows among ``rows`` (positions in ``X``) equal to ``x0`` in every column (usually none: one or two
+    columns rule out almost every row, so the check touches about one column of the candidates, not all of them).
+
+    ``first``: ``X[:, 0]`` as a contiguous array, read instead of the column of ``X`` (one value per row of a
+    compact array instead of one cache line per row of ``X``).
+    """
+    start = 0
+    if first is not None and X.shape[1] and rows.size:
+        rows = rows[first[rows] == x0[0]]
+        start = 1
+    for j in range(start, X.shape[1]):
         if rows.size == 0:
             break
         rows = rows[X[rows, j] == x0[j]]
     return rows
+
+
+def _first_column(training: TrainingSet, pool: np.ndarray, X_rows: np.ndarray) -> np.ndarray | None:
+    """The first column of the pool's compact rows ``X_rows`` (:meth:`TrainingSet.pool_rows` of ``pool``) as a
+    contiguous array, remembered with the pool."""
+    if X_rows.shape[1] == 0:
+        return None
+    cached = _pool_cache(training, pool)
+    if "first_column" not in cached:
+        cached["first_column"] = np.ascontiguousarray(X_rows[:, 0])
+    return cached["first_column"]
 
 
 def first_copies(training: TrainingSet, pool: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

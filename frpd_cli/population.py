@@ -86,10 +86,27 @@ class PopulationShares:
 
 
 def _differs(a, b) -> bool:
+    if type(a) is str and a == b and type(b) is str:
+        # the usual case, an unchanged category: float() of text that is no number raises, which costs more than
+        # the rest of the test; the answer for one text is always the same (only a NaN text differs from itself)
+        known = _SAME_TEXT_DIFFERS.get(a)
+        if known is None:
+            known = _differs_by_value(a, b)
+            if len(_SAME_TEXT_DIFFERS) < 4096:
+                _SAME_TEXT_DIFFERS[a] = known
+        return known
+    return _differs_by_value(a, b)
+
+
+def _differs_by_value(a, b) -> bool:
     try:
         return float(a) != float(b)
     except (TypeError, ValueError):
         return str(a) != str(b)
+
+
+#: ``_differs(text, text)`` of the texts seen (bounded: categories are few).
+_SAME_TEXT_DIFFERS: dict = {}
 
 
 def fit_population(frame: pd.DataFrame, schema) -> PopulationShares:

@@ -91,6 +91,7 @@ from math import comb
 import numpy as np
 import pandas as pd
 
+from ._frames import frame_of
 from .encoding import Encoder, _level_dtype
 from .exceptions import InputError
 from .interpolation import decode_from, keep_rules
@@ -172,12 +173,14 @@ class _Rows:
         self.dtypes = {c: frame[c].dtype for c in self.names}
         self.cols = {c: frame[c].to_numpy(copy=True) for c in self.names}
 
-    def put(self, where: np.ndarray, frame: pd.DataFrame, take: np.ndarray | None = None) -> None:
-        """Rows ``take`` of ``frame`` (all of them by default) become rows ``where``."""
+    def put(self, where: np.ndarray, frame, take: np.ndarray | None = None) -> None:
+        """Rows ``take`` of ``frame`` (a DataFrame or a dict of column arrays; all rows by default) become rows
+        ``where``."""
         if len(where) == 0:
             return
         for c in self.names:
-            new = frame[c].to_numpy()
+            new = frame[c]
+            new = new if isinstance(new, np.ndarray) else new.to_numpy()
             new = new if take is None else new[take]
             if self.cols[c].dtype != new.dtype:
                 kind = np.result_type(self.cols[c].dtype, new.dtype)
@@ -186,8 +189,37 @@ class _Rows:
 
     def frame(self, where=None) -> pd.DataFrame:
         if where is None:
-            return pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in self.cols.items()})
-        return pd.DataFrame({c: pd.Series(v[where], dtype=v.dtype) for c, v in self.cols.items()})
+            return frame_of(self.cols)
+        return frame_of({c: v[where] for c, v in self.cols.items()}, copy=False)
+
+    def reverted(self, raw: dict, segs: np.ndarray, feats: np.ndarray, names: list) -> dict:
+        """The columns of ``_reverted(self.frame(), raw0, segs, feats, names)`` as arrays, without the frames.
+
+        ``raw`` holds the columns of ``raw0`` as arrays. Every column (of the same dtype as the frame's
+        ``to_numpy()``) is a new array.
+        """
+        out = {c: v[segs] for c, v in self.cols.items()}
+        for j in np.unique(feats):
+            name = names[j]
+            mask = feats == j
+            column = out[name]
+            original = raw[name][segs]
+            if column.dtype != original.dtype:
+                column = column.astype(np.result_type(column.dtype, original.dtype)) if (
+                    column.dtype.kind in "iufb" and original.dtype.kind in "iufb") else column.astype(object)
+            column[mask] = original[mask]
+            out[name] = column
+        return out
+
+    def keys(self, names: list) -> list[tuple]:
+        """``tuple(str(v) for v in row)`` of every row over the columns ``names``, as ``itertuples`` of
+        :meth:`frame` gives the values (``tolist``: the same Python scalars)."""
+        return _row_keys(self.cols, names)
+
+
+def _row_keys(columns: dict, names: list) -> list[tuple]:
+    """``tuple(str(v) for v in row)`` of each row of a dict of column arrays, over ``names``."""
+    return list(zip(*[[str(v) for v in columns[c].tolist()] for c in names]))
 
 
 def _reverted(rows: pd.DataFrame, raw0: pd.DataFrame, segs: np.ndarray, feats: np.ndarray,
@@ -1120,6 +1152,7 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
     active = np.ones(n, dtype=bool) if found is None else np.asarray(found, dtype=bool).copy()
     n_undone = np.zeros(n, dtype=np.int64)
     names = [f.name for f in encoder.schema.features]
+    raw = {c: raw0[c].to_numpy() for c in names}
     calls = 0
     while active.any():
         idx = np.flatnonzero(active)
@@ -1131,9 +1164,9 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
         if idx.size == 0:
             break
         local, feats = np.nonzero(changed)
-        variants = _reverted(best.frame(), raw0, idx[local], feats, names)
+        variants = best.reverted(raw, idx[local], feats, names)
         calls += 1
-        p = score_columns(model, {c: variants[c].to_numpy() for c in names})
+        p = score_columns(model, {c: variants[c] for c in names})
         ok = p >= model.threshold
         repeats = _repeats(best, variants, idx[local], groups, names) if groups is not None else np.zeros(ok.size)
         # per recourse, its accepted variants: not repeating another recourse of its group first, then by
@@ -1152,15 +1185,14 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
     return MinimalResult(rows=best.frame(), probability=probability, n_undone=n_undone, n_model_calls=calls)
 
 
-def _repeats(best: _Rows, variants: pd.DataFrame, segs: np.ndarray, groups: np.ndarray, names: list) -> np.ndarray:
-    """Whether each variant (of segment ``segs[i]``) equals the current row of another segment of its group."""
-    current = best.frame()
-    keys = [tuple(str(v) for v in row) for row in current.loc[:, names].itertuples(index=False, name=None)]
+def _repeats(best: _Rows, variants: dict, segs: np.ndarray, groups: np.ndarray, names: list) -> np.ndarray:
+    """Whether each variant (of segment ``segs[i]``; ``variants`` a dict of column arrays) equals the current row
+    of another segment of its group."""
     by_group: dict = {}
-    for s, key in enumerate(keys):
+    for s, key in enumerate(best.keys(names)):
         by_group.setdefault(int(groups[s]), {}).setdefault(key, set()).add(s)
     out = np.zeros(len(segs), dtype=np.int64)
-    for i, row in enumerate(variants.loc[:, names].itertuples(index=False, name=None)):
-        owners = by_group.get(int(groups[segs[i]]), {}).get(tuple(str(v) for v in row), set())
+    for i, key in enumerate(_row_keys(variants, names)):
+        owners = by_group.get(int(groups[segs[i]]), {}).get(key, set())
         out[i] = bool(owners - {int(segs[i])})
     return out

@@ -161,12 +161,25 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
     return found
 
 
+def _kept_level(value, start, texts: set) -> bool:
+    """Whether ``value`` is the text ``start`` and a level of the feature (one of ``texts``)."""
+    return type(value) is str and type(start) is str and value == start and value in texts
+
+
 def _suspects(f: Feature, rows: list[dict], origins: list[dict]):
-    """Rows that may break a rule of numeric feature ``f``, screened with numpy (every row otherwise).
+    """Rows that may break a rule of feature ``f``: numeric ones screened with numpy, categorical ones all but the
+    rows that keep the applicant's level (every row otherwise).
 
     The screen only narrows down which rows the exact per-row rules look at, so it may flag too
     many but never too few (values it cannot convert send every row to the exact rules).
     """
+    if f.is_categorical:
+        # a category kept as it is (the same text, a level of the feature) breaks no rule: every rule but the
+        # vocabulary's applies to changed values only
+        name = f.name
+        texts = {level for level in f.levels if type(level) is str}
+        return [i for i, (row, origin) in enumerate(zip(rows, origins))
+                if not _kept_level(row.get(name), origin.get(name), texts)]
     if not f.is_numeric:
         return range(len(rows))
     try:

@@ -333,3 +333,14 @@ def test_dual_ascent_pruning_gives_the_iterates_of_full_passes(monkeypatch, stor
             full = screen_dual_ascent(e, g.distances, 3, 0.9, 100, step, bounds=full_bounds)
         assert [z.tolist() for z in pruned] == [z.tolist() for z in full]
         np.testing.assert_allclose(pruned_bounds, full_bounds, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 60])
+def test_sorted_unique_is_np_unique(n):
+    from frpd_cli.selection.quad import sorted_unique
+
+    rng = np.random.default_rng(n)
+    for high in (3, 50):
+        values = rng.integers(0, high, size=n).astype(np.int64)
+        got, want = sorted_unique(values), np.unique(values)
+        assert got.dtype == want.dtype and np.array_equal(got, want)

@@ -102,6 +102,32 @@ def test_geometry_validation(X, x0, message):
         compute_geometry(X, x0)
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("x0_scale", [1.0, 1e300])
+def test_geometry_overwrite_names_the_same_row(bad, x0_scale):
+    # X - x0 is checked instead of X when x0 is too small for a finite difference to overflow; a huge x0 checks X
+    rng = np.random.default_rng(5)
+    X = rng.random((6, 3))
+    X[4, 1] = bad
+    X[5, 0] = bad
+    x0 = rng.random(3) * x0_scale
+    with pytest.raises(InputError, match="Row 4 of X") as plain:
+        compute_geometry(X, x0)
+    with pytest.raises(InputError, match="Row 4 of X") as in_place:
+        compute_geometry(X.copy(), x0, overwrite_X=True)
+    assert str(plain.value) == str(in_place.value)
+
+
+def test_geometry_overwrite_lets_a_finite_overflow_pass_as_before():
+    # a finite X whose squared distance overflows is not refused, in place or not
+    X = np.array([[1e200, 0.0], [1.0, 1.0]])
+    x0 = np.zeros(2)
+    plain = compute_geometry(X, x0)
+    in_place = compute_geometry(X.copy(), x0, overwrite_X=True)
+    assert np.array_equal(plain.distances, in_place.distances)
+    assert np.array_equal(plain.directions, in_place.directions, equal_nan=True)
+
+
 @pytest.mark.parametrize("solver", ["gram", "svd"])
 @pytest.mark.parametrize("seed", range(10))
 def test_eigenpairs_match_dense_eigh_and_reconstruct_S(seed, solver):

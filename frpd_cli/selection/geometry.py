@@ -18,6 +18,10 @@ __all__ = ["Geometry", "Eigen", "compute_geometry", "eigen_decompose"]
 
 _EIGEN_SOLVERS = ("gram", "svd")
 
+#: Below this (2**969), ``x - x0`` of finite floats cannot overflow: ``|x - x0| <= max + 2**969`` rounds to at
+#: most the largest float, whose spacing is 2**971.
+_NO_OVERFLOW = 2.0**969
+
 
 @dataclass(frozen=True, eq=False)
 class Geometry:
@@ -199,7 +203,11 @@ def compute_geometry(X, x0, *, overwrite_X: bool = False) -> Geometry:
     if not np.all(np.isfinite(x0)):
         raise InputError("x0 contains NaN or infinite values; encode the applicant with finite values.")
     in_place = overwrite_X and X.flags.writeable and X.flags.c_contiguous
-    if in_place and not np.all(np.isfinite(X)):  # X is about to be overwritten: check it first
+    # Overwriting X loses the values to check. Unless x0 is below _NO_OVERFLOW, where a finite value of X less
+    # x0 cannot overflow: then an entry of X - x0 is NaN or infinite exactly where X's is, and X - x0 is checked
+    # in X's stead (the same rows, the same first one named).
+    checks_diff = in_place and float(np.max(np.abs(x0), initial=0.0)) < _NO_OVERFLOW
+    if in_place and not checks_diff and not np.all(np.isfinite(X)):  # X is about to be overwritten: check it first
         _raise_not_finite(X)
     if in_place:
         diff = X
@@ -209,8 +217,9 @@ def compute_geometry(X, x0, *, overwrite_X: bool = False) -> Geometry:
     distances = np.sqrt(np.einsum("ij,ij->i", diff, diff))
     # x0 is finite, so a NaN or infinite value of X makes its row's distance NaN or infinite: one pass over the
     # distances instead of one over X (the exact check only then, to name the row; a finite overflow passes it).
-    if not in_place and not np.all(np.isfinite(distances)) and not np.all(np.isfinite(X)):
-        _raise_not_finite(X)
+    checked = diff if in_place else X
+    if (not in_place or checks_diff) and not np.all(np.isfinite(distances)) and not np.all(np.isfinite(checked)):
+        _raise_not_finite(checked)
     zero = np.flatnonzero(distances == 0.0)
     if zero.size:
         raise InputError(

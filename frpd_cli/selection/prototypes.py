@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from frpd_cli.selection.quad import (
     screen_best_response,
     screen_dual_ascent,
     screening_set,
+    sorted_unique,
 )
 
 __all__ = [
@@ -260,8 +262,10 @@ def _select_quad_paper(geometry, k, method, theta, eigen, n_iter, tau, step, tim
     return screening[local], screening, info, eigen
 
 
+@functools.lru_cache(maxsize=64)
 def _largest_enumerable(k: int, budget: int) -> int:
-    """Largest ``m`` with ``C(m, k) <= budget`` (at least ``k``)."""
+    """Largest ``m`` with ``C(m, k) <= budget`` (at least ``k``); remembered (two calls per applicant, each
+    dozens of binomials)."""
     m = k
     while math.comb(m + 1, k) <= budget:
         m += 1
@@ -271,8 +275,7 @@ def _largest_enumerable(k: int, budget: int) -> int:
 def _ordered_union(parts, limit: int) -> np.ndarray:
     """Rows of ``parts`` in order of first appearance, at most ``limit`` of them."""
     rows = np.concatenate([np.asarray(part, dtype=np.int64) for part in parts])
-    unique, first = np.unique(rows, return_index=True)
-    return unique[np.argsort(first, kind="stable")][:limit]
+    return np.array(list(dict.fromkeys(rows.tolist()))[:limit], dtype=np.int64)
 
 
 def _enumerate_over(directions, distances, rows, k, theta):
@@ -360,7 +363,7 @@ def _select_quad(geometry, k, method, theta, eigen, n_iter, tau, step, time_limi
         gap = 0.0
     info = {**info, "paper_objective": paper_value, "n_screened": int(screening.size), "swaps": moves,
             "neighbourhood_rounds": rounds, "lower_bound": lower, "objective_gap": gap, "stage": "improved"}
-    return best, np.union1d(screening, best), info
+    return best, sorted_unique(np.concatenate((screening, best))), info
 
 
 def _exact_too_large(n: int, k: int, max_enumeration: int) -> str | None:

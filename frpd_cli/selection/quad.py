@@ -20,13 +20,30 @@ __all__ = [
     "swap_neighbours",
     "greedy_start",
     "improve_subset",
+    "sorted_unique",
 ]
 
 
 def quad_objective_values(directions: np.ndarray, distances: np.ndarray, indices: np.ndarray, theta: float) -> float:
     """``theta z^T S z + (1 - theta) d^T z`` for the index set ``indices`` (``z^T S z = ||sum a_i||^2``)."""
-    v = directions[indices].sum(axis=0)
-    return float(theta * (v @ v) + (1.0 - theta) * distances[indices].sum())
+    # np.add.reduce is what ndarray.sum runs, without its Python layer (called several times per applicant)
+    v = _sum(directions[indices], axis=0)
+    return float(theta * (v @ v) + (1.0 - theta) * _sum(distances[indices]))
+
+
+_sum = np.add.reduce
+
+
+def sorted_unique(values: np.ndarray) -> np.ndarray:
+    """``np.unique(values)`` of a 1-D integer array: its distinct values, ascending, in a new array of its dtype.
+
+    Without ``np.unique``'s Python layer, which costs more than the work on the few dozen rows of a screening
+    set (several calls per applicant).
+    """
+    values = np.sort(values)
+    if values.size > 1:
+        values = values[np.concatenate(([True], values[1:] != values[:-1]))]
+    return values
 
 
 # Up to this k, the k smallest scores are found by k argmin passes (ties: lowest index): a few microseconds
@@ -50,7 +67,8 @@ def _k_smallest(score: np.ndarray, k: int) -> np.ndarray:
         picked.append(i)
         saved.append(score[i])
         score[i] = np.inf
-    score[picked] = saved
+    for i, value in zip(picked, saved):     # k scalar stores: cheaper than one from lists
+        score[i] = value
     picked.sort()
     return np.array(picked, dtype=np.int64)
 
@@ -69,7 +87,7 @@ def screening_set(iterates: list[np.ndarray], n_iter: int, tau: int, cycle_start
     else:
         period = n_done - 1 - cycle_start
         positions = np.where(wanted < n_done - 1, wanted, cycle_start + (wanted - cycle_start) % period)
-    return np.unique(np.concatenate([iterates[i] for i in np.unique(positions)]))
+    return sorted_unique(np.concatenate([iterates[i] for i in sorted_unique(positions)]))
 
 
 def screen_best_response(
@@ -400,7 +418,7 @@ def _neighbours_from_table(values: np.ndarray, per_position: int) -> np.ndarray:
     if m <= 0:
         return np.zeros(0, dtype=np.int64)
     picks = np.argpartition(values, m - 1, axis=1)[:, :m]
-    return np.unique(picks).astype(np.int64)
+    return sorted_unique(picks.reshape(-1)).astype(np.int64)
 
 
 def swap_neighbours(
@@ -503,7 +521,7 @@ def improve_subset(
     subset, value, n_moves, rows, table = _local_search(directions, distances, subset, theta, rows, True, max_moves)
     n_rounds = 0
     while per_position >= 1 and n_rounds < max_rounds:
-        pool = np.union1d(subset, _neighbours_from_table(table, per_position))
+        pool = sorted_unique(np.concatenate((subset, _neighbours_from_table(table, per_position))))
         local, _ = solve_subset_qp(directions[pool], distances[pool], k, theta, max_enumeration=math.comb(pool.size, k))
         found = pool[local]
         found_value = quad_objective_values(directions, distances, found, theta)
