@@ -1,5 +1,5 @@
 """frpd_cli._frames.records is pandas' to_dict("records"): the same values, of the same Python types, one record
-per row."""
+per row; frame_of is the frame of a dict of Series."""
 
 import numpy as np
 import pandas as pd
@@ -56,3 +56,29 @@ def test_random_frames_and_edge_shapes():
     # a real applicants file read as frpd reads it (pandas' text type)
     frame = pd.read_csv(__import__("io").StringIO("age,job,income\n30,clerk,1.5\n41,,2\n"))
     assert _signature(records(frame)) == _signature(frame.to_dict("records"))
+
+
+def _columns():
+    return {"age": np.array([30, 41, 52], dtype=np.int64), "hours": np.array([40.0, 37.5, np.nan]),
+            "job": np.array(["clerk", "nurse", None], dtype=object), "owner": np.array([True, False, True])}
+
+
+@pytest.mark.parametrize("private", [True, False])
+def test_frame_of_is_the_frame_of_series(monkeypatch, private):
+    import frpd_cli._frames as frames
+
+    if private:                      # every supported pandas has it
+        assert frames._FROM_ARRAYS is not None
+    else:                            # a pandas without the private constructor: the public way, the same frame
+        monkeypatch.setattr(frames, "_FROM_ARRAYS", None)
+    columns = _columns()
+    expected = pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in columns.items()})
+    got = frames.frame_of(columns)
+    pd.testing.assert_frame_equal(got, expected, check_exact=True)
+    assert list(got.dtypes) == [np.dtype(np.int64), np.dtype(np.float64), np.dtype(object), np.dtype(bool)]
+    assert isinstance(got.index, pd.RangeIndex)
+    columns["age"][0], columns["job"][0] = 99, "pilot"            # copied: the frame keeps its values
+    assert got["age"].iloc[0] == 30 and got["job"].iloc[0] == "clerk"
+    # columns of other lengths go the public way (pandas aligns them on the index)
+    uneven = {"a": np.arange(2), "b": np.arange(3)}
+    pd.testing.assert_frame_equal(frames.frame_of(uneven), pd.DataFrame({c: pd.Series(v) for c, v in uneven.items()}))
