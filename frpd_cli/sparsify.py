@@ -198,17 +198,9 @@ class _Rows:
         ``raw`` holds the columns of ``raw0`` as arrays. Every column (of the same dtype as the frame's
         ``to_numpy()``) is a new array.
         """
-        out = {c: v[segs] for c, v in self.cols.items()}
+        out = {c: v[segs] for c, v in self.cols.items()}          # new arrays: set back in place
         for j in np.unique(feats):
-            name = names[j]
-            mask = feats == j
-            column = out[name]
-            original = raw[name][segs]
-            if column.dtype != original.dtype:
-                column = column.astype(np.result_type(column.dtype, original.dtype)) if (
-                    column.dtype.kind in "iufb" and original.dtype.kind in "iufb") else column.astype(object)
-            column[mask] = original[mask]
-            out[name] = column
+            out[names[j]] = _set_back(out[names[j]], raw[names[j]][segs], feats == j)
         return out
 
     def keys(self, names: list) -> list[tuple]:
@@ -229,15 +221,18 @@ def _reverted(rows: pd.DataFrame, raw0: pd.DataFrame, segs: np.ndarray, feats: n
     base = raw0.iloc[segs].reset_index(drop=True)
     for j in np.unique(feats):
         name = names[j]
-        mask = feats == j
-        column = out[name].to_numpy(copy=True)
-        original = base[name].to_numpy()
-        if column.dtype != original.dtype:
-            column = column.astype(np.result_type(column.dtype, original.dtype)) if (
-                column.dtype.kind in "iufb" and original.dtype.kind in "iufb") else column.astype(object)
-        column[mask] = original[mask]
-        out[name] = column
+        out[name] = _set_back(out[name].to_numpy(copy=True), base[name].to_numpy(), feats == j)
     return out
+
+
+def _set_back(column: np.ndarray, original: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``column`` (an array the caller owns) with its rows ``mask`` set to ``original``'s, in a dtype that holds
+    both (numbers and booleans: their common type; else object)."""
+    if column.dtype != original.dtype:
+        column = column.astype(np.result_type(column.dtype, original.dtype)) if (
+            column.dtype.kind in "iufb" and original.dtype.kind in "iufb") else column.astype(object)
+    column[mask] = original[mask]
+    return column
 
 
 def sparsify_recourses(
