@@ -223,7 +223,7 @@ class LabelSupport:
 
     def _supports(self, Z: np.ndarray) -> np.ndarray:
         """The support of each encoded row of ``Z`` (:meth:`favorable_probability` without the rows known)."""
-        tree_distinct, distinct, counts, good, share, where = self._search()
+        tree_distinct, distinct, _, _, share, where = self._search()
         # a training row is its own nearest row (no other distinct row is at distance 0): no search
         found = np.array([where.get(z.tobytes(), -1) for z in Z], dtype=np.int64)
         positions = np.zeros((len(Z), min(_NEAREST, len(distinct))), dtype=np.int64)
@@ -234,10 +234,7 @@ class LabelSupport:
         if unknown.size:
             positions[unknown], nearest[unknown], far = nearest_rows(tree_distinct, Z[unknown])
             more = {int(unknown[j]): at for j, at in far.items()}
-        used = np.unique(np.concatenate([positions[nearest], *more.values()]))
-        missing = used[np.isnan(share[used])]
-        if missing.size:
-            share[missing] = label_support(tree_distinct, counts, good, distinct[missing], self.k)
+        self._shares(np.unique(np.concatenate([positions[nearest], *more.values()])))
         out = np.where(nearest, share[positions], 0.0).sum(axis=1) / nearest.sum(axis=1)
         for j, at in more.items():
             out[j] = share[at].mean()
@@ -246,11 +243,16 @@ class LabelSupport:
     def highest_share(self) -> float:
         """The highest share of any training row: a support above it is reached by no row (each training row's
         share is computed, once, as a recourse's search would)."""
-        _, distinct, counts, good, share, _ = self._search()
-        missing = np.flatnonzero(np.isnan(share))
-        if missing.size:
-            share[missing] = label_support(self._trees[0], counts, good, distinct[missing], self.k)
+        share = self._shares(np.arange(len(self._search()[1])))
         return float(share.max()) if share.size else 0.0
+
+    def _shares(self, at: np.ndarray) -> np.ndarray:
+        """The shares of the distinct training rows ``at``, each computed when first asked and kept."""
+        tree_distinct, distinct, counts, good, share, _ = self._search()
+        missing = at[np.isnan(share[at])]
+        if missing.size:
+            share[missing] = label_support(tree_distinct, counts, good, distinct[missing], self.k)
+        return share[at]
 
     def is_favorable(self, rows) -> np.ndarray:
         return self.favorable_probability(rows) >= self.threshold
