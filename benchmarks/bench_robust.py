@@ -23,8 +23,8 @@ Applicants are the first N test rows today's model denies. Configurations: plain
 --robust-level 0.9 with --resample subsample, mixed and halves, --robust 8 with --resample shifted, with --margin
 0.05 (bootstrap and mixed) and with --robust-spread 2, --margin 0.05 alone (plain ``frpd plan``), and
 --robust-support auto alone and with 8 mixed refits (both at --margin 0.05; the latter is ``frpd plan --robust
-8``), and the latter with --robust-support-level 0.6 and 0.7. Every other configuration runs with
---robust-support none, to measure each mechanism alone.
+8``), and the latter with --robust-support-level 0.6 and 0.7 and with --robust-support-radius auto. Every other
+configuration runs with --robust-support none, to measure each mechanism alone.
 Each recourse is scored by each updated model (validity = share of recourses it accepts; plans = share of plans
 with a recourse in which it accepts at least one). Cost and changed features are means over recourses; CPU is
 the planning CPU time (refits loaded from an artifact built once; their fitting CPU is reported apart).
@@ -135,14 +135,15 @@ def _setup(name, tmp: Path, n_applicants: int):
 
 
 def _plan(case, *, margin=0.0, robust=None, level=1.0, refits=None, resample="bootstrap", spread=1.0,
-          policy="auto", support="none", support_level=None):
+          policy="auto", support="none", support_level=None, support_radius=None):
     from frpd_cli.cli._options import SchemaFlags, read_training
     from frpd_cli.cli._robust import RobustModels
     from frpd_cli.planning import PlanSettings, plan_applicants
 
     flags = SchemaFlags(target="label", favorable="1", immutable=case["immutable"], increasing=case["increasing"])
     others = RobustModels(robust=robust, level=level, refits=refits, resample=resample, spread=spread,
-                          support=support, support_level=support_level) if robust or support else None
+                          support=support, support_level=support_level,
+                          support_radius=support_radius) if robust or support else None
     t0 = time.process_time()
     training, model, _ = read_training(case["data"], case["model"], flags, robust=others)
     t1 = time.process_time()
@@ -227,6 +228,9 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
                 configs.append((f"robust 8 mixed support {share:g} margin 0.05",
                                 {"robust": 8, "refits": refit_dirs["mixed"], "resample": "mixed", "support": "auto",
                                  "support_level": share, "margin": 0.05}))
+            configs.append(("robust 8 mixed support radius margin 0.05",       # --robust-support-radius auto
+                            {"robust": 8, "refits": refit_dirs["mixed"], "resample": "mixed", "support": "auto",
+                             "support_radius": "auto", "margin": 0.05}))
             for label, kwargs in configs:
                 if only and label not in only:
                     continue

@@ -393,3 +393,106 @@ def test_verification_refuses_a_recourse_without_support(corner):
     assert corner["model"].predict_proba(pd.DataFrame([{"x1": 8.0, "x2": 1.0}]))[0, 1] >= 0.5   # the model accepts
     with pytest.raises(RecourseVerificationError, match="supported by the labels"):
         verify_plans(training, judge, outside)
+
+
+def _nearest_distance(X, Z):
+    return np.array([np.sqrt(((X - z) ** 2).sum(axis=1)).min() for z in Z])
+
+
+@pytest.mark.parametrize("radius", [0.3, 0.45, 0.65])          # no distance here equals one
+def test_a_row_farther_than_the_radius_from_every_training_row_has_no_support(radius):
+    from frpd_cli.support import LabelSupport
+
+    rng = np.random.default_rng(21)
+    X = rng.integers(0, 3, size=(100, 3)).astype(float)
+    labeled = rng.random(100) < 0.6
+    Z = np.vstack([X[:20], rng.integers(0, 3, size=(40, 3)) + rng.choice([0.0, 0.25, 0.5], size=(40, 3))])
+    frame = pd.DataFrame(Z, columns=["a", "b", "c"])
+    support = LabelSupport(_Identity(), X, labeled, 5, threshold=0.5, feature_names=("a", "b", "c"), radius=radius)
+    far = _nearest_distance(X, Z) > radius
+    assert far.any() and (~far).any()
+    got = support.favorable_probability(frame)
+    assert np.allclose(got, np.where(far, 0.0, _brute_support(X, labeled, Z, 5)), atol=1e-12)
+    assert support.radius == radius
+    # without a radius the far rows keep their nearest row's share
+    plain = LabelSupport(_Identity(), X, labeled, 5, threshold=0.5, feature_names=("a", "b", "c"))
+    assert plain.radius is None and (plain.favorable_probability(frame)[far] > 0).any()
+
+
+def _brute_auto_radius(X):
+    distinct = np.unique(X, axis=0)
+    d = np.sqrt(((distinct[:, None, :] - distinct[None, :, :]) ** 2).sum(axis=2))
+    np.fill_diagonal(d, np.inf)
+    return np.quantile(d.min(axis=1), 0.9)
+
+
+def test_auto_radius_is_the_quantile_of_the_distances_to_the_nearest_other_row(monkeypatch):
+    import frpd_cli.support as S
+
+    rng = np.random.default_rng(3)
+    X = np.vstack([rng.normal(size=(200, 4)), rng.normal(size=(50, 4))[:10].repeat(3, axis=0)])  # some repeats
+    labeled = rng.random(len(X)) < 0.5
+    names = ("a", "b", "c", "d")
+    support = S.LabelSupport(_Identity(), X, labeled, 5, threshold=0.5, feature_names=names, radius="auto")
+    assert S.RADIUS_QUANTILE == 0.9
+    assert support.radius == pytest.approx(_brute_auto_radius(X), rel=1e-12)
+    # above the sample size, evenly spaced distinct rows (in order of appearance) are searched among all of them
+    monkeypatch.setattr(S, "_RADIUS_SAMPLE", 40)
+    sampled = S.LabelSupport(_Identity(), X, labeled, 5, threshold=0.5, feature_names=names, radius="auto")
+    distinct = S.distinct_rows(X)[0]
+    at = np.unique(np.linspace(0, len(distinct) - 1, 40).astype(np.int64))
+    d = np.sqrt(((distinct[at][:, None, :] - distinct[None, :, :]) ** 2).sum(axis=2))
+    d[np.arange(len(at)), at] = np.inf
+    assert sampled.radius == pytest.approx(np.quantile(d.min(axis=1), 0.9), rel=1e-12)
+    # one distinct row: nothing to compare, no radius binds
+    one = S.LabelSupport(_Identity(), np.ones((4, 3)), np.ones(4, bool), 2, threshold=0.5,
+                         feature_names=("a", "b", "c"), radius="auto")
+    assert one.radius == np.inf
+
+
+def test_every_recourse_has_a_training_row_within_the_radius(corner, tmp_path):
+    X = corner["X"].to_numpy(dtype=float)
+    lo, hi = X.min(axis=0), X.max(axis=0)
+
+    def nearest(rows):
+        Z = (np.array([[r["x1"], r["x2"]] for r in rows], dtype=float) - lo) / (hi - lo)
+        return _nearest_distance((X - lo) / (hi - lo), Z)
+
+    plain = [r["features"] for line in _plan(corner, "--robust-support", "10").splitlines()
+             for r in json.loads(line)["recourses"]]
+    assert (nearest(plain) > 0.01).any()            # the radius below binds
+    record = tmp_path / "prov.json"
+    plans = [json.loads(line) for line in _plan(corner, "--robust-support", "10", "--robust-support-radius", "0.01",
+                                                "--provenance", str(record)).splitlines()]
+    rows = [r["features"] for p in plans for r in p["recourses"]]
+    assert len(rows) >= 6 and (nearest(rows) <= 0.01).all()
+    assert (_share(corner, rows, 10) >= 0.5).all()
+    assert (corner["model"].predict_proba(pd.DataFrame(rows))[:, 1] >= 0.5).all()
+    assert json.loads(record.read_text(encoding="utf-8"))["settings"]["robust_support_radius"] == 0.01
+    # auto is recorded as asked, and plans are the same bytes for any chunk size and jobs
+    auto = _plan(corner, "--robust-support", "10", "--robust-support-radius", "auto", "--chunk-size", "1")
+    assert auto == _plan(corner, "--robust-support", "10", "--robust-support-radius", "auto", "--jobs", "2")
+    # an infeasible applicant's reason names the radius
+    reasons = [json.loads(line).get("reason") or "" for line in
+               _plan(corner, "--robust-support", "10", "--robust-support-radius", "0.01", "--immutable", "x2")
+               .splitlines()]
+    assert any("within distance 0.01 of it by --robust-support-radius" in r for r in reasons)
+    f = corner["folder"]
+    result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
+                                 str(f / "applicants.csv"), "--target", "y", "--id-column", "id", "--format", "jsonl",
+                                 "--max-move", "none", "--scale", "minmax", "--robust-support", "10",
+                                 "--robust-support-radius", "0.01", "--immutable", "x2"])
+    assert result.exit_code == 0 and "--robust-support-radius none" in result.stderr, result.output
+
+
+@pytest.mark.parametrize("extra", [["--robust-support-radius", "auto"],
+                                   ["--robust", "2", "--robust-support", "none", "--robust-support-radius", "0.1"],
+                                   ["--robust-support", "10", "--robust-support-radius", "0"],
+                                   ["--robust-support", "10", "--robust-support-radius", "-1"],
+                                   ["--robust-support", "10", "--robust-support-radius", "inf"],
+                                   ["--robust-support", "10", "--robust-support-radius", "near"]])
+def test_support_radius_needs_support_and_a_positive_distance(corner, extra):
+    f = corner["folder"]
+    result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
+                                 str(f / "applicants.csv"), "--target", "y", *extra])
+    assert result.exit_code == 2 and "--robust-support-radius" in result.output, result.output

@@ -10,7 +10,8 @@ import typer
 
 from ._groups import OptionGroup
 
-__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustSupportLevelOpt", "RobustLevelOpt",
+__all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustSupportLevelOpt", "RobustSupportRadiusOpt",
+           "RobustLevelOpt",
            "RobustSpreadOpt", "RefitsOpt", "ResampleOpt", "RobustModels", "ROBUST_OPTIONS", "judge_for",
            "label_support_of", "extra_inputs", "robust_params"]
 
@@ -40,6 +41,19 @@ def _check_support_level(value):
     if value is not None and not 0.0 < value <= 1.0:
         raise typer.BadParameter(f"must be a share in (0, 1] of favourable labels. Got {value}.")
     return value
+
+
+def _check_support_radius(value):
+    if value is None or value.strip().lower() in ("auto", "none"):
+        return None if value is None else value.strip().lower()
+    try:
+        r = float(value)
+    except ValueError:
+        r = float("nan")
+    if not (r > 0 and r != float("inf")):
+        raise typer.BadParameter(f"must be a positive distance (in frpd's encoding of the features), auto or none. "
+                                 f"Got {value!r}.")
+    return repr(r)
 
 
 def _check_spread(value):
@@ -78,6 +92,12 @@ RobustSupportLevelOpt = Annotated[Optional[float], typer.Option(
     "--robust-support asks around every recourse (plus --margin; default: --threshold). Higher: recourses only "
     "where the labels agree more, which more next releases accept, and fewer applicants with a plan "
     "(docs/robust.md).", rich_help_panel=_ROBUST)]
+RobustSupportRadiusOpt = Annotated[Optional[str], typer.Option(
+    "--robust-support-radius", metavar="R|auto|none", callback=_check_support_radius, help="Also require a "
+    "training row within distance R of every recourse (frpd's encoding of the features, --scale): no recourse "
+    "where no labelled example stands, which a model trained on other rows may judge anyhow. auto: the distance "
+    "within which nine in ten distinct training rows have another one. More next releases accept the recourses, "
+    "which change more features (docs/robust.md). Default none; needs label support.", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
@@ -102,6 +122,7 @@ class RobustModels:
     jobs: int = 1
     support: Optional[str] = None
     support_level: Optional[float] = None
+    support_radius: Optional[str] = None
 
     @property
     def active(self) -> bool:
@@ -136,14 +157,27 @@ class RobustModels:
             raise OptionError("--robust-support-level", "--robust-support-level sets the share of favourable labels "
                               "that label support asks, and label support is off: it comes with --robust or "
                               "--refits (unless --robust-support none), or with --robust-support K|auto.")
+        if self.support_radius not in (None, "none") and self.resolved_support is None:
+            raise OptionError("--robust-support-radius", "--robust-support-radius asks label support for a training "
+                              "row near every recourse, and label support is off: it comes with --robust or "
+                              "--refits (unless --robust-support none), or with --robust-support K|auto.")
         return self
+
+    @property
+    def resolved_radius(self):
+        """``--robust-support-radius`` as :class:`frpd_cli.support.LabelSupport` takes it: None, ``"auto"`` or a
+        float."""
+        if self.support_radius in (None, "none"):
+            return None
+        return "auto" if self.support_radius == "auto" else float(self.support_radius)
 
 
 def _robust_models(*, also_valid_for, robust, robust_level, robust_spread, refits, resample, robust_support,
-                   robust_support_level, seed, jobs) -> RobustModels:
+                   robust_support_level, robust_support_radius, seed, jobs) -> RobustModels:
     return RobustModels(also_valid_for=tuple(also_valid_for or ()), robust=robust, level=robust_level,
                         spread=robust_spread, refits=refits, resample=resample, seed=seed, jobs=jobs,
-                        support=robust_support, support_level=robust_support_level).check()
+                        support=robust_support, support_level=robust_support_level,
+                        support_radius=robust_support_radius).check()
 
 
 #: The other models a recourse must satisfy, declared once: a command takes them as ``others: RobustModels``
@@ -157,6 +191,7 @@ ROBUST_OPTIONS = OptionGroup(RobustModels, (
     ("resample", ResampleOpt, "mixed"),
     ("robust_support", RobustSupportOpt, None),
     ("robust_support_level", RobustSupportLevelOpt, None),
+    ("robust_support_radius", RobustSupportRadiusOpt, None),
 ), build=_robust_models, shared=("seed", "jobs"))
 
 
@@ -200,13 +235,14 @@ def judge_for(model, robust: RobustModels | None, schema, *, threshold: float, t
     return make_judge(model, others, refits, level=robust.level, spread=robust.resolved_spread,
                       support=None if robust.resolved_support is None else
                       label_support_of(model, robust.resolved_support, schema, frame, scale=scale, encoded=encoded,
-                                       level=robust.support_level))
+                                       level=robust.support_level, radius=robust.resolved_radius))
 
 
-def label_support_of(model, k: str, schema, frame, *, scale=None, encoded=None, level=None):
+def label_support_of(model, k: str, schema, frame, *, scale=None, encoded=None, level=None, radius=None):
     """The :class:`frpd_cli.support.LabelSupport` of ``--robust-support k`` over the training ``frame``
     (encoded in ``scale``, or given as ``encoded``: the training set's encoder and encoded rows), asking a share
-    ``level`` of favourable labels (``--robust-support-level``; default: the model's threshold)."""
+    ``level`` of favourable labels (``--robust-support-level``; default: the model's threshold) and, with a
+    ``radius`` (``--robust-support-radius``: a float or ``"auto"``), a training row that near."""
     from ..dataset import labeled_rows
     from ..encoding import DEFAULT_SCALE, fit_encoder
     from ..support import LabelSupport, auto_neighbors
@@ -219,7 +255,8 @@ def label_support_of(model, k: str, schema, frame, *, scale=None, encoded=None, 
     labeled = labeled_rows(frame, schema)
     n = auto_neighbors(int(labeled.sum()), len(frame)) if k == "auto" else min(int(k), len(frame))
     threshold = float(model.threshold) if level is None else float(level)
-    return LabelSupport(encoder, X, labeled, n, threshold=threshold, feature_names=schema.feature_names)
+    return LabelSupport(encoder, X, labeled, n, threshold=threshold, feature_names=schema.feature_names,
+                        radius=radius)
 
 
 def extra_inputs(robust: RobustModels | None) -> dict:
@@ -245,4 +282,6 @@ def robust_params(robust: RobustModels | None) -> dict:
         out["robust_support"] = robust.resolved_support
         if robust.support_level is not None:
             out["robust_support_level"] = float(robust.support_level)
+        if robust.resolved_radius is not None:
+            out["robust_support_radius"] = robust.resolved_radius
     return out
