@@ -23,8 +23,9 @@ Applicants are the first N test rows today's model denies. Configurations: plain
 --robust-level 0.9 with --resample subsample, mixed and halves, --robust 8 with --resample shifted, with --margin
 0.05 (bootstrap and mixed) and with --robust-spread 2, --margin 0.05 alone (plain ``frpd plan``), and
 --robust-support auto alone and with 8 mixed refits (both at --margin 0.05; the latter is ``frpd plan --robust
-8``), and the latter with --robust-support-level 0.6 and 0.7 and with --robust-support-radius auto. Every other
-configuration runs with --robust-support none, to measure each mechanism alone.
+8``, whose label support asks for a training row within the auto radius), and the latter with
+--robust-support-level 0.6 and 0.7 and with --robust-support-radius none. Every other configuration runs with
+--robust-support none, to measure each mechanism alone.
 Each recourse is scored by each updated model (validity = share of recourses it accepts; plans = share of plans
 with a recourse in which it accepts at least one). Cost and changed features are means over recourses; CPU is
 the planning CPU time (refits loaded from an artifact built once; their fitting CPU is reported apart).
@@ -228,9 +229,9 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
                 configs.append((f"robust 8 mixed support {share:g} margin 0.05",
                                 {"robust": 8, "refits": refit_dirs["mixed"], "resample": "mixed", "support": "auto",
                                  "support_level": share, "margin": 0.05}))
-            configs.append(("robust 8 mixed support radius margin 0.05",       # --robust-support-radius auto
+            configs.append(("robust 8 mixed support no radius margin 0.05",    # --robust-support-radius none
                             {"robust": 8, "refits": refit_dirs["mixed"], "resample": "mixed", "support": "auto",
-                             "support_radius": "auto", "margin": 0.05}))
+                             "support_radius": "none", "margin": 0.05}))
             for label, kwargs in configs:
                 if only and label not in only:
                     continue

@@ -496,3 +496,24 @@ def test_support_radius_needs_support_and_a_positive_distance(corner, extra):
     result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
                                  str(f / "applicants.csv"), "--target", "y", *extra])
     assert result.exit_code == 2 and "--robust-support-radius" in result.output, result.output
+
+
+def test_label_support_asks_for_a_training_row_within_the_auto_radius_by_default(corner, tmp_path):
+    record = tmp_path / "default.json"
+    default = _plan(corner, "--robust-support", "10", "--provenance", str(record))
+    assert default == _plan(corner, "--robust-support", "10", "--robust-support-radius", "auto")
+    assert json.loads(record.read_text(encoding="utf-8"))["settings"]["robust_support_radius"] == "auto"
+    off = tmp_path / "off.json"
+    _plan(corner, "--robust-support", "10", "--robust-support-radius", "none", "--provenance", str(off))
+    assert json.loads(off.read_text(encoding="utf-8"))["settings"]["robust_support_radius"] == "none"
+    # the auto radius of the corner's rows, in the run's min-max encoding: every recourse has a training row that near
+    from frpd_cli.support import LabelSupport
+
+    X = corner["X"].to_numpy(dtype=float)
+    Xn = (X - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
+    radius = LabelSupport(_Identity(), Xn, corner["labeled"], 10, threshold=0.5, feature_names=("a", "b"),
+                          radius="auto").radius
+    assert radius == pytest.approx(_brute_auto_radius(Xn), rel=1e-12)
+    rows = [r["features"] for line in default.splitlines() for r in json.loads(line)["recourses"]]
+    Z = (np.array([[r["x1"], r["x2"]] for r in rows]) - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
+    assert rows and (_nearest_distance(Xn, Z) <= radius * (1 + 1e-9)).all()

@@ -83,7 +83,8 @@ RobustSpreadOpt = Annotated[Optional[float], typer.Option(
 RobustSupportOpt = Annotated[Optional[str], typer.Option(
     "--robust-support", metavar="K|auto|none", callback=_check_support, help="Also require that the labelled "
     "training rows around every recourse are favourable: the share of favourable labels among the K training rows "
-    "nearest to the training row nearest to it must reach --robust-support-level (plus --margin). A model trained "
+    "nearest to the training row nearest to it must reach --robust-support-level (plus --margin), and that row "
+    "must be near it (--robust-support-radius). A model trained "
     "on new rows learns what today's learnt only where the labels are plentiful and agree. auto (the default with "
     "--robust or --refits): K = the square root of the number of favourable-labelled rows; none: off.",
     rich_help_panel=_ROBUST)]
@@ -93,11 +94,12 @@ RobustSupportLevelOpt = Annotated[Optional[float], typer.Option(
     "where the labels agree more, which more next releases accept, and fewer applicants with a plan "
     "(docs/robust.md).", rich_help_panel=_ROBUST)]
 RobustSupportRadiusOpt = Annotated[Optional[str], typer.Option(
-    "--robust-support-radius", metavar="R|auto|none", callback=_check_support_radius, help="Also require a "
-    "training row within distance R of every recourse (frpd's encoding of the features, --scale): no recourse "
-    "where no labelled example stands, which a model trained on other rows may judge anyhow. auto: the distance "
-    "within which nine in ten distinct training rows have another one. More next releases accept the recourses, "
-    "which change more features (docs/robust.md). Default none; needs label support.", rich_help_panel=_ROBUST)]
+    "--robust-support-radius", metavar="R|auto|none", callback=_check_support_radius, help="With label support, "
+    "also require a training row within distance R of every recourse (frpd's encoding of the features, --scale): "
+    "no recourse where no labelled example stands (nor a combination of values no applicant has), which a model "
+    "trained on other rows may judge anyhow. auto (the default with label support): the distance within which "
+    "nine in ten distinct training rows have another one. More next releases accept the recourses, which change "
+    "more features (docs/robust.md); none: off.", rich_help_panel=_ROBUST)]
 RefitsOpt = Annotated[Optional[Path], typer.Option(
     "--refits", readable=False, metavar="DIR", help="Refits saved by frpd build-refits (same data, model and --seed) instead of "
     "refitting in this run; implies --robust with their number.", rich_help_panel=_ROBUST)]
@@ -165,11 +167,11 @@ class RobustModels:
 
     @property
     def resolved_radius(self):
-        """``--robust-support-radius`` as :class:`frpd_cli.support.LabelSupport` takes it: None, ``"auto"`` or a
-        float."""
-        if self.support_radius in (None, "none"):
+        """``--robust-support-radius`` as :class:`frpd_cli.support.LabelSupport` takes it: None (off, or no label
+        support), ``"auto"`` (the default with label support) or a float."""
+        if self.resolved_support is None or self.support_radius == "none":
             return None
-        return "auto" if self.support_radius == "auto" else float(self.support_radius)
+        return "auto" if self.support_radius in (None, "auto") else float(self.support_radius)
 
 
 def _robust_models(*, also_valid_for, robust, robust_level, robust_spread, refits, resample, robust_support,
@@ -282,6 +284,6 @@ def robust_params(robust: RobustModels | None) -> dict:
         out["robust_support"] = robust.resolved_support
         if robust.support_level is not None:
             out["robust_support_level"] = float(robust.support_level)
-        if robust.resolved_radius is not None:
-            out["robust_support_radius"] = robust.resolved_radius
+        radius = robust.resolved_radius
+        out["robust_support_radius"] = "none" if radius is None else radius
     return out
