@@ -144,7 +144,7 @@ _KNOWN_ROWS = 1 << 18
 _NEAREST = 4
 
 
-def nearest_rows(tree, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict]:
+def nearest_rows(tree, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray, dict, np.ndarray]:
     """The rows of ``tree`` at the smallest distance from each row of ``Z``, ties whole.
 
     Returns

@@ -11,9 +11,8 @@ import typer
 from ._groups import OptionGroup
 
 __all__ = ["AlsoValidForOpt", "RobustOpt", "RobustSupportOpt", "RobustSupportLevelOpt", "RobustSupportRadiusOpt",
-           "RobustLevelOpt",
-           "RobustSpreadOpt", "RefitsOpt", "ResampleOpt", "RobustModels", "ROBUST_OPTIONS", "judge_for",
-           "label_support_of", "extra_inputs", "robust_params"]
+           "RobustLevelOpt", "RobustSpreadOpt", "RefitsOpt", "ResampleOpt", "RobustModels", "ROBUST_OPTIONS",
+           "judge_for", "label_support_of", "extra_inputs", "robust_params"]
 
 _SEL = "Selection"
 _ROBUST = "Robustness to model updates"
