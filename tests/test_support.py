@@ -263,15 +263,23 @@ def test_hints_say_what_to_relax_and_when_no_row_has_the_share_asked(corner):
     assert "declare fewer immutable" in told or "--immutable-policy project" in told
 
 
-@pytest.mark.parametrize("extra", [["--robust-support-level", "0.7"],
-                                   ["--robust", "2", "--robust-support", "none", "--robust-support-level", "0.7"],
-                                   ["--robust-support", "10", "--robust-support-level", "0"],
-                                   ["--robust-support", "10", "--robust-support-level", "1.5"]])
-def test_support_level_needs_support_and_a_share(corner, extra):
+@pytest.mark.parametrize("option, extra", [
+    ("--robust-support-level", ["--robust-support-level", "0.7"]),
+    ("--robust-support-level", ["--robust", "2", "--robust-support", "none", "--robust-support-level", "0.7"]),
+    ("--robust-support-level", ["--robust-support", "10", "--robust-support-level", "0"]),
+    ("--robust-support-level", ["--robust-support", "10", "--robust-support-level", "1.5"]),
+    ("--robust-support-radius", ["--robust-support-radius", "auto"]),
+    ("--robust-support-radius", ["--robust", "2", "--robust-support", "none", "--robust-support-radius", "0.1"]),
+    ("--robust-support-radius", ["--robust-support", "10", "--robust-support-radius", "0"]),
+    ("--robust-support-radius", ["--robust-support", "10", "--robust-support-radius", "-1"]),
+    ("--robust-support-radius", ["--robust-support", "10", "--robust-support-radius", "inf"]),
+    ("--robust-support-radius", ["--robust-support", "10", "--robust-support-radius", "near"]),
+])
+def test_support_level_and_radius_need_support_and_a_valid_value(corner, option, extra):
     f = corner["folder"]
     result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
                                  str(f / "applicants.csv"), "--target", "y", *extra])
-    assert result.exit_code == 2 and "--robust-support-level" in result.output, result.output
+    assert result.exit_code == 2 and option in result.output, result.output
 
 
 def test_unreachable_support_is_infeasible_with_a_reason(corner):
@@ -483,19 +491,6 @@ def test_every_recourse_has_a_training_row_within_the_radius(corner, tmp_path):
                                  "--max-move", "none", "--scale", "minmax", "--robust-support", "10",
                                  "--robust-support-radius", "0.01", "--immutable", "x2"])
     assert result.exit_code == 0 and "--robust-support-radius none" in result.stderr, result.output
-
-
-@pytest.mark.parametrize("extra", [["--robust-support-radius", "auto"],
-                                   ["--robust", "2", "--robust-support", "none", "--robust-support-radius", "0.1"],
-                                   ["--robust-support", "10", "--robust-support-radius", "0"],
-                                   ["--robust-support", "10", "--robust-support-radius", "-1"],
-                                   ["--robust-support", "10", "--robust-support-radius", "inf"],
-                                   ["--robust-support", "10", "--robust-support-radius", "near"]])
-def test_support_radius_needs_support_and_a_positive_distance(corner, extra):
-    f = corner["folder"]
-    result = runner.invoke(app, ["plan", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--applicants",
-                                 str(f / "applicants.csv"), "--target", "y", *extra])
-    assert result.exit_code == 2 and "--robust-support-radius" in result.output, result.output
 
 
 def test_label_support_asks_for_a_training_row_within_the_auto_radius_by_default(corner, tmp_path):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Optional
@@ -24,16 +25,37 @@ def _check_level(value):
     return value
 
 
-def _check_support(value):
-    if value is None or value.strip().lower() in ("auto", "none"):
-        return None if value is None else value.strip().lower()
+def _auto_none_or(value, parse, what: str):
+    """``None``, ``auto`` and ``none`` as they are (lower case), anything else through ``parse`` (None: invalid)."""
+    if value is None:
+        return None
+    word = value.strip().lower()
+    if word in ("auto", "none"):
+        return word
+    parsed = parse(value)
+    if parsed is None:
+        raise typer.BadParameter(f"must be {what}, auto or none. Got {value!r}.")
+    return parsed
+
+
+def _count(value: str):
     try:
         k = int(value)
     except ValueError:
-        k = 0
-    if k < 1:
-        raise typer.BadParameter(f"must be a number of neighbours (at least 1), auto or none. Got {value!r}.")
-    return str(k)
+        return None
+    return str(k) if k >= 1 else None
+
+
+def _distance(value: str):
+    try:
+        r = float(value)
+    except ValueError:
+        return None
+    return repr(r) if 0.0 < r < math.inf else None
+
+
+def _check_support(value):
+    return _auto_none_or(value, _count, "a number of neighbours (at least 1)")
 
 
 def _check_support_level(value):
@@ -43,16 +65,7 @@ def _check_support_level(value):
 
 
 def _check_support_radius(value):
-    if value is None or value.strip().lower() in ("auto", "none"):
-        return None if value is None else value.strip().lower()
-    try:
-        r = float(value)
-    except ValueError:
-        r = float("nan")
-    if not (r > 0 and r != float("inf")):
-        raise typer.BadParameter(f"must be a positive distance (in frpd's encoding of the features), auto or none. "
-                                 f"Got {value!r}.")
-    return repr(r)
+    return _auto_none_or(value, _distance, "a positive distance (in frpd's encoding of the features)")
 
 
 def _check_spread(value):
