@@ -64,14 +64,19 @@ def frame_of(columns: dict, *, copy: bool = True) -> pd.DataFrame:
     arrays = list(columns.values())
     if _FROM_ARRAYS is None or not arrays or any(
             not isinstance(v, np.ndarray) or v.ndim != 1 or v.shape[0] != arrays[0].shape[0] for v in arrays):
-        return pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in columns.items()})
+        return _public_frame(columns)
     if copy:
         arrays = [v.copy() for v in arrays]
     try:
         return _FROM_ARRAYS(arrays, columns=pd.Index(list(columns)), index=pd.RangeIndex(arrays[0].shape[0]),
                             verify_integrity=False)
     except TypeError:               # a pandas whose private constructor takes other arguments: the public way
-        return pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in columns.items()})
+        return _public_frame(columns)
+
+
+def _public_frame(columns: dict) -> pd.DataFrame:
+    """:func:`frame_of`'s frame through pandas' public constructor (a Series per column)."""
+    return pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in columns.items()})
 
 
 #: pandas' constructor of a frame from column arrays (private: pandas 2.0 to 3.1 have it with these arguments;

@@ -193,7 +193,7 @@ class Judge:
                 f", each refit's deviation from the model taken {float(self.spread):g} times by --robust-spread"
             parts.append(f"{share} of the {len(self.refits)} refitted models of --robust{wide}")
         for m in self.support:
-            near = "" if getattr(m, "radius_asked", None) is None else \
+            near = "" if m.radius_asked is None else \
                 f", that training row within distance {m.radius:.4g} of it by --robust-support-radius"
             parts.append(f"favourable labels on at least a share {float(m.threshold) + self.margin:g} of the {m.k} "
                          f"training rows nearest to the training row nearest to it, by --robust-support{near}")

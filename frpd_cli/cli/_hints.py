@@ -54,7 +54,7 @@ def robust_infeasible_hint(model, margin: float) -> str | None:
 
     if not isinstance(model, Judge):
         return None
-    near = any(getattr(m, "radius_asked", None) is not None for m in model.support)
+    near = any(m.radius_asked is not None for m in model.support)
     relax = [o for o, on in (("--robust-level", bool(model.refits)),
                              ("--robust-support-radius none", near),
                              ("--robust-support-level or --robust-support none", bool(model.support))) if on]
