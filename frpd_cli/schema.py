@@ -53,6 +53,7 @@ from .names import did_you_mean
 
 __all__ = [
     "looks_like_id_name",
+    "sensitive_like_features",
     "WHOLE_SHARE",
     "whole_share",
     "FEATURE_KINDS",
@@ -1221,6 +1222,63 @@ def looks_like_id_name(name: str) -> bool:
     return bool(_ID_NAME.search(str(name)))
 
 
+#: Words of a column name that name a characteristic a person cannot or must not be asked to change: the grounds
+#: fair-lending and equal-treatment rules protect (race, colour, religion, national origin, sex, marital status,
+#: disability), matched as whole words (``race`` and ``applicant_race``, not ``trace``).
+_SENSITIVE_WORDS = frozenset({"race", "races", "racial", "ethnicity", "ethnic", "ethnicities", "sex", "gender",
+                              "male", "female", "religion", "religious", "nationality", "citizenship", "marital",
+                              "disability", "disabled", "pregnancy", "pregnant", "caste"})
+_SENSITIVE_PAIRS = (("national", "origin"), ("native", "country"), ("country", "birth"), ("birth", "country"),
+                    ("sexual", "orientation"), ("personal", "status"))
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def _name_words(name: str) -> list[str]:
+    """The words of a column name, lower case: ``applicantRace``, ``applicant_race`` -> ``applicant``, ``race``."""
+    return [w.lower() for w in _WORD.findall(str(name))]
+
+
+def sensitive_like_features(schema: Schema, *, vary=()) -> tuple[list[str], list[str]]:
+    """Features that may change freely although their names say a person cannot change them.
+
+    A feature is reported when nothing was declared about it (mutability ``free``, no ``--range``, not listed in
+    ``vary``): a recourse may then move it whichever way the model rewards. The built-in move bound is no
+    declaration.
+
+    Returns
+    -------
+    sensitive : list of str
+        Named like a protected characteristic (race, sex or gender, religion, national origin, marital status,
+        disability): recourses must not ask anyone to change these; they belong among the immutable features.
+    ages : list of str
+        Named like an age (the word ``age``): it only grows, so a recourse must not ask for a lower one.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"age": [30, 41], "applicantRace": ["a", "b"], "trace": [1.0, 2.0], "label": [0, 1]})
+    >>> sensitive_like_features(infer_schema(df))
+    (['applicantRace'], ['age'])
+    >>> sensitive_like_features(infer_schema(df, SchemaSpec(increasing=("age",), immutable=("applicantRace",))))
+    ([], [])
+    """
+    sensitive, ages = [], []
+    declared = set(vary)
+    for f in schema.features:
+        limited = f.low is not None or f.high is not None or bool(f.allowed) or f.rel_low is not None \
+            or f.rel_high is not None
+        if f.mutability != "free" or limited or f.name in declared:
+            continue
+        words = _name_words(f.name)
+        joined = [w for w in words if w not in ("of", "at", "in", "the")]      # country_of_birth: country birth
+        pairs = set(zip(joined, joined[1:]))
+        if _SENSITIVE_WORDS.intersection(words) or pairs.intersection(_SENSITIVE_PAIRS):
+            sensitive.append(f.name)
+        elif "age" in words:
+            ages.append(f.name)
+    return sensitive, ages
+
+
 def id_like_columns(frame: pd.DataFrame, schema: Schema, *, min_rows: int = 10) -> list[str]:
     """Features that look like row identifiers: a different value in every training row.
 
@@ -1331,6 +1389,7 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
         raise SchemaError(f"Every row of {source} has a missing feature value; fill or drop them first.")
     schema = infer_schema(complete, spec, source=source)
     id_like = id_like_columns(complete, schema)
+    sensitive, ages = sensitive_like_features(schema, vary=spec.vary)
     decimals = column_decimals(complete, schema)
     rows = []
     for name in columns:
@@ -1354,6 +1413,10 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
                                    "makes a count; recourses propose whole numbers)")
             if name in id_like:
                 row["note"] = "a different value in every row: looks like an identifier"
+            elif name in sensitive:
+                row["note"] = "protected characteristic? declare it immutable"
+            elif name in ages:
+                row["note"] = "an age? declare it increasing"
         elif name == schema.target:
             classes = sorted(_python_values(values.dropna().unique()), key=_sort_key)
             row.update(role="target", levels=classes,

@@ -4,7 +4,7 @@ nothing reaches, an identifier used as a feature). Each function returns the mes
 from __future__ import annotations
 
 __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
-           "ignored_columns_warning"]
+           "ignored_columns_warning", "sensitive_warning"]
 
 
 def _plain(value):
@@ -94,6 +94,43 @@ def id_like_warning(names, source: str) -> str | None:
             f"different value in every row, like an identifier, and {'is' if one else 'are'} used as "
             f"{'a feature' if one else 'features'}: recourses that change an identifier mean nothing. Pass "
             f"--id-column for an applicant id, or list {'it' if one else 'them'} under exclude in the schema file.")
+
+
+def _listed(names) -> str:
+    return ", ".join(f"'{n}'" for n in names)
+
+
+def sensitive_warning(sensitive, ages, source: str) -> str | None:
+    """Features free to change whose names say a person cannot change them
+    (:func:`frpd_cli.schema.sensitive_like_features`): one warning for both kinds, or None."""
+    parts = []
+    if sensitive:
+        one = len(sensitive) == 1
+        flags = " ".join(f"--immutable {_quoted(n)}" for n in sensitive)
+        parts.append(
+            f"Warning: {'feature' if one else 'features'} {_listed(sensitive)} of {source} "
+            f"{'is' if one else 'are'} named like a protected characteristic (race, sex, religion, national "
+            f"origin, marital status, disability) and may change: a recourse may tell an applicant to change "
+            f"{'it' if one else 'them'}: advice no one should be given, which a fair-lending review would reject. Declare "
+            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file); to let "
+            f"{'it' if one else 'them'} change on purpose, list {'it' if one else 'them'} with the other features "
+            "that may change in --vary (vary = [...]).")
+    if ages:
+        one = len(ages) == 1
+        name = _quoted(ages[0])
+        parts.append(
+            f"Warning: {'feature' if one else 'features'} {_listed(ages)} of {source} {'is' if one else 'are'} "
+            f"named like an age and may move both ways: a recourse may tell an applicant to be younger. Declare "
+            f"--increasing {name} (with a horizon: --range {name}=+0:+5) or --immutable {name}, or increasing = "
+            "[...] in the schema file.")
+    return "\n".join(parts) or None
+
+
+def _quoted(name: str) -> str:
+    """A column name as typed in a shell: quoted when it holds anything but letters, digits, ``_`` and ``-``."""
+    import shlex
+
+    return shlex.quote(str(name))
 
 
 def ignored_columns_warning(columns, source: str, id_column: str | None) -> str | None:

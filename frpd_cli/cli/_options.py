@@ -643,20 +643,22 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     if pool is None:
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale,
                                       encoded=encoded)
-    _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like)
+    _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like, vary=spec.vary)
     return training, model, spec
 
 
-def _warn_about_training(frame, training: TrainingSet, model, *, source: str, id_like=None) -> None:
+def _warn_about_training(frame, training: TrainingSet, model, *, source: str, id_like=None, vary=()) -> None:
     """Warnings and hints about inputs that are likely a mistake (see ``_hints``); ``id_like``, when given, is
-    ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
-    from ..schema import id_like_columns
-    from ._hints import id_like_warning, no_favorable_hint
+    ``id_like_columns(frame, training.schema)`` (stored in a pool); ``vary``, the features declared free to change
+    (``--vary``)."""
+    from ..schema import id_like_columns, sensitive_like_features
+    from ._hints import id_like_warning, no_favorable_hint, sensitive_warning
 
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
     highest = float(training.probability.max()) if training.n_rows else 0.0
     for message in (id_like_warning(id_like, source),
+                    sensitive_warning(*sensitive_like_features(training.schema, vary=vary), source),
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest)):
         if message:
             echo_err(message)

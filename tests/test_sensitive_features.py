@@ -1,0 +1,135 @@
+"""Features a person cannot be asked to change, left free: the names frpd recognises, and the warning it prints."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shlex
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+from frpd_cli.schema import SchemaSpec, infer_schema, sensitive_like_features
+
+runner = CliRunner()
+
+# Every name with the answer a reader gives: protected characteristic, age, or neither (whole words only).
+NAMES = {
+    "race": "sensitive", "applicant_race": "sensitive", "applicantRace": "sensitive", "RACE": "sensitive",
+    "ethnicity": "sensitive", "sex": "sensitive", "Sex": "sensitive", "gender": "sensitive", "is_male": "sensitive",
+    "religion": "sensitive", "native-country": "sensitive", "national origin": "sensitive",
+    "marital_status": "sensitive", "Personal status": "sensitive", "disability": "sensitive",
+    "country_of_birth": "sensitive", "sexual_orientation": "sensitive",
+    "age": "age", "Age": "age", "age_years": "age", "applicantAge": "age",
+    "trace": None, "racetrack": None, "percentage": None, "mileage": None, "page_views": None, "status": None,
+    "country": None, "personal_loans": None, "sextant": None, "income": None, "Credit amount": None,
+}
+
+
+def _frame(names) -> pd.DataFrame:
+    columns = {name: [1.0 + i, 2.0 + i, 3.0 + i, 4.0 + i] for i, name in enumerate(names)}
+    return pd.DataFrame({**columns, "label": [0, 1, 0, 1]})
+
+
+def test_names_are_read_as_a_reader_reads_them():
+    schema = infer_schema(_frame(NAMES))
+    sensitive, ages = sensitive_like_features(schema)
+    assert sensitive == [n for n, kind in NAMES.items() if kind == "sensitive"]
+    assert ages == [n for n, kind in NAMES.items() if kind == "age"]
+
+
+@pytest.mark.parametrize("spec, quiet", [
+    (SchemaSpec(immutable=("race", "age")), {"race", "age"}),
+    (SchemaSpec(increasing=("age",), decreasing=("race",)), {"race", "age"}),
+    (SchemaSpec(ranges={"age": "+0:+5"}), {"age"}),
+    (SchemaSpec(vary=("race", "income")), {"race", "age"}),     # the others immutable, race free on purpose
+    (SchemaSpec(max_move=0.25), set()),                           # the built-in move bound is no declaration
+])
+def test_a_declaration_about_a_feature_silences_it(spec, quiet):
+    schema = infer_schema(_frame(["race", "age", "income"]), spec)
+    sensitive, ages = sensitive_like_features(schema, vary=spec.vary)
+    assert set(sensitive) == {"race"} - quiet and set(ages) == {"age"} - quiet
+
+
+def _fitted(frame: pd.DataFrame, folder) -> str:
+    """A logistic pipeline on ``frame``'s features (one-hot text, min-max numbers), saved in ``folder``."""
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    X = frame.drop(columns="label")
+    text = [c for c in X.columns if not pd.api.types.is_numeric_dtype(X[c])]
+    numbers = [c for c in X.columns if c not in text]
+    model = Pipeline([("prep", ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"), text),
+                                                  ("numbers", MinMaxScaler(), numbers)])),
+                      ("clf", LogisticRegression(max_iter=1000))]).fit(X, frame["label"])
+    path = folder / "model.pkl"
+    joblib.dump(model, path)
+    return str(path)
+
+
+def _plan(sample_paths, data, *flags):
+    return runner.invoke(app, ["plan", str(data), "--model", str(sample_paths["model"]), "--target", "label",
+                               "--id-column", "applicant_id", "--applicants", str(sample_paths["applicants"]),
+                               "--format", "csv", *flags])
+
+
+def _warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "named like" in line]
+
+
+def test_plan_warns_once_and_the_flags_it_suggests_silence_it(sample_paths, tmp_path):
+    # the sample's personal_status (sex and marital status) renamed as the German data names it: the suggested
+    # flag is quoted for a shell, and passing it as suggested is what silences the warning
+    frame = pd.read_csv(sample_paths["data"]).rename(columns={"personal_status": "Personal status"})
+    data = tmp_path / "credit.csv"
+    frame.to_csv(data, index=False)
+    applicants = pd.read_csv(sample_paths["applicants"]).rename(columns={"personal_status": "Personal status"})
+    applicants.to_csv(tmp_path / "applicants.csv", index=False)
+    paths = {**sample_paths, "applicants": tmp_path / "applicants.csv", "model": _fitted(frame, tmp_path)}
+    free = _plan(paths, data)
+    assert free.exit_code == 0, free.stderr
+    sensitive, age = _warnings(free.stderr)
+    assert "'Personal status'" in sensitive and "protected characteristic" in sensitive
+    assert "'age'" in age and "younger" in age
+    suggested = shlex.split(re.search(r"\((--immutable .*?), or immutable", sensitive).group(1))
+    suggested += shlex.split(re.search(r"Declare (--increasing \S+) \(", age).group(1))
+    assert suggested == ["--immutable", "Personal status", "--increasing", "age"]
+    declared = _plan(paths, data, *suggested)
+    assert declared.exit_code == 0, declared.stderr
+    assert _warnings(declared.stderr) == []
+    # the recourses of the free run may change what the declared run keeps; the declared run never does
+    out = pd.read_csv(io.StringIO(declared.stdout))
+    ok = out[out["status"] == "ok"]
+    assert len(ok) and (ok["Personal status"] == applicants.set_index("applicant_id").loc[
+        ok["applicant"], "Personal status"].to_numpy()).all()
+
+
+def test_the_schema_file_and_vary_silence_it(sample_paths):
+    with_schema = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                      "--schema", str(sample_paths["schema"]),
+                                      "--applicants", str(sample_paths["applicants"]), "--format", "csv"])
+    assert with_schema.exit_code == 0, with_schema.stderr
+    assert _warnings(with_schema.stderr) == []
+    varied = _plan(sample_paths, sample_paths["data"], "--vary", "duration", "--vary", "credit_amount",
+                   "--vary", "savings")
+    assert varied.exit_code == 0, varied.stderr
+    assert _warnings(varied.stderr) == []
+
+
+def test_schema_notes_the_features(sample_paths):
+    result = runner.invoke(app, ["schema", str(sample_paths["data"]), "--target", "label", "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    notes = {row["column"]: row["note"] for row in json.loads(result.stdout)}
+    assert "protected characteristic" in notes["personal_status"] and "age" in notes["age"]
+    assert notes["duration"] == "" and notes["housing"] == ""
+    assert len(_warnings(result.stderr)) == 2
+    declared = runner.invoke(app, ["schema", str(sample_paths["data"]), "--target", "label", "--format", "json",
+                                   "--immutable", "personal_status", "--increasing", "age"])
+    assert declared.exit_code == 0 and _warnings(declared.stderr) == []
+    assert not any(row["note"] for row in json.loads(declared.stdout) if row["role"] == "feature")
