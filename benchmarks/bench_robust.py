@@ -252,6 +252,14 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
     return pd.DataFrame(results)
 
 
+#: ``frpd plan --robust 8`` with every default (8 mixed refits, label support within the auto radius, margin 0.05)
+DEFAULT_CONFIG = "robust 8 mixed support margin 0.05"
+#: The configurations the plot names (circles: refits; squares: margins; diamond: the default)
+LABELS = {"plain": "plain", "margin 0.05": "frpd plan", "margin 0.2": "margin 0.2", "robust 8 q 1": "R8 bootstrap",
+          "robust 16 q 1": "R16 bootstrap", "robust 8 mixed": "R8 mixed", "support margin 0.05": "support alone",
+          DEFAULT_CONFIG: "--robust 8", "robust 8 mixed support 0.7 margin 0.05": "--robust 8, support 0.7"}
+
+
 def frontier(table: pd.DataFrame, path: Path) -> None:
     """Validity under the updates (mean of the three) against cost relative to plain, one panel per dataset."""
     import matplotlib
@@ -265,11 +273,17 @@ def frontier(table: pd.DataFrame, path: Path) -> None:
         t = table[table["dataset"] == name]
         base = float(t.loc[t["config"] == "plain", "cost"].iloc[0])
         for _, r in t.iterrows():
+            if not np.isfinite(r["cost"]):
+                continue                                  # nobody planned: no point to draw
             kind = "o" if r["config"].startswith("robust") else ("s" if r["config"].startswith("margin") else "*")
-            ax.plot(r["cost"] / base, r["valid mean"], kind, color="C0" if kind == "o" else "C1" if kind == "s"
-                    else "C3", markersize=8 if kind == "*" else 6)
-            ax.annotate(r["config"].replace("robust ", "R").replace(" q ", "/"), (r["cost"] / base, r["valid mean"]),
-                        fontsize=7, xytext=(3, 3), textcoords="offset points")
+            default = r["config"] == DEFAULT_CONFIG
+            ax.plot(r["cost"] / base, r["valid mean"], "D" if default else kind,
+                    color="C3" if default else "C0" if kind == "o" else "C1" if kind == "s" else "C2",
+                    markersize=9 if default else 6)
+            label = LABELS.get(r["config"])
+            if label:                                     # the others unlabelled: they crowd the same corner
+                ax.annotate(label, (r["cost"] / base, r["valid mean"]), fontsize=7, xytext=(4, 3),
+                            textcoords="offset points", fontweight="bold" if default else "normal")
         ax.axhline(0.95, color="grey", lw=0.8, ls="--")
         ax.axvline(2.0, color="grey", lw=0.8, ls=":")
         ax.set_title(name)
