@@ -54,6 +54,7 @@ from .names import did_you_mean
 __all__ = [
     "looks_like_id_name",
     "sensitive_like_features",
+    "ages_without_horizon",
     "WHOLE_SHARE",
     "whole_share",
     "FEATURE_KINDS",
@@ -1277,6 +1278,39 @@ def sensitive_like_features(schema: Schema, *, vary=()) -> tuple[list[str], list
         elif "age" in words:
             ages.append(f.name)
     return sensitive, ages
+
+
+def ages_without_horizon(schema: Schema, spec: "SchemaSpec") -> list[tuple[str, float | None]]:
+    """Features named like an age that may only increase, with no limit on how far but the built-in move bound.
+
+    Each as ``(name, bound)``: the most a recourse may raise it (the built-in ``--max-move`` in the feature's
+    units, rounded down for an integer feature), or None without a bound. A range with an upper end (``--range
+    age=+0:+5``, ``age=18:70``) or a move bound of the flags or the schema file (``spec.max_moves`` for the feature,
+    or a share other than the built-in one) is a horizon.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"age": [20, 40, 60, 80, 30], "label": [0, 1, 0, 1, 1]})
+    >>> ages_without_horizon(infer_schema(df, SchemaSpec(increasing=("age",), max_move=0.25)),
+    ...                      SchemaSpec(increasing=("age",), max_move=0.25))
+    [('age', 15.0)]
+    >>> spec = SchemaSpec(increasing=("age",), ranges={"age": "+0:+5"})
+    >>> ages_without_horizon(infer_schema(df, spec), spec)
+    []
+    """
+    out = []
+    for f in schema.features:
+        if f.mutability != "increasing" or "age" not in _name_words(f.name):
+            continue
+        if f.high is not None or f.rel_high is not None or f.name in spec.max_moves \
+                or spec.max_move not in (None, DEFAULT_MAX_MOVE):
+            continue
+        bound = None if f.max_move is None or not math.isfinite(f.max_move) else float(f.max_move)
+        if bound is not None and f.kind == "integer":
+            bound = float(math.floor(bound))
+        out.append((f.name, bound))
+    return out
 
 
 def id_like_columns(frame: pd.DataFrame, schema: Schema, *, min_rows: int = 10) -> list[str]:

@@ -7,12 +7,13 @@ import json
 import re
 import shlex
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from frpd_cli.cli.app import app
-from frpd_cli.schema import SchemaSpec, infer_schema, sensitive_like_features
+from frpd_cli.schema import SchemaSpec, ages_without_horizon, infer_schema, sensitive_like_features
 
 runner = CliRunner()
 
@@ -133,3 +134,60 @@ def test_schema_notes_the_features(sample_paths):
                                    "--immutable", "personal_status", "--increasing", "age"])
     assert declared.exit_code == 0 and _warnings(declared.stderr) == []
     assert not any(row["note"] for row in json.loads(declared.stdout) if row["role"] == "feature")
+
+
+def test_the_examples_of_the_docstrings_hold():
+    import doctest
+
+    import frpd_cli.schema as schema_module
+
+    for function in (sensitive_like_features, ages_without_horizon):
+        finder = doctest.DocTestFinder()
+        runner_ = doctest.DocTestRunner()
+        for test in finder.find(function, globs=vars(schema_module)):
+            assert test.examples and runner_.run(test).failed == 0
+
+
+def _hints(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if "has no horizon" in line]
+
+
+@pytest.mark.parametrize("flags, bound", [
+    (("--increasing", "age"), "builtin"),
+    (("--increasing", "age", "--max-move", "none"), "quiet"),             # no bound, on purpose
+    (("--increasing", "age", "--max-move", "duration=0.1"), "builtin"),    # another feature's bound
+    (("--increasing", "age", "--range", "age=+0:+5"), "quiet"),
+    (("--increasing", "age", "--range", "age=18:70"), "quiet"),
+    (("--increasing", "age", "--max-move", "age=0.1"), "quiet"),
+    (("--increasing", "age", "--max-move", "0.1"), "quiet"),
+    (("--immutable", "age"), "quiet"),
+])
+def test_an_age_that_only_grows_without_a_horizon_draws_a_hint(sample_paths, flags, bound):
+    result = _plan(sample_paths, sample_paths["data"], "--immutable", "personal_status", *flags)
+    assert result.exit_code == 0, result.stderr
+    hints = _hints(result.stderr)
+    if bound == "quiet":
+        assert hints == []
+        return
+    assert len(hints) == 1 and hints[0].startswith("Hint: 'age' of ")
+    ages = pd.read_csv(sample_paths["data"])["age"]
+    years = float(np.floor(0.25 * (ages.max() - ages.min())))   # a quarter of the range, whole (an integer)
+    assert f"by up to {years:g} (--max-move 0.25 of its training range" in hints[0]
+    # and the longest wait a recourse asks stays within what the hint says
+    out = pd.read_csv(io.StringIO(result.stdout))
+    ok = out[out["status"] == "ok"]
+    assert len(ok)
+    start = pd.read_csv(sample_paths["applicants"]).set_index("applicant_id").loc[ok["applicant"], "age"]
+    waits = ok["age"].to_numpy() - start.to_numpy()
+    assert (waits >= 0).all()
+    assert waits.max() <= years
+
+
+def test_without_any_bound_the_hint_says_so():
+    from frpd_cli.cli._hints import age_horizon_hint
+
+    frame = _frame(["age", "income"])
+    spec = SchemaSpec(increasing=("age",))            # no move bound at all (the library's default)
+    ages = ages_without_horizon(infer_schema(frame, spec), spec)
+    assert ages == [("age", None)]
+    assert "by any amount" in age_horizon_hint(ages, "'x.csv'")

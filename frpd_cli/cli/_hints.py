@@ -4,7 +4,7 @@ nothing reaches, an identifier used as a feature). Each function returns the mes
 from __future__ import annotations
 
 __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
-           "ignored_columns_warning", "sensitive_warning"]
+           "ignored_columns_warning", "sensitive_warning", "age_horizon_hint"]
 
 
 def _plain(value):
@@ -124,6 +124,22 @@ def sensitive_warning(sensitive, ages, source: str) -> str | None:
             f"--increasing {name} (with a horizon: --range {name}=+0:+5) or --immutable {name}, or increasing = "
             "[...] in the schema file.")
     return "\n".join(parts) or None
+
+
+def age_horizon_hint(ages, source: str) -> str | None:
+    """Ages that only increase, with no horizon but the built-in move bound
+    (:func:`frpd_cli.schema.ages_without_horizon`): a recourse may ask someone to wait that long."""
+    if not ages:
+        return None
+    name, bound = ages[0]
+    from ..schema import DEFAULT_MAX_MOVE
+
+    how_far = f"by up to {bound:g} (--max-move {DEFAULT_MAX_MOVE:g} of its training range, the built-in bound)" \
+        if bound is not None else "by any amount (--max-move none)"
+    more = f" ({', '.join(repr(n) for n, _ in ages[1:])} too)" if len(ages) > 1 else ""
+    return (f"Hint: '{name}' of {source}{more} may only increase and has no horizon: a recourse may raise it "
+            f"{how_far}, that is, ask the applicant to wait that long. A horizon the applicant can wait for, such as "
+            f"--range {_quoted(name)}=+0:+5 (or [range] in the schema file), keeps the advice to it.")
 
 
 def _quoted(name: str) -> str:
