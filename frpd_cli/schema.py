@@ -1284,9 +1284,11 @@ def ages_without_horizon(schema: Schema, spec: "SchemaSpec") -> list[tuple[str, 
     """Features named like an age that may only increase, with no limit on how far but the built-in move bound.
 
     Each as ``(name, bound)``: the most a recourse may raise it (the built-in ``--max-move`` in the feature's
-    units, rounded down for an integer feature), or None without a bound. A range with an upper end (``--range
-    age=+0:+5``, ``age=18:70``) or a move bound of the flags or the schema file (``spec.max_moves`` for the feature,
-    or a share other than the built-in one) is a horizon.
+    units, rounded down for an integer feature), or None for an ordinal (age groups), which the move bound does
+    not limit. Only with the built-in bound in effect (``spec.max_move`` is :data:`DEFAULT_MAX_MOVE`: frpd's
+    planning commands; not ``evaluate``, which audits declared bounds only). A range with an upper end (``--range
+    age=+0:+5``, ``age=18:70``), allowed levels, or a move bound of the flags or the schema file (``spec.max_moves``
+    for the feature, or another share, ``none`` included) is a horizon.
 
     Examples
     --------
@@ -1303,8 +1305,8 @@ def ages_without_horizon(schema: Schema, spec: "SchemaSpec") -> list[tuple[str, 
     for f in schema.features:
         if f.mutability != "increasing" or "age" not in _name_words(f.name):
             continue
-        if f.high is not None or f.rel_high is not None or f.name in spec.max_moves \
-                or spec.max_move not in (None, DEFAULT_MAX_MOVE):
+        if f.high is not None or f.rel_high is not None or f.allowed or f.name in spec.max_moves \
+                or spec.max_move != DEFAULT_MAX_MOVE:
             continue
         bound = None if f.max_move is None or not math.isfinite(f.max_move) else float(f.max_move)
         if bound is not None and f.kind == "integer":

@@ -183,11 +183,18 @@ def test_an_age_that_only_grows_without_a_horizon_draws_a_hint(sample_paths, fla
     assert waits.max() <= years
 
 
-def test_without_any_bound_the_hint_says_so():
+def test_an_ordinal_age_and_the_contexts_without_the_built_in_bound():
     from frpd_cli.cli._hints import age_horizon_hint
 
-    frame = _frame(["age", "income"])
-    spec = SchemaSpec(increasing=("age",))            # no move bound at all (the library's default)
+    frame = pd.DataFrame({"age_group": ["18-25", "26-35", "36-50", "26-35"], "income": [1.0, 2.0, 3.0, 4.0],
+                          "label": [0, 1, 0, 1]})
+    spec = SchemaSpec(ordinal={"age_group": ("18-25", "26-35", "36-50")}, increasing=("age_group",), max_move=0.25)
     ages = ages_without_horizon(infer_schema(frame, spec), spec)
-    assert ages == [("age", None)]
-    assert "by any amount" in age_horizon_hint(ages, "'x.csv'")
+    assert ages == [("age_group", None)]                 # the move bound does not limit an ordinal
+    assert "by any number of levels" in age_horizon_hint(ages, "'x.csv'")
+    limited = SchemaSpec(ordinal=spec.ordinal, increasing=("age_group",), max_move=0.25,
+                         ranges={"age_group": "18-25,26-35"})
+    assert ages_without_horizon(infer_schema(frame, limited), limited) == []
+    # evaluate audits declared bounds only (no built-in bound in its spec): no hint there
+    declared = SchemaSpec(ordinal=spec.ordinal, increasing=("age_group",))
+    assert ages_without_horizon(infer_schema(frame, declared), declared) == []
