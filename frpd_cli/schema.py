@@ -170,8 +170,15 @@ class Feature:
 
     @property
     def has_range(self) -> bool:
-        """Whether the user limited the values a recourse may take (``--range``, absolute or relative)."""
-        return self.low is not None or self.high is not None or bool(self.allowed) or self.is_relative
+        """Whether the values a recourse may take are limited (``--range``, absolute or relative, or ``--max-move``)."""
+        return self.has_declared_range or self.max_move is not None
+
+    @property
+    def has_declared_range(self) -> bool:
+        """Whether the user limited the values with ``--range`` (absolute, relative or allowed levels): the move
+        bound aside."""
+        return self.low is not None or self.high is not None or bool(self.allowed) or self.rel_low is not None \
+            or self.rel_high is not None
 
     @property
     def is_relative(self) -> bool:
@@ -1266,9 +1273,7 @@ def sensitive_like_features(schema: Schema, *, vary=()) -> tuple[list[str], list
     sensitive, ages = [], []
     declared = set(vary)
     for f in schema.features:
-        limited = f.low is not None or f.high is not None or bool(f.allowed) or f.rel_low is not None \
-            or f.rel_high is not None
-        if f.mutability != "free" or limited or f.name in declared:
+        if f.mutability != "free" or f.has_declared_range or f.name in declared:
             continue
         words = _name_words(f.name)
         joined = [w for w in words if w not in ("of", "at", "in", "the")]      # country_of_birth: country birth
@@ -1379,6 +1384,8 @@ class SchemaReport:
         Rows with a missing feature value (left out of the inference; planning refuses them).
     id_like : list of str
         Features that look like row identifiers (:func:`id_like_columns`).
+    sensitive, ages : list of str
+        Free features named like a protected characteristic or an age (:func:`sensitive_like_features`).
     decimals : dict of str to int
         Decimals of each numeric feature (:func:`column_decimals`).
     """
@@ -1389,6 +1396,8 @@ class SchemaReport:
     n_incomplete: int
     id_like: list
     decimals: dict = field(default_factory=dict)
+    sensitive: list = field(default_factory=list)
+    ages: list = field(default_factory=list)
 
 
 def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
@@ -1461,7 +1470,7 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
             row["role"] = "id"
         rows.append(row)
     return SchemaReport(schema=schema, columns=rows, n_rows=len(frame), n_incomplete=int(incomplete.sum()),
-                        id_like=id_like, decimals=decimals)
+                        id_like=id_like, decimals=decimals, sensitive=sensitive, ages=ages)
 
 
 def _percent(share: float) -> str:

@@ -84,20 +84,20 @@ def no_favorable_hint(n_favorable: int, n_rows: int, model, highest: float) -> s
             f"--favorable{classes}, or lower --threshold below {highest:.4g}.")
 
 
+def _listed(names) -> str:
+    return ", ".join(f"'{n}'" for n in names)
+
+
 def id_like_warning(names, source: str) -> str | None:
     """Features that hold a different value in every training row."""
     if not names:
         return None
-    listed = ", ".join(f"'{n}'" for n in names)
+    listed = _listed(names)
     one = len(names) == 1
     return (f"Warning: {'column' if one else 'columns'} {listed} of {source} {'holds' if one else 'hold'} a "
             f"different value in every row, like an identifier, and {'is' if one else 'are'} used as "
             f"{'a feature' if one else 'features'}: recourses that change an identifier mean nothing. Pass "
             f"--id-column for an applicant id, or list {'it' if one else 'them'} under exclude in the schema file.")
-
-
-def _listed(names) -> str:
-    return ", ".join(f"'{n}'" for n in names)
 
 
 def sensitive_warning(sensitive, ages, source: str) -> str | None:

@@ -647,20 +647,18 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     return training, model, spec
 
 
-def _warn_about_training(frame, training: TrainingSet, model, *, source: str, id_like=None, spec=None) -> None:
-    """Warnings and hints about inputs that are likely a mistake (see ``_hints``); ``id_like``, when given, is
-    ``id_like_columns(frame, training.schema)`` (stored in a pool); ``spec``, the declarations the schema was
-    inferred with (what the user declared about each feature)."""
-    from ..schema import SchemaSpec, ages_without_horizon, id_like_columns, sensitive_like_features
+def _warn_about_training(frame, training: TrainingSet, model, *, source: str, spec, id_like=None) -> None:
+    """Warnings and hints about inputs that are likely a mistake (see ``_hints``); ``spec``, the declarations the
+    schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
+    ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
+    from ..schema import ages_without_horizon, id_like_columns, sensitive_like_features
     from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, sensitive_warning
 
-    spec = spec if spec is not None else SchemaSpec()
-    vary = spec.vary
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
     highest = float(training.probability.max()) if training.n_rows else 0.0
     for message in (id_like_warning(id_like, source),
-                    sensitive_warning(*sensitive_like_features(training.schema, vary=vary), source),
+                    sensitive_warning(*sensitive_like_features(training.schema, vary=spec.vary), source),
                     age_horizon_hint(ages_without_horizon(training.schema, spec), source),
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest)):
         if message:

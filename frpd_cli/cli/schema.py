@@ -99,7 +99,7 @@ def schema_command(
     """
     from ..dataset import read_training_frame
     from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
-    from ..schema import inspect_schema, schema_to_toml, sensitive_like_features
+    from ..schema import inspect_schema, schema_to_toml
     from ._hints import id_like_warning, sensitive_warning
     from ._output import open_output, print_rows, resolve_format, write_records
 
@@ -122,7 +122,7 @@ def schema_command(
         unconstrained = unconstrained_warning(report.schema)
         if unconstrained:
             echo_err(unconstrained)
-        sensitive = sensitive_warning(*sensitive_like_features(report.schema, vary=spec.vary), f"'{data}'")
+        sensitive = sensitive_warning(report.sensitive, report.ages, f"'{data}'")
         if sensitive:
             echo_err(sensitive)
         if report.n_incomplete:
