@@ -28,7 +28,9 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-__all__ = ["SAME_DIRECTION", "same_direction_repeats", "favourable_levels", "other_directions"]
+__all__ = ["SAME_DIRECTION", "same_direction_repeats", "dominated", "favourable_levels", "other_directions"]
+
+_EPS = 1e-12
 
 #: Two recourses of an applicant repeat one another when the cosine of their moves (encoded space) is at least this.
 SAME_DIRECTION = 0.9
@@ -97,6 +99,79 @@ def same_direction_repeats(D: np.ndarray, groups: np.ndarray, usable: np.ndarray
             else:
                 kept.append(int(s))
     return sorted(out)
+
+
+def dominated(encoder, Z: np.ndarray, X0: np.ndarray, groups: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Which recourses ask more than another recourse of their applicant in every change that one makes.
+
+    Recourse ``a`` *dominates* recourse ``b`` of the same applicant when they differ and every feature ``a``
+    changes, ``b`` changes too and at least as much: a numeric feature the same way and at least as far, a
+    categorical one to the same level, an ordinal one the same way and at least as many levels. Whatever ``b``
+    asks of a person, ``a`` asks less, so ``b`` is no option beside it.
+
+    Parameters
+    ----------
+    encoder : Encoder
+    Z : ndarray of shape (n_segments, n_features_out)
+        Encoded recourses (decoded rows encoded again: categorical blocks are one-hot).
+    X0 : ndarray of shape (n_segments, n_features_out)
+        Encoded applicant of each segment.
+    groups : ndarray of int, shape (n_segments,)
+        The applicant of each segment.
+    usable : ndarray of bool, shape (n_segments,)
+        Segments with a recourse (the others neither dominate nor are dominated).
+
+    Returns
+    -------
+    ndarray of bool, shape (n_segments,)
+
+    Examples
+    --------
+    A numeric feature ``x`` and a categorical one: the second recourse moves ``x`` farther and changes the
+    category too, the third moves ``x`` the other way.
+
+    >>> from frpd_cli.encoding import fit_encoder
+    >>> from frpd_cli.schema import Feature, Schema
+    >>> schema = Schema(features=(Feature("x", "continuous"), Feature("c", "categorical", levels=("a", "b"))),
+    ...                 target="y", favorable=1)
+    >>> enc = fit_encoder(schema, pd.DataFrame({"x": [0.0, 10.0], "c": ["a", "b"]}), scale="minmax")
+    >>> now = enc.encode(pd.DataFrame({"x": [5.0] * 3, "c": ["a"] * 3}))
+    >>> Z = enc.encode(pd.DataFrame({"x": [6.0, 8.0, 4.0], "c": ["a", "b", "a"]}))
+    >>> dominated(enc, Z, now, np.zeros(3, dtype=int), np.ones(3, dtype=bool)).tolist()
+    [False, True, False]
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    X0 = np.asarray(X0, dtype=np.float64)
+    out = np.zeros(len(Z), dtype=bool)
+    pairs = [(a, b) for segs in _members(np.asarray(groups)).values() if len(segs) > 1
+             for a in segs if usable[a] for b in segs if usable[b] and a != b]
+    if not pairs:
+        return out
+    a, b = np.asarray(pairs, dtype=np.int64).T
+    ok = np.ones(len(a), dtype=bool)
+    differ = np.zeros(len(a), dtype=bool)
+    for j, f in enumerate(encoder.schema.features):
+        lo, hi = int(encoder.offsets[j]), int(encoder.offsets[j + 1])
+        if f.is_categorical:
+            level = np.argmax(Z[:, lo:hi], axis=1)
+            own = np.argmax(X0[:, lo:hi], axis=1)
+            moves = level - own if f.kind == "ordinal" else None
+            changed = level != own
+            if moves is None:
+                same = level[a] == level[b]
+                at_least = same
+            else:
+                same = moves[a] == moves[b]
+                at_least = (moves[a] * moves[b] > 0) & (np.abs(moves[a]) <= np.abs(moves[b]))
+        else:
+            d = Z[:, lo] - X0[:, lo]
+            changed = np.abs(d) > _EPS
+            same = np.abs(d[a] - d[b]) <= _EPS
+            at_least = (d[a] * d[b] > 0) & (np.abs(d[a]) <= np.abs(d[b]) + _EPS)
+        ok &= ~changed[a] | (changed[b] & at_least)
+        differ |= (changed[a] != changed[b]) | (changed[a] & ~same)
+    out[b[ok & differ]] = True
+    return out
 
 
 def moved_rows(schema, base: pd.DataFrame, owner, changes) -> pd.DataFrame:
@@ -256,6 +331,7 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
         return result
     Z = encoder.encode(result.rows, source="the recourses")
     repeats = same_direction_repeats(Z - X0, seg_app, usable)
+    repeats = sorted(set(repeats) | set(np.flatnonzero(dominated(encoder, Z, X0, seg_app, usable)).tolist()))
     if not repeats:
         return result
     A, cost_a = _unit(Z - X0)

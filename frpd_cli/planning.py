@@ -229,17 +229,15 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         costs = np.zeros(0)
     recourse_rows = records(result.rows)
 
-    plans = []
     cursor = 0
     names = list(encoder.schema.feature_names)
     raw_rows = records(raw)
-    for i, out in enumerate(outcomes):
-        raw0 = raw_rows[i]
+    pending = []                                   # per applicant: None (no plan to make) or its drafts and notes
+    for out in outcomes:
         if out is None or out.status != "ok":
-            plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
+            pending.append(None)
             continue
         drafts, seen, n_lost, n_long = [], set(), 0, 0
-        notes = [out.reason] if out.reason else []  # a selection note (e.g. exact ran quad instead)
         for j in range(len(out.rows)):
             s = cursor + j
             if not result.found[s]:
@@ -259,14 +257,30 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
                 continue
             seen.add(key)
             drafts.append((cost, s, features, probability))
+        cursor += len(out.rows)
+        pending.append((drafts, n_lost, n_long))
+    if sparsify:
+        pending = _drop_dominated(encoder, X0, pending)
+
+    plans = []
+    for i, out in enumerate(outcomes):
+        raw0 = raw_rows[i]
+        if pending[i] is None:
+            plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
+            continue
+        drafts, n_lost, n_long, *dropped = pending[i]
+        n_dominated = dropped[0] if dropped else 0
+        notes = [out.reason] if out.reason else []  # a selection note (e.g. exact ran quad instead)
         drafts.sort(key=lambda d: d[0])        # rank 1 the cheapest; ties keep the prototypes' order (stable)
         recourses = [Recourse(rank=rank, features=features, changes=changes(raw0, features), cost=cost,
                               probability=probability, prototype=int(seg_rows[s]), projected=bool(seg_proj[s]))
                      for rank, (cost, s, features, probability) in enumerate(drafts, start=1)]
-        cursor += len(out.rows)
-        n_same = len(out.rows) - n_lost - n_long - len(recourses)
+        n_same = len(out.rows) - n_lost - n_long - n_dominated - len(recourses)
         if n_same:
             notes.append(f"{n_same} prototype(s) led to the same recourse as another one")
+        if n_dominated:
+            notes.append(f"{n_dominated} recourse(s) dropped: another recourse of the plan asks less of every "
+                         "feature it changes")
         if n_lost:
             at = f" at probability >= {judge.threshold:g} (--threshold plus --margin)" if margin else ""
             notes.append(f"{n_lost} prototype(s) are not predicted favourable{at} once decoded")
@@ -282,6 +296,31 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0,
                           partial=bool(recourses) and len(recourses) < k))
     return plans
+
+
+def _drop_dominated(encoder, X0: np.ndarray, pending: list) -> list:
+    """Each applicant's drafts without those another draft dominates (:func:`frpd_cli.directions.dominated`):
+    ``(drafts, n_lost, n_long)`` becomes ``(drafts, n_lost, n_long, n_dropped)``. One encoding for the batch."""
+    from .directions import dominated
+
+    owner = [i for i, p in enumerate(pending) if p is not None for _ in p[0]]
+    if not owner:
+        return pending
+    names = list(encoder.schema.feature_names)
+    frame = pd.DataFrame([d[2] for p in pending if p is not None for d in p[0]])[names]
+    owner = np.asarray(owner, dtype=np.int64)
+    Z = encoder.encode(frame, source="the recourses")
+    drop = dominated(encoder, Z, X0[owner], owner, np.ones(len(owner), dtype=bool))
+    out, at = [], 0
+    for p in pending:
+        if p is None:
+            out.append(None)
+            continue
+        drafts, n_lost, n_long = p
+        mine = drop[at:at + len(drafts)]
+        at += len(drafts)
+        out.append(([d for d, gone in zip(drafts, mine) if not gone], n_lost, n_long, int(mine.sum())))
+    return out
 
 
 def _other_when_repeated(encoder, judge, X0, XK, raw0, seg_app, sparse, plain, *, max_changes, tol):

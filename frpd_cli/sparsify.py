@@ -1149,6 +1149,19 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
     names = [f.name for f in encoder.schema.features]
     raw = {c: raw0[c].to_numpy() for c in names}
     calls = 0
+    reduce = active.copy()
+    while reduce.any():
+        calls += _undo_changes(encoder, model, X0, best, raw, names, probability, reduce.copy(), n_undone, groups)
+        lowered, n_calls = _lower_levels(encoder, model, best, raw, probability, reduce)
+        calls += n_calls
+        reduce = lowered
+    return MinimalResult(rows=best.frame(), probability=probability, n_undone=n_undone, n_model_calls=calls)
+
+
+def _undo_changes(encoder, model, X0, best, raw, names, probability, active, n_undone, groups) -> int:
+    """The undo rounds of :func:`minimal_recourses` on the segments ``active`` (updated in place: ``best``,
+    ``probability``, ``n_undone``); returns the model calls made."""
+    calls = 0
     while active.any():
         idx = np.flatnonzero(active)
         sq = _block_sq(encoder, encoder.encode(best.frame(idx), source="the recourses") - X0[idx])
@@ -1177,7 +1190,59 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
             best.put(segs, variants, take=first)
             probability[segs] = p[first]
             n_undone[segs] += 1
-    return MinimalResult(rows=best.frame(), probability=probability, n_undone=n_undone, n_model_calls=calls)
+    return calls
+
+
+def _lower_levels(encoder, model, best, raw, probability, active) -> tuple[np.ndarray, int]:
+    """Move each ordinal change of the segments ``active`` back to the level nearest the applicant's that the
+    model still accepts (the other features as they are), one model call per ordinal feature.
+
+    A level between the applicant's and the recourse's is on the allowed side of a monotone ordinal; a level
+    outside the user's allowed levels (``--range COL=a,b``) is not tried. Updates ``best`` and ``probability``
+    in place; returns which segments changed and the model calls made."""
+    from .encoding import category_key
+
+    lowered = np.zeros(len(active), dtype=bool)
+    calls = 0
+    idx = np.flatnonzero(active)
+    for f in encoder.schema.features:
+        if f.kind != "ordinal" or f.mutability == "immutable" or len(f.levels) < 3 or idx.size == 0:
+            continue
+        keys = [category_key(v) for v in f.levels]
+        position = dict(zip(keys, range(len(keys))))
+        allowed = f.in_range(list(f.levels))
+        own = [position.get(category_key(v)) for v in raw[f.name][idx].tolist()]
+        now = [position.get(category_key(v)) for v in best.cols[f.name][idx].tolist()]
+        segs, levels = [], []                         # each segment's levels between, nearest the applicant first
+        for s, a, b in zip(idx.tolist(), own, now):
+            if a is None or b is None or abs(b - a) < 2:
+                continue
+            step = 1 if b > a else -1
+            for k in range(a + step, b, step):
+                if allowed[k]:
+                    segs.append(s)
+                    levels.append(k)
+        if not segs:
+            continue
+        segs = np.asarray(segs, dtype=np.int64)
+        columns = {c: v[segs] for c, v in best.cols.items()}
+        column = columns[f.name]
+        values = [f.levels[k] for k in levels]
+        if column.dtype == object or not all(isinstance(v, (int, float, np.number)) for v in values):
+            column = column.astype(object)
+        for i, value in enumerate(values):
+            column[i] = value
+        columns[f.name] = column
+        calls += 1
+        p = score_columns(model, columns)
+        ok = np.flatnonzero(p >= model.threshold)
+        # the first accepted variant of each segment is its nearest level
+        first = ok[np.r_[True, segs[ok][1:] != segs[ok][:-1]]] if ok.size else ok
+        if first.size:
+            best.put(segs[first], columns, take=first)
+            probability[segs[first]] = p[first]
+            lowered[segs[first]] = True
+    return lowered, calls
 
 
 def _repeats(best: _Rows, variants: dict, segs: np.ndarray, groups: np.ndarray, names: list) -> np.ndarray:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+import pytest
 
 import frpd_cli.directions as directions
 from frpd_cli.candidates import favourable_edges
@@ -91,8 +92,10 @@ def test_recourses_move_along_different_features_when_each_alone_suffices():
 
 def test_without_the_replacement_the_plans_repeat_one_direction(monkeypatch):
     """The constructed data does provoke repeats: with the rule switched off, plans hold same-direction recourses
-    (so the test above checks the rule, not the data)."""
+    (so the test above checks the rule, not the data). A recourse another one dominates is a repeat too: that rule
+    is switched off as well."""
     monkeypatch.setattr(directions, "SAME_DIRECTION", 1.5)
+    monkeypatch.setattr(directions, "dominated", lambda encoder, Z, *a: np.zeros(len(Z), dtype=bool))
     training = _training()
     applicants = _applicants()
     plans = _plans(training, applicants)
@@ -170,3 +173,151 @@ def test_favourable_levels_pick_the_best_allowed_level():
     # school only upwards: from 'degree' the higher 'masters' is worse, so nothing; colour to the best other level
     assert out["school"] == ["basic", None, None]
     assert out["colour"] == ["blue", None, "blue"]
+
+
+ORDER = ("low", "mid", "high", "top")
+
+
+def _dominance_encoder(scale: str):
+    from frpd_cli.encoding import fit_encoder
+
+    frame = pd.DataFrame({"x": [0.0, 2.5, 5.0, 10.0], "n": [0, 3, 7, 9], "c": ["a", "b", "c", "a"],
+                          "o": list(ORDER)})
+    spec = SchemaSpec(categorical=("c",), integer=("n",), ordinal={"o": list(ORDER)})
+    schema = infer_schema(frame.assign(label=[0, 1, 0, 1]), spec)
+    return fit_encoder(schema, frame, scale=scale)
+
+
+def _dominates_raw(a: dict, b: dict, x0: dict) -> bool:
+    """Brute force in raw values: ``a`` differs from ``b`` and every change of ``a`` is in ``b``, at least as far."""
+    if a == b:
+        return False
+    for name, value in a.items():
+        if value == x0[name]:
+            continue
+        if b[name] == x0[name]:
+            return False
+        if name == "c":
+            if b[name] != value:
+                return False
+            continue
+        da, db = ((ORDER.index(value) - ORDER.index(x0[name]), ORDER.index(b[name]) - ORDER.index(x0[name]))
+                  if name == "o" else (value - x0[name], b[name] - x0[name]))
+        if da * db <= 0 or abs(da) > abs(db):
+            return False
+    return True
+
+
+@pytest.mark.parametrize("scale", ["minmax", "effort"])
+def test_dominated_matches_a_brute_force_over_raw_values(scale):
+    from frpd_cli.directions import dominated
+
+    encoder = _dominance_encoder(scale)
+    rng = np.random.default_rng(5)
+    x0s, rows, groups = [], [], []
+    for g in range(150):
+        x0 = {"x": float(rng.choice([2.5, 5.0])), "n": int(rng.choice([3, 7])), "c": str(rng.choice(["a", "b"])),
+              "o": str(rng.choice(ORDER[:3]))}
+        for _ in range(int(rng.integers(1, 5))):
+            # each feature kept or moved, drawn from a few values so that equal and nested moves occur often
+            row = {"x": x0["x"] if rng.random() < 0.5 else float(rng.choice([0.0, 2.5, 4.0, 5.0, 7.5, 10.0])),
+                   "n": x0["n"] if rng.random() < 0.5 else int(rng.choice([0, 3, 5, 7, 9])),
+                   "c": x0["c"] if rng.random() < 0.5 else str(rng.choice(["a", "b", "c"])),
+                   "o": x0["o"] if rng.random() < 0.5 else str(rng.choice(ORDER))}
+            x0s.append(x0)
+            rows.append(row)
+            groups.append(g)
+    usable = rng.random(len(rows)) < 0.9
+    got = dominated(encoder, encoder.encode(pd.DataFrame(rows)), encoder.encode(pd.DataFrame(x0s)),
+                    np.asarray(groups), usable)
+    want = [bool(usable[j]) and any(usable[i] and groups[i] == groups[j] and _dominates_raw(rows[i], rows[j], x0s[j])
+                                    for i in range(len(rows)) if i != j) for j in range(len(rows))]
+    assert got.tolist() == want
+    assert 20 < sum(want) < len(rows) - 20          # the draw holds both kinds
+
+
+EDU = ("e0", "e1", "e2", "e3", "e4", "e5")
+JOB_BONUS = {"a": 0.0, "b": 1.0, "c": 2.0}
+
+
+class LadderModel:
+    """Favourable when the level of ``edu`` (0-5) + hours / 10 + the job's bonus reaches 7: every ``edu`` level
+    up helps, so the prototypes' high levels are often more than a recourse needs."""
+
+    threshold = THRESHOLD
+
+    def favorable_probability(self, rows):
+        f = pd.DataFrame(rows)
+        z = (np.array([EDU.index(v) for v in f["edu"]], dtype=float) + 0.1 * f["hours"].to_numpy(dtype=float)
+             + np.array([JOB_BONUS[v] for v in f["job"]]) - 7.0)
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def _ladder_plans():
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"edu": rng.choice(EDU, 800), "hours": rng.integers(10, 60, 800),
+                          "job": rng.choice(list("abc"), 800)})
+    model = LadderModel()
+    frame["label"] = (model.favorable_probability(frame) >= THRESHOLD).astype(int)
+    spec = SchemaSpec(target="label", favorable=1, categorical=("job",), integer=("hours",),
+                      ordinal={"edu": list(EDU)}, increasing=("edu",))
+    training = build_training_set(frame, infer_schema(frame, spec), model)
+    applicants = frame[model.favorable_probability(frame) < THRESHOLD].drop(columns="label").head(40)
+    applicants = applicants.reset_index(drop=True)
+    settings = PlanSettings(k=3, margin=MARGIN, sparsify=True)
+    ids = [str(i) for i in range(len(applicants))]
+    plans = [p for chunk in plan_applicants(training, model, applicants, ids, settings) for p in chunk]
+    return model, applicants, plans
+
+
+def _ladder_dominates(a: dict, b: dict, x0: dict) -> bool:
+    """Brute force in raw values over the ladder's features (``edu`` an ordinal, ``job`` a category)."""
+    if a == b:
+        return False
+    for name, value in a.items():
+        if value == x0[name]:
+            continue
+        if b[name] == x0[name] or (name == "job" and b[name] != value):
+            return False
+        if name != "job":
+            da, db = ((EDU.index(value) - EDU.index(x0[name]), EDU.index(b[name]) - EDU.index(x0[name]))
+                      if name == "edu" else (value - x0[name], b[name] - x0[name]))
+            if da * db <= 0 or abs(da) > abs(db):
+                return False
+    return True
+
+
+def _ladder_counts(model, applicants, plans) -> tuple[int, int, int]:
+    """Recourses another of their plan dominates, recourses whose ``edu`` a level between would do (at the
+    threshold plus the margin, every other value kept), and the recourses."""
+    n_dominated = n_high = n = 0
+    for plan, (_, x0) in zip(plans, applicants.iterrows()):
+        rows = [r.features for r in plan.recourses]
+        n += len(rows)
+        n_dominated += sum(any(_ladder_dominates(a, b, x0) for a in rows) for b in rows)
+        for r in rows:
+            between = [{**r, "edu": EDU[k]} for k in range(EDU.index(x0["edu"]) + 1, EDU.index(r["edu"]))]
+            if between and (model.favorable_probability(between) >= THRESHOLD + MARGIN).any():
+                n_high += 1
+    return n_dominated, n_high, n
+
+
+def test_no_plan_offers_a_recourse_another_one_dominates_or_a_level_higher_than_needed():
+    model, applicants, plans = _ladder_plans()
+    n_dominated, n_high, n = _ladder_counts(model, applicants, plans)
+    assert (n_dominated, n_high) == (0, 0) and n > 60
+    for plan in plans:
+        for r in plan.recourses:
+            assert model.favorable_probability([r.features])[0] >= THRESHOLD + MARGIN
+
+
+def test_without_lowering_and_dominance_the_ladder_plans_offer_dominated_recourses(monkeypatch):
+    """The ladder provokes both: with the two rules switched off, plans hold dominated recourses and levels higher
+    than needed (so the test above checks the rules, not the data)."""
+    import frpd_cli.sparsify as sparsify
+
+    monkeypatch.setattr(directions, "dominated", lambda encoder, Z, *a: np.zeros(len(Z), dtype=bool))
+    monkeypatch.setattr(sparsify, "_lower_levels", lambda encoder, model, best, raw, probability, active:
+                        (np.zeros(len(active), dtype=bool), 0))
+    n_dominated, n_high, _ = _ladder_counts(*_ladder_plans())
+    assert n_dominated >= 5 and n_high >= 10

@@ -700,3 +700,101 @@ def test_every_german_recourse_is_one_minimal_at_the_default_margin(german, tmp_
     n, _ = _assert_one_minimal(records, german.denied, lambda X: estimator.predict_proba(X)[:, 1], 0.55,
                                german.features)
     assert n >= 60                                 # 23 denied test rows, measured 65 recourses of 1 to 3 changes
+
+
+LEVELS = ("e0", "e1", "e2", "e3", "e4", "e5")
+
+
+def _ordinal_set(model, *, mutability="increasing", ranges=None):
+    """A training set of x1, x2, x3 in [0, 1] and an ordinal ``edu`` (``LEVELS``), scored by ``model``."""
+    rng = np.random.default_rng(0)
+    n = 360
+    frame = pd.DataFrame({"x1": rng.uniform(0, 1, n).round(4), "x2": rng.uniform(0, 1, n).round(4),
+                          "x3": rng.uniform(0, 1, n).round(4), "edu": [LEVELS[i % 6] for i in range(n)]})
+    frame.loc[0, ["x1", "x2", "x3"]] = 0.0
+    frame.loc[1, ["x1", "x2", "x3"]] = 1.0
+    frame["label"] = (model.favorable_probability(frame) >= 0.5).astype(int)
+    declared = {mutability: ("edu",)} if mutability != "free" else {}
+    schema = infer_schema(frame, SchemaSpec(continuous=("x1", "x2", "x3"), ordinal={"edu": list(LEVELS)},
+                                            ranges=ranges or {}, **declared))
+    return build_training_set(frame, schema, model)
+
+
+def _levels_brute_force(model, row: dict, applicant: dict, allowed=LEVELS) -> str:
+    """The level of ``edu`` nearest the applicant's, between it and the recourse's, that the model accepts with
+    every other value of ``row`` kept: a brute force over the levels."""
+    a, b = LEVELS.index(applicant["edu"]), LEVELS.index(row["edu"])
+    step = 1 if b >= a else -1
+    for k in range(a + step, b + step, step):
+        if LEVELS[k] in allowed and model.favorable_probability(pd.DataFrame([{**row, "edu": LEVELS[k]}]))[0] >= 0.5:
+            return LEVELS[k]
+    return row["edu"]
+
+
+@pytest.mark.parametrize("table, start, recourse", [
+    # the score rises with the level: the least level that is enough (e3), not the prototype's e5
+    ({"e0": 0, "e1": 1, "e2": 2, "e3": 3, "e4": 4, "e5": 5}, "e0", "e5"),
+    # a level between that the model rejects (e2) is passed over for the next one it accepts
+    ({"e0": 0, "e1": 3.2, "e2": 0, "e3": 3.5, "e4": 4, "e5": 5}, "e0", "e5"),
+    # nothing lower is enough: the recourse keeps its level
+    ({"e0": 0, "e1": 0, "e2": 0, "e3": 0, "e4": 0, "e5": 5}, "e0", "e5"),
+    # one level up: nothing between to try
+    ({"e0": 0, "e1": 5, "e2": 5, "e3": 5, "e4": 5, "e5": 5}, "e0", "e1"),
+])
+def test_an_ordinal_change_goes_back_to_the_nearest_level_the_model_accepts(table, start, recourse):
+    from frpd_cli.sparsify import minimal_recourses
+
+    model = LinearScore({"x1": 0.0}, -3.0, levels={"edu": table})
+    training = _ordinal_set(model)
+    raw0 = pd.DataFrame([{"x1": 0.2, "x2": 0.3, "x3": 0.4, "edu": start}])
+    rows = pd.DataFrame([{"x1": 0.2, "x2": 0.3, "x3": 0.4, "edu": recourse}])
+    result = minimal_recourses(training.encoder, model, training.encoder.encode(raw0), raw0, rows,
+                               model.favorable_probability(rows))
+    got = result.rows.to_dict("records")[0]
+    assert got["edu"] == _levels_brute_force(model, rows.to_dict("records")[0], raw0.to_dict("records")[0])
+    assert result.probability[0] == pytest.approx(model.favorable_probability(result.rows)[0])
+    assert result.probability[0] >= 0.5
+
+
+def test_lowered_levels_keep_the_allowed_levels_and_a_decreasing_ordinals_side():
+    from frpd_cli.sparsify import minimal_recourses
+
+    # the score falls with the level: a decreasing ordinal moved from e5 to e0 comes back to e2 ...
+    model = LinearScore({"x1": 0.0}, 2.5, levels={"edu": {"e0": 0, "e1": -1, "e2": -2, "e3": -3, "e4": -4,
+                                                           "e5": -5}})
+    training = _ordinal_set(model, mutability="decreasing")
+    raw0 = pd.DataFrame([{"x1": 0.2, "x2": 0.3, "x3": 0.4, "edu": "e5"}])
+    rows = pd.DataFrame([{"x1": 0.2, "x2": 0.3, "x3": 0.4, "edu": "e0"}])
+    X0 = training.encoder.encode(raw0)
+    result = minimal_recourses(training.encoder, model, X0, raw0, rows, model.favorable_probability(rows))
+    assert result.rows["edu"].tolist() == ["e2"]
+    # ... and to e1 when the user allows only e0, e1 and e5 (e2 is not tried)
+    training = _ordinal_set(model, mutability="decreasing", ranges={"edu": ("e0", "e1", "e5")})
+    result = minimal_recourses(training.encoder, model, X0, raw0, rows, model.favorable_probability(rows))
+    assert result.rows["edu"].tolist() == ["e1"]
+    assert _levels_brute_force(model, rows.to_dict("records")[0], raw0.to_dict("records")[0],
+                               allowed=("e0", "e1", "e5")) == "e1"
+
+
+def test_a_lowered_level_can_make_another_change_unneeded_and_it_is_given_back():
+    # x1 alone (10 * 0.9 - 4 > 0) or e1 alone (6 - 4 > 0) is enough, e5 does as well; the recourse moves both.
+    # The undo round gives back the costlier change first (edu's one-hot move, 1.414 against 0.9 of x1); then
+    # nothing is left to lower. Reversed, x1 would go first and edu come down from e5 to e1.
+    from frpd_cli.sparsify import minimal_recourses
+
+    model = LinearScore({"x1": 10.0}, -4.0, levels={"edu": {"e0": 0, "e1": 6, "e2": 6, "e3": 6, "e4": 6,
+                                                            "e5": 6}})
+    training = _ordinal_set(model)
+    raw0 = pd.DataFrame([{"x1": 0.0, "x2": 0.3, "x3": 0.4, "edu": "e0"}])
+    rows = pd.DataFrame([{"x1": 0.9, "x2": 0.3, "x3": 0.4, "edu": "e5"}])
+    result = minimal_recourses(training.encoder, model, training.encoder.encode(raw0), raw0, rows,
+                               model.favorable_probability(rows))
+    got = result.rows.to_dict("records")[0]
+    assert (got["x1"], got["edu"]) == (0.9, "e0")
+    # with x1 needed as well (bias -9.5: x1 alone 8.99 - 9.5 < 0, with e1 6 + 9 - 9.5 > 0) edu comes down to e1
+    model = LinearScore({"x1": 10.0}, -9.5, levels=model.levels)
+    training = _ordinal_set(model)
+    result = minimal_recourses(training.encoder, model, training.encoder.encode(raw0), raw0, rows,
+                               model.favorable_probability(rows))
+    got = result.rows.to_dict("records")[0]
+    assert (got["x1"], got["edu"]) == (0.9, "e1")
