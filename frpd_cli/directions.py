@@ -15,6 +15,12 @@ model accepts is interpolated, sparsified and made 1-minimal like a prototype's,
 margin. A repeat is replaced by the recourse pointing least like the ones kept (cosines to one decimal), then
 the cheapest, if it points elsewhere than every one of them, costs at most the repeat's plain recourse, and the
 applicant's replacements together add at most :data:`EXTRA_CHANGES` changed features; a repeat with none stays.
+
+A recourse that another of its plan *dominates* (:func:`dominated`: the other makes only changes it makes too,
+each no larger) is a repeat as well: whatever it asks, the other asks less. Its replacement, and that of a
+recourse equal to another of its plan, may cost up to :data:`DOMINATED_COST_FACTOR` times its plain recourse when
+none within the plain recourse's cost points elsewhere, since without one
+:func:`frpd_cli.planning.interpolate_plans` drops it from the plan (a dominated option is no option).
 The replacement keeps the prototype number of the recourse it replaces. Everything depends only on each
 applicant's own segments, so plans do not depend on chunking or workers, and ``frpd interpolate`` finds what
 ``frpd plan`` finds.
@@ -28,7 +34,8 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
-__all__ = ["SAME_DIRECTION", "same_direction_repeats", "dominated", "favourable_levels", "other_directions"]
+__all__ = ["SAME_DIRECTION", "DOMINATED_COST_FACTOR", "same_direction_repeats", "dominated", "favourable_levels",
+           "other_directions"]
 
 _EPS = 1e-12
 
@@ -40,11 +47,40 @@ MAX_MOVED = 3
 COMBINED = 6
 #: An applicant's replacements together change at most this many features more than the recourses they replace.
 EXTRA_CHANGES = 2
+#: The replacement of a recourse another one dominates (:func:`dominated`) may cost up to this many times its plain
+#: recourse: without one the dominated recourse leaves the plan.
+DOMINATED_COST_FACTOR = 2.0
 
 
 def _unit(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     norms = np.linalg.norm(D, axis=1)
     return D / np.where(norms > 0, norms, 1.0)[:, None], norms
+
+
+def _same_row(Z: np.ndarray, groups: np.ndarray, usable: np.ndarray) -> np.ndarray:
+    """Which usable segments hold the same encoded row as an earlier usable segment of their group."""
+    out = np.zeros(len(Z), dtype=bool)
+    seen: dict = {}
+    for s in np.flatnonzero(usable):
+        key = (int(groups[s]), Z[s].tobytes())
+        out[s] = key in seen
+        seen[key] = True
+    return out
+
+
+def _beaten(encoder, kept: list, move: np.ndarray, x0: np.ndarray) -> bool:
+    """Whether one of the moves ``kept`` (encoded, from the applicant ``x0``) dominates ``move``."""
+    if not kept:
+        return False
+    Z = x0 + np.vstack([*kept, move])
+    beaten = dominated(encoder, Z, np.broadcast_to(x0, Z.shape), np.zeros(len(Z), dtype=np.int64),
+                       np.ones(len(Z), dtype=bool))
+    return bool(beaten[-1])
+
+
+def _similarity(kept: list, direction: np.ndarray) -> float:
+    """The largest cosine between a unit ``direction`` and the unit directions ``kept`` (-1 without any)."""
+    return max(float(d @ direction) for d in kept) if kept else -1.0
 
 
 def _members(groups: np.ndarray) -> dict:
@@ -267,12 +303,12 @@ def _moves(encoder, judge, base: pd.DataFrame) -> list:
     return out
 
 
-def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_changes):
+def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_changes, sparse=True):
     """Per owner (a segment standing for its applicant): the recourses towards each combination of ``size`` of its
-    ``moves`` made together (the other features at the applicant's values). Returns (position in ``owners`` of
-    each, rows, probability, usable)."""
+    ``moves`` made together (the other features at the applicant's values), sparsified (``sparse``) and 1-minimal.
+    Returns (position in ``owners`` of each, rows, probability, usable)."""
     from .interpolation import interpolate_linear
-    from .sparsify import minimal_recourses, sparsify_recourses
+    from .sparsify import changed_features, minimal_recourses, sparsify_recourses
 
     base = raw0.iloc[owners].reset_index(drop=True)
     probes = [(a, dict(combo)) for a in range(len(base)) for combo in itertools.combinations(moves[a], size)]
@@ -289,10 +325,15 @@ def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_
     Xs = X0[owners][owner]
     rs = base.iloc[owner].reset_index(drop=True)
     line = interpolate_linear(encoder, judge, Xs, XK, rs, tol=tol)
-    sparse = sparsify_recourses(encoder, judge, Xs, XK, rs, line.rows, line.probability, found=line.found,
-                                max_changes=max_changes, tol=tol, groups=owner)
-    ok = line.found & sparse.kept
-    minimal = minimal_recourses(encoder, judge, Xs, rs, sparse.rows, sparse.probability, found=ok, groups=owner)
+    rows, probability, ok = line.rows, line.probability, line.found.copy()
+    if sparse:
+        reduced = sparsify_recourses(encoder, judge, Xs, XK, rs, line.rows, line.probability, found=line.found,
+                                     max_changes=max_changes, tol=tol, groups=owner)
+        rows, probability, ok = reduced.rows, reduced.probability, ok & reduced.kept
+    elif max_changes is not None and ok.any():
+        Z = encoder.encode(rows.loc[ok], source="the moves along other features")
+        ok[np.flatnonzero(ok)] = changed_features(encoder, Z, Xs[ok]).sum(axis=1) <= max_changes
+    minimal = minimal_recourses(encoder, judge, Xs, rs, rows, probability, found=ok, groups=owner)
     return owner, minimal.rows, minimal.probability, ok
 
 
@@ -331,7 +372,8 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
         return result
     Z = encoder.encode(result.rows, source="the recourses")
     repeats = same_direction_repeats(Z - X0, seg_app, usable)
-    repeats = sorted(set(repeats) | set(np.flatnonzero(dominated(encoder, Z, X0, seg_app, usable)).tolist()))
+    worse = dominated(encoder, Z, X0, seg_app, usable) | _same_row(Z, seg_app, usable)
+    repeats = sorted(set(repeats) | set(np.flatnonzero(worse).tolist()))
     if not repeats:
         return result
     A, cost_a = _unit(Z - X0)
@@ -339,7 +381,7 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
     is_repeat = np.zeros(len(seg_app), dtype=bool)
     is_repeat[repeats] = True
     # per applicant: the directions kept so far and its repeats not yet replaced (cheapest first)
-    kept, todo, extra = {}, {}, {}
+    kept, kept_moves, todo, extra = {}, {}, {}, {}
     of_app = _members(seg_app)
     movable = usable & (cost_a > 0)
     for a in dict.fromkeys(int(seg_app[s]) for s in repeats):
@@ -347,6 +389,7 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
         segs = segs[movable[segs]]
         segs = segs[np.lexsort((segs, cost_a[segs]))]
         kept[a] = [A[s] for s in segs if not is_repeat[s]]
+        kept_moves[a] = [Z[s] - X0[s] for s in segs if not is_repeat[s]]
         todo[a] = [int(s) for s in segs if is_repeat[s]]
         extra[a] = EXTRA_CHANGES
     taken = []                                    # (segment, rows, position in rows, probability)
@@ -354,18 +397,29 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
     first_of = {a: int(of_app[a][0]) for a in everyone}
     moves = dict(zip(everyone, _moves(encoder, judge, raw0.iloc[[first_of[a] for a in everyone]]
                                       .reset_index(drop=True))))
-    for size in range(1, MAX_MOVED + 1):          # fewer moved features first
+    # fewer moved features first; then, for the recourses that would leave the plan (dominated or equal to
+    # another), moves made together and not sparsified: a trade between features that no single one beats
+    passes = [(size, True) for size in range(1, MAX_MOVED + 1)] + [(size, False) for size in range(2, MAX_MOVED + 1)]
+    for size, sparse in passes:
+        if not sparse:
+            todo = {a: [s for s in todo[a] if worse[s]] for a in todo}
         apps = [a for a in everyone if todo[a]]
         if not apps:
+            if sparse:
+                continue
             break
         first = [first_of[a] for a in apps]
         tried = [moves[a] if size == 1 else moves[a][:COMBINED] for a in apps]
         owner, rows, probability, ok = _probe_recourses(encoder, judge, X0, raw0, first, tried, size, tol=tol,
-                                                        max_changes=max_changes)
+                                                        max_changes=max_changes, sparse=sparse)
         if not ok.any():
             continue
         Zb = encoder.encode(rows, source="the recourses along other features")
-        B, cost_b = _unit(Zb - X0[first][owner])
+        Db = Zb - X0[first][owner]
+        B, cost_b = _unit(Db)
+        if not sparse:                            # a trade another recourse of the plan beats is no replacement
+            ok &= ~np.array([_beaten(encoder, kept_moves[apps[k]], Db[i], X0[first_of[apps[k]]])
+                             for i, k in enumerate(owner)], dtype=bool)
         n_changes = changed_features(encoder, Zb, X0[first][owner]).sum(axis=1)
         of_owner = _members(owner)
         movable_b = ok & (cost_b > 0)
@@ -375,17 +429,27 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
             alts = list(alts[np.lexsort((alts, cost_b[alts]))])
             while todo[a] and alts:
                 s0 = todo[a][0]
-                alts = [b for b in alts if n_changes[b] <= n_seg[s0] + extra[a] and
+                fits = [b for b in alts if n_changes[b] <= n_seg[s0] + extra[a] and
                         (cost_limit is None or cost_b[b] <= cost_limit[s0] * (1 + 1e-12) + 1e-12)]
-                if not alts:
+                if cost_limit is None or not worse[s0]:
+                    alts = pool = fits
+                else:
+                    # a dominated recourse leaves the plan if it is not replaced: when no replacement within the
+                    # cost limit points elsewhere, a dearer one (up to DOMINATED_COST_FACTOR) beats none
+                    pool = [b for b in fits if _similarity(kept[a], B[b]) < SAME_DIRECTION] or [
+                        b for b in alts if n_changes[b] <= n_seg[s0] + extra[a] and
+                        cost_b[b] <= DOMINATED_COST_FACTOR * cost_limit[s0] * (1 + 1e-12) + 1e-12]
+                if not pool:
                     break
                 # the least similar to the directions kept (cosines to 2 decimals), then the cheapest
-                sim = [max(float(d @ B[b]) for d in kept[a]) if kept[a] else -1.0 for b in alts]
-                j = min(range(len(alts)), key=lambda j: (round(sim[j], 1), j))
-                b = alts.pop(j)
+                sim = [_similarity(kept[a], B[b]) for b in pool]
+                j = min(range(len(pool)), key=lambda j: (round(sim[j], 1), j))
+                b = pool[j]
+                alts.remove(b)
                 if sim[j] >= SAME_DIRECTION:
                     break
                 kept[a].append(B[b])
+                kept_moves[a].append(Db[b])
                 extra[a] -= max(0, int(n_changes[b]) - int(n_seg[s0]))
                 taken.append((todo[a].pop(0), rows, int(b), float(probability[b])))
     if not taken:

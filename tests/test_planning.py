@@ -98,9 +98,15 @@ def test_sample_plans_hold_every_invariant(sample, method, sparsify):
     assert [p.applicant for p in plans] == [str(i) for i in range(len(applicants))]
     n_ok = check_invariants(plans, training, paths["model"], applicants, 3)
     assert n_ok == len(applicants)          # every sample applicant has a feasible plan
-    # distinct prototypes give distinct recourses (a sparse recourse that repeats another falls back); with
-    # 1-minimal recourses 3 sample applicants keep 2: their third was another one plus changes it did not need
-    assert sum(len(p.recourses) == 3 for p in plans) >= len(applicants) - 3
+    # distinct prototypes give distinct recourses (a sparse recourse that repeats another falls back); sparse
+    # plans lose the recourses another one of the plan dominates (another plus changes it does not need, or
+    # savings raised to rich where moderate is enough): measured 13-16 of the 20 plans full, every other plan's
+    # reason says which recourses merged or left
+    full = sum(len(p.recourses) == 3 for p in plans)
+    assert full >= len(applicants) - (8 if sparsify else 3)
+    for p in plans:
+        if len(p.recourses) < 3:
+            assert "led to the same recourse" in p.reason or "asks less of every feature" in p.reason, p.reason
 
 
 def test_already_favorable_and_infeasible_statuses(sample):

@@ -355,8 +355,13 @@ def _by_prototype(plan):
     return {r.prototype: r for r in plan.recourses}
 
 
-def _compare_with_plain(training, model, applicants, **kw):
-    """Sparse vs plain plans of the same applicants: per prototype, no more changes, and a cost within the bound."""
+def _compare_with_plain(training, model, applicants, factor=None, **kw):
+    """Sparse vs plain plans of the same applicants: per prototype, no more changes, and a cost within the bound
+    (``factor`` times the plain recourse's: by default the replacement of a dominated recourse's,
+    :data:`frpd_cli.directions.DOMINATED_COST_FACTOR`, since that recourse would otherwise leave the plan)."""
+    from frpd_cli.directions import DOMINATED_COST_FACTOR
+
+    factor = max(COST_FACTOR, DOMINATED_COST_FACTOR) if factor is None else factor
     sparse = _plans(training, model, applicants, PlanSettings(k=3, **kw))
     plain = _plans(training, model, applicants, PlanSettings(k=3, sparsify=False, **kw))
     n_compared = n_fewer = 0
@@ -368,19 +373,25 @@ def _compare_with_plain(training, model, applicants, **kw):
             if q is None:         # the plain plan merged this prototype's recourse with a closer one
                 continue
             n_compared += 1
-            assert r.cost <= COST_FACTOR * q.cost + 1e-9, (s.applicant, r.prototype)
+            assert r.cost <= factor * q.cost + 1e-9, (s.applicant, r.prototype)
             assert len(r.changes) <= len(q.changes), (s.applicant, r.prototype)
             n_fewer += len(r.changes) < len(q.changes)
     return sparse, n_compared, n_fewer
 
 
-def test_sparse_sample_recourses_never_change_more_nor_cost_more_than_the_bound(sample_paths):
+def test_sparse_sample_recourses_never_change_more_nor_cost_more_than_the_bound(sample_paths, monkeypatch):
+    import frpd_cli.directions as directions
+
     spec = load_schema_file(sample_paths["schema"])
     training, model = _setup(sample_paths["data"], sample_paths["model"], spec)
     applicants = pd.read_csv(sample_paths["applicants"])
     sparse, n_compared, n_fewer = _compare_with_plain(training, model, applicants)
     assert n_compared >= 40 and n_fewer >= n_compared // 2
     assert check_invariants(sparse, training, sample_paths["model"], applicants, 3) == len(applicants)
+    # only the replacement of a dominated recourse costs more than its prototype's plain recourse: held to the
+    # plain cost, every recourse keeps the bound
+    monkeypatch.setattr(directions, "DOMINATED_COST_FACTOR", 1.0)
+    _compare_with_plain(training, model, applicants, factor=COST_FACTOR)
 
 
 @pytest.mark.parametrize("margin", [0.0, 0.05])
@@ -699,7 +710,9 @@ def test_every_german_recourse_is_one_minimal_at_the_default_margin(german, tmp_
     estimator = joblib.load(german.model_path)
     n, _ = _assert_one_minimal(records, german.denied, lambda X: estimator.predict_proba(X)[:, 1], 0.55,
                                german.features)
-    assert n >= 60                                 # 23 denied test rows, measured 65 recourses of 1 to 3 changes
+    # 23 denied test rows, measured 52 recourses of 1 to 3 changes (65 before a recourse another one of its plan
+    # dominates left the plan: the same move in another amount, or a change added to another recourse's)
+    assert n >= 45
 
 
 LEVELS = ("e0", "e1", "e2", "e3", "e4", "e5")
