@@ -271,5 +271,6 @@ def test_german_plans_stay_within_the_default_bound(german, tmp_path):
                             "--immutable", "Personal status", "--format", "jsonl"))
     frame = pd.read_csv(german.train_path)
     moves = _largest_moves(frame, german.denied.to_dict("records"), records, ["Duration", "Credit amount", "Age"])
-    assert len(moves) >= 60 and max(moves) <= DEFAULT_MAX_MOVE + 1e-9
+    # measured 54 recourses (68 before a recourse another one of its plan dominates left the plan)
+    assert len(moves) >= 45 and max(moves) <= DEFAULT_MAX_MOVE + 1e-9
     assert sum(bool(rec["recourses"]) for rec in records) >= 0.7 * len(records)

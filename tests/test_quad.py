@@ -249,7 +249,8 @@ def test_exact_on_a_too_large_candidate_set_falls_back_for_that_applicant_only(t
     assert all(r["status"] == "ok" and r["method"] == "exact" and len(r["recourses"]) >= 1 for r in records)
     big = records[1]
     assert "exact method not run" in big["reason"] and "prototypes from quad instead" in big["reason"]
-    assert records[0]["reason"] is None and records[2]["reason"] is None
+    # the others ran exact (their reasons, if any, say only which recourses merged or left the plan)
+    assert all("exact method not run" not in (records[i]["reason"] or "") for i in (0, 2))
     # the fallback is the strengthened quad: the same recourses as --method quad for that applicant
     quad = runner.invoke(app, ["plan", str(two_regions["data"]), *_args(two_regions, "--method", "quad",
                                                                         "--format", "jsonl")])

@@ -93,12 +93,13 @@ def test_sample_plans_rank_by_cost_and_count_changes(sample_paths):
 
 
 def test_a_plan_with_fewer_than_k_recourses_is_partial_and_stays_ok(sample_paths):
-    """Only duration and savings may change: several prototypes often lead to the same boundary point."""
+    """Only duration and savings may change: several prototypes often lead to the same boundary point, or to a
+    recourse another one of the plan dominates (more duration or more savings than another asks)."""
     result = _plan(sample_paths, "--format", "jsonl", "--vary", "duration", "--vary", "savings")
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     ok = [rec for rec in records if rec["status"] == "ok"]
-    assert any(rec["partial"] for rec in ok) and not all(rec["partial"] for rec in ok)
+    assert any(rec["partial"] for rec in ok) and any(len(rec["recourses"]) > 1 for rec in ok)
     for rec in ok:
         distinct = {json.dumps(r["features"], sort_keys=True) for r in rec["recourses"]}
         assert len(distinct) == len(rec["recourses"])
