@@ -17,7 +17,8 @@ applicants are the first N test rows the model denies; ``frpd plan``'s defaults 
 immutable features (Bank without them, as in ``bench_robust.py``: they leave almost nobody a plan), ages
 increasing, and on Adult ``education`` declared an ordinal that may only increase (School < HS-grad <
 Some-college < Assoc < Bachelors < Masters < Prof-school < Doctorate). ``sample`` is the committed sample data
-with its schema file (``savings`` an increasing ordinal) and model.
+with its schema file (``savings`` an increasing ordinal) and model. CPU: the planning's process time per
+applicant (one thread; the model fitted before), to compare versions in alternating runs of one session.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import sys  # noqa: E402
+import time  # noqa: E402
 import warnings  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -139,7 +141,9 @@ def measure(name: str, n_applicants: int) -> dict:
     settings = PlanSettings(method="quad", k=3, margin=MARGIN).validate()
     ids = [str(i) for i in range(len(applicants))]
     with threadpool_limits(1):
+        start = time.process_time()
         plans = [p for chunk in plan_applicants(training, model, applicants, ids, settings) for p in chunk]
+        cpu = time.process_time() - start
     needing = [p for p in plans if p.status != "already-favorable"]
     with_plan = [p for p in needing if p.recourses]
     changes = [[{f: tuple(v) for f, v in r.changes.items()} for r in p.recourses] for p in with_plan]
@@ -171,11 +175,13 @@ def measure(name: str, n_applicants: int) -> dict:
             "ordinal changes": n_ordinal, "higher than needed": len(higher),
             "levels per ordinal change": steps / n_ordinal if n_ordinal else float("nan"),
             "changed features": float(np.mean([r.n_changes for r in recourses])) if recourses else float("nan"),
-            "cost": float(np.mean([r.cost for r in recourses])) if recourses else float("nan")}
+            "cost": float(np.mean([r.cost for r in recourses])) if recourses else float("nan"),
+            "CPU ms / applicant": 1000 * cpu / max(len(applicants), 1)}
 
 
 COLUMNS = ["dataset", "applicants", "planned", "recourses", "full plans", "dominated", "dominated share",
-           "ordinal changes", "higher than needed", "levels per ordinal change", "changed features", "cost"]
+           "ordinal changes", "higher than needed", "levels per ordinal change", "changed features", "cost",
+           "CPU ms / applicant"]
 
 
 def markdown(rows: list[dict]) -> str:

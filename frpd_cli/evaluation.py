@@ -37,6 +37,7 @@ __all__ = [
     "PATH_METRICS",
     "MARGIN_METRICS",
     "SHIFT_METRICS",
+    "ADVICE_METRICS",
     "NEAR_THRESHOLD",
     "MANIFOLDS",
     "evaluate_plans",
@@ -65,6 +66,9 @@ NEAR_THRESHOLD = 0.01
 #: share of its recourses whose largest shift is above :data:`LARGE_SHIFT`.
 SHIFT_METRICS = ("largest shift", "shift > 0.3")
 LARGE_SHIFT = 0.3
+#: Options no one would take: the share of a plan's recourses that another recourse of the same plan dominates
+#: (makes only changes it makes too, each no larger: :func:`frpd_cli.directions.dominated`).
+ADVICE_METRICS = ("dominated",)
 #: Which training rows stand for the data manifold.
 MANIFOLDS = ("favorable", "labeled", "all")
 
@@ -466,6 +470,8 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         row.update(_margin_metrics(probability[mine], model.threshold, already=prob0[a] >= model.threshold))
         row.update(_shift_metrics(population, raw0.iloc[a], R_raw.iloc[mine], encodable[mine],
                                   already=prob0[a] >= model.threshold))
+        row.update(_advice_metrics(training.encoder, X0[a], R_enc[mine], encodable[mine],
+                                   already=prob0[a] >= model.threshold))
         if minmax is not None:
             row["minmax cost"] = minmax[i] if row["status"] == "needs-recourse" else float("nan")
         for name, verdict in accepted.items():
@@ -474,7 +480,7 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         if progress is not None:
             progress(i + 1, len(records))
     columns = ["method", "applicant", "status", "k", "n_recourses", "n_favorable", *METRICS, "path cost",
-               *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS, *SHIFT_METRICS,
+               *PATH_METRICS, "seconds", "problems", *MARGIN_METRICS, *SHIFT_METRICS, *ADVICE_METRICS,
                *(f"{kind} accepted by {name}" for name in accepted for kind in ("recourses", "plans"))]
     if minmax is not None:
         columns.insert(columns.index("cost") + 1, "minmax cost")
@@ -523,6 +529,18 @@ def _shift_metrics(population, raw0: pd.Series, R_raw: pd.DataFrame, encodable: 
     shifts = np.array([population.largest_shift(applicant, row)
                        for row in R_raw.loc[encodable].to_dict("records")], dtype=np.float64)
     return {"largest shift": float(shifts.mean()), "shift > 0.3": float(np.mean(shifts > LARGE_SHIFT))}
+
+
+def _advice_metrics(encoder, x0: np.ndarray, R_enc: np.ndarray, encodable: np.ndarray, *, already: bool) -> dict:
+    """Share of a plan's recourses another recourse of the plan dominates (every recourse encodable; else NaN)."""
+    if already or len(R_enc) == 0 or not encodable.all():
+        return {"dominated": float("nan")}
+    from .directions import dominated
+
+    n = len(R_enc)
+    beaten = dominated(encoder, R_enc, np.broadcast_to(x0, R_enc.shape), np.zeros(n, dtype=np.int64),
+                       np.ones(n, dtype=bool))
+    return {"dominated": float(beaten.mean())}
 
 
 def _margin_metrics(probability: np.ndarray, threshold: float, *, already: bool) -> dict:
@@ -703,6 +721,7 @@ def summarize_by_method(per_applicant: pd.DataFrame) -> pd.DataFrame:
         metrics.append("seconds")
     metrics += [name for name in MARGIN_METRICS if name in per_applicant.columns]
     metrics += [name for name in SHIFT_METRICS if name in per_applicant.columns]
+    metrics += [name for name in ADVICE_METRICS if name in per_applicant.columns]
     metrics += [c for c in per_applicant.columns if c.startswith(("recourses accepted by ", "plans accepted by "))]
     rows = []
     for method in dict.fromkeys(per_applicant["method"].tolist()):

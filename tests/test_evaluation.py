@@ -320,3 +320,46 @@ def test_keeping_an_out_of_range_applicant_value_is_not_a_violation(tiny):
     row = evaluate_plans([_plan("0", "m", (-1.0, 4.0, "x"), (-1.0, 5.0, "x"))], training, model,
                          applicants).iloc[0]
     assert row["violations"] == 1.0 and "1 range" in row["problems"]  # only b = 5 > 4 counts
+
+
+def test_dominated_is_the_share_of_recourses_another_of_the_plan_beats(sample_paths, tmp_path):
+    # hand-made plans for the first three sample applicants, counted by hand: savings is an ordinal
+    # (none < little < moderate < rich), so "rich" asks more than "moderate"; a longer cut of duration with a
+    # change of housing asks more than the shorter cut alone; a smaller cut with a credit change asks less of
+    # duration than the longer cut, so neither beats the other
+    applicants = pd.read_csv(sample_paths["applicants"])
+    base = {i: applicants.iloc[i].drop("applicant_id").to_dict() for i in range(3)}
+    plans = {
+        0: [{"savings": "moderate"}, {"savings": "rich"}, {"housing": "own"}],                       # 1 of 3
+        1: [{"duration": 24}, {"duration": 18, "housing": "own"}, {"duration": 28, "credit_amount": 1500.0}],  # 1/3
+        2: [{"savings": "little"}, {"job": "management"}, {"duration": 12}],                          # none
+    }
+    lines = []
+    for i, changes in plans.items():
+        recourses = [{"rank": j + 1, "features": {**base[i], **c}, "cost": 1.0, "probability": 0.6}
+                     for j, c in enumerate(changes)]
+        lines.append(json.dumps({"applicant": applicants["applicant_id"][i], "status": "ok", "reason": None,
+                                 "method": "hand", "recourses": recourses}, default=float))
+    path = tmp_path / "plans.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    applicants_path = tmp_path / "applicants.csv"
+    applicants.head(3).to_csv(applicants_path, index=False)
+    common = [str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+              str(sample_paths["schema"]), "--applicants", str(applicants_path)]
+    result = runner.invoke(app, ["evaluate", *common, "--plans", str(path), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    row = json.loads(result.stdout)[0]
+    assert row["dominated mean"] == pytest.approx((1 / 3 + 1 / 3 + 0) / 3)
+    # frpd's own plans of the sample hold none
+    result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans",
+                                 str(_write_plans(sample_paths, tmp_path)), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert json.loads(result.stdout)[0]["dominated mean"] == 0.0
+
+
+def _write_plans(sample_paths, folder):
+    result = runner.invoke(app, ["plan", *_common(sample_paths), "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    path = folder / "frpd.jsonl"
+    path.write_text(result.stdout, encoding="utf-8")
+    return path

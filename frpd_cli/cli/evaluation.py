@@ -72,6 +72,7 @@ METRIC_WORDS = {
     "near threshold": ("barely accepted", "lower"),
     "largest shift": ("population passed", "lower"),
     "shift > 0.3": ("past 30% of people", "lower"),
+    "dominated": ("beaten by another option", "lower"),
     "path cost": ("path length", "lower"),
     "path diversity": ("paths differ", "higher"),
     "path anti-diversity": ("paths alike", "lower"),
