@@ -189,7 +189,10 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     A prototype whose decoded row the model does not predict favourable (possible
     only for end points that are not training rows as scored, or below the
     margin) yields no recourse; the plan's reason says so. Recourses that
-    sparsification makes identical are kept once.
+    sparsification makes identical are kept once, and with ``sparsify`` a
+    recourse another one of its plan dominates
+    (:func:`frpd_cli.directions.dominated`) and that nothing replaced is left
+    out (the reason says how many).
     """
     judge = raised_threshold(model, margin)
     seg_app, seg_rows, seg_X, seg_proj = [], [], [], []

@@ -1109,6 +1109,13 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
     a variant that does not repeat another recourse of its group (applicant), and the rounds go on until no
     recourse has an accepted variant.
 
+    Each ordinal change is then brought back to the level nearest the applicant's that the model still accepts,
+    every other value kept (the levels between the applicant's and the recourse's, on the allowed side of a
+    monotone ordinal and inside the user's allowed levels; an ordinal's levels all cost the same in the
+    one-hot encoding, so the prototype's level is often more than the model needs). A recourse whose level came
+    down goes through the undo rounds again, since the lower level may leave a change unneeded; so no undo and
+    no lower level of any ordinal change is accepted when this returns.
+
     Parameters
     ----------
     encoder : Encoder
@@ -1135,7 +1142,8 @@ def minimal_recourses(encoder: Encoder, model, X0: np.ndarray, raw0: pd.DataFram
     Notes
     -----
     At most ``max changes - 1`` rounds, one model call each over ``sum of changes`` rows of the recourses
-    still being reduced. Undoing a change only removes a feature's move, so a recourse never costs more nor
+    still being reduced, and one call per mutable ordinal feature over the levels between (again after a
+    round of undos that a lowered level started). Undoing a change only removes a feature's move, so a recourse never costs more nor
     changes more features than before, and every rule (immutable, monotone, ranges, integers) it kept still
     holds: the restored values are the applicant's own. The result of a segment depends on that segment only.
     """

@@ -188,23 +188,21 @@ def _dominance_encoder(scale: str):
     return fit_encoder(schema, frame, scale=scale)
 
 
-def _dominates_raw(a: dict, b: dict, x0: dict) -> bool:
-    """Brute force in raw values: ``a`` differs from ``b`` and every change of ``a`` is in ``b``, at least as far."""
+def _dominates_raw(a: dict, b: dict, x0: dict, category: str = "c", ordinal: str = "o", order=ORDER) -> bool:
+    """Brute force in raw values: ``a`` differs from ``b`` and every change of ``a`` is in ``b``, at least as far
+    (``category`` names the categorical feature, ``ordinal`` the ordinal one with its levels ``order``)."""
     if a == b:
         return False
     for name, value in a.items():
         if value == x0[name]:
             continue
-        if b[name] == x0[name]:
+        if b[name] == x0[name] or (name == category and b[name] != value):
             return False
-        if name == "c":
-            if b[name] != value:
+        if name != category:
+            da, db = ((order.index(value) - order.index(x0[name]), order.index(b[name]) - order.index(x0[name]))
+                      if name == ordinal else (value - x0[name], b[name] - x0[name]))
+            if da * db <= 0 or abs(da) > abs(db):
                 return False
-            continue
-        da, db = ((ORDER.index(value) - ORDER.index(x0[name]), ORDER.index(b[name]) - ORDER.index(x0[name]))
-                  if name == "o" else (value - x0[name], b[name] - x0[name]))
-        if da * db <= 0 or abs(da) > abs(db):
-            return False
     return True
 
 
@@ -270,23 +268,6 @@ def _ladder_plans():
     return model, applicants, plans
 
 
-def _ladder_dominates(a: dict, b: dict, x0: dict) -> bool:
-    """Brute force in raw values over the ladder's features (``edu`` an ordinal, ``job`` a category)."""
-    if a == b:
-        return False
-    for name, value in a.items():
-        if value == x0[name]:
-            continue
-        if b[name] == x0[name] or (name == "job" and b[name] != value):
-            return False
-        if name != "job":
-            da, db = ((EDU.index(value) - EDU.index(x0[name]), EDU.index(b[name]) - EDU.index(x0[name]))
-                      if name == "edu" else (value - x0[name], b[name] - x0[name]))
-            if da * db <= 0 or abs(da) > abs(db):
-                return False
-    return True
-
-
 def _ladder_counts(model, applicants, plans) -> tuple[int, int, int]:
     """Recourses another of their plan dominates, recourses whose ``edu`` a level between would do (at the
     threshold plus the margin, every other value kept), and the recourses."""
@@ -294,7 +275,7 @@ def _ladder_counts(model, applicants, plans) -> tuple[int, int, int]:
     for plan, (_, x0) in zip(plans, applicants.iterrows()):
         rows = [r.features for r in plan.recourses]
         n += len(rows)
-        n_dominated += sum(any(_ladder_dominates(a, b, x0) for a in rows) for b in rows)
+        n_dominated += sum(any(_dominates_raw(a, b, x0, "job", "edu", EDU) for a in rows) for b in rows)
         for r in rows:
             between = [{**r, "edu": EDU[k]} for k in range(EDU.index(x0["edu"]) + 1, EDU.index(r["edu"]))]
             if between and (model.favorable_probability(between) >= THRESHOLD + MARGIN).any():
