@@ -472,11 +472,11 @@ def test_evaluate_reports_mean_probability_and_the_share_near_the_threshold(samp
         assert row["near threshold"] == pytest.approx(np.mean(probs < 0.51), abs=1e-12)
         assert row["sparsity"] == pytest.approx(np.mean([len(r.changes) for r in p.recourses]))
     summary = summarize_by_method(per)
-    assert list(summary.columns[-11:]) == ["probability mean", "probability std", "near threshold mean",
+    assert list(summary.columns[-13:]) == ["probability mean", "probability std", "near threshold mean",
                                            "near threshold std", "largest shift mean", "largest shift std",
-                                           "shift > 0.3 mean", "shift > 0.3 std", "n full plans", "n partial plans",
-                                           "n without recourse"]
-    assert list(per.columns[-4:]) == ["probability", "near threshold", "largest shift", "shift > 0.3"]
+                                           "shift > 0.3 mean", "shift > 0.3 std", "dominated mean", "dominated std",
+                                           "n full plans", "n partial plans", "n without recourse"]
+    assert list(per.columns[-5:]) == ["probability", "near threshold", "largest shift", "shift > 0.3", "dominated"]
 
 
 # ------------------------------------------------------------------ command line
