@@ -34,10 +34,10 @@ from dataclasses import replace
 import numpy as np
 import pandas as pd
 
+from .sparsify import _EPS, changed_features
+
 __all__ = ["SAME_DIRECTION", "DOMINATED_COST_FACTOR", "same_direction_repeats", "dominated", "favourable_levels",
            "other_directions"]
-
-_EPS = 1e-12
 
 #: Two recourses of an applicant repeat one another when the cosine of their moves (encoded space) is at least this.
 SAME_DIRECTION = 0.9
@@ -88,6 +88,11 @@ def _beaten(encoder, kept: dict, owners: list, D: np.ndarray, X0: np.ndarray) ->
     hit = _dominates(encoder, Z, X, np.arange(len(rows)), len(rows) + starts)
     out[starts[hit]] = True
     return out
+
+
+def _within(alts: list, cost: np.ndarray, limit: float) -> list:
+    """The replacements of ``alts`` whose cost is at most ``limit`` (up to rounding)."""
+    return [b for b in alts if cost[b] <= limit * (1 + 1e-12) + 1e-12]
 
 
 def _similarity(kept: list, direction: np.ndarray) -> float:
@@ -205,22 +210,20 @@ def _dominates(encoder, Z: np.ndarray, X0: np.ndarray, a: np.ndarray, b: np.ndar
     applicant (rows ``a[i]`` and ``b[i]`` of ``X0`` are equal)."""
     ok = np.ones(len(a), dtype=bool)
     differ = np.zeros(len(a), dtype=bool)
+    changed_all = changed_features(encoder, Z, X0)
     for j, f in enumerate(encoder.schema.features):
         lo, hi = int(encoder.offsets[j]), int(encoder.offsets[j + 1])
+        changed = changed_all[:, j]
         if f.is_categorical:
             level = np.argmax(Z[:, lo:hi], axis=1)
-            own = np.argmax(X0[:, lo:hi], axis=1)
-            moves = level - own if f.kind == "ordinal" else None
-            changed = level != own
-            if moves is None:
-                same = level[a] == level[b]
-                at_least = same
-            else:
+            if f.kind == "ordinal":
+                moves = level - np.argmax(X0[:, lo:hi], axis=1)
                 same = moves[a] == moves[b]
                 at_least = (moves[a] * moves[b] > 0) & (np.abs(moves[a]) <= np.abs(moves[b]))
+            else:
+                same = at_least = level[a] == level[b]
         else:
             d = Z[:, lo] - X0[:, lo]
-            changed = np.abs(d) > _EPS
             same = np.abs(d[a] - d[b]) <= _EPS
             at_least = (d[a] * d[b] > 0) & (np.abs(d[a]) <= np.abs(d[b]) + _EPS)
         ok &= ~changed[a] | (changed[b] & at_least)
@@ -326,7 +329,7 @@ def _probe_recourses(encoder, judge, X0, raw0, owners, moves, size, *, tol, max_
     ``moves`` made together (the other features at the applicant's values), sparsified (``sparse``) and 1-minimal.
     Returns (position in ``owners`` of each, rows, probability, usable)."""
     from .interpolation import interpolate_linear
-    from .sparsify import changed_features, minimal_recourses, sparsify_recourses
+    from .sparsify import minimal_recourses, sparsify_recourses
 
     base = raw0.iloc[owners].reset_index(drop=True)
     probes = [(a, dict(combo)) for a in range(len(base)) for combo in itertools.combinations(moves[a], size)]
@@ -422,9 +425,7 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
         if not sparse:
             todo = {a: [s for s in todo[a] if worse[s]] for a in todo}
         apps = [a for a in everyone if todo[a]]
-        if not apps:
-            if sparse:
-                continue
+        if not apps:                              # todo only shrinks: no later pass has work either
             break
         first = [first_of[a] for a in apps]
         tried = [moves[a] if size == 1 else moves[a][:COMBINED] for a in apps]
@@ -433,11 +434,12 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
         if not ok.any():
             continue
         Zb = encoder.encode(rows, source="the recourses along other features")
-        Db = Zb - X0[first][owner]
+        Xb = X0[first][owner]
+        Db = Zb - Xb
         B, cost_b = _unit(Db)
         if not sparse:                            # a trade another recourse of the plan beats is no replacement
-            ok &= ~_beaten(encoder, kept_moves, [apps[k] for k in owner], Db, X0[first][owner])
-        n_changes = changed_features(encoder, Zb, X0[first][owner]).sum(axis=1)
+            ok &= ~_beaten(encoder, kept_moves, [apps[k] for k in owner], Db, Xb)
+        n_changes = changed_features(encoder, Zb, Xb).sum(axis=1)
         of_owner = _members(owner)
         movable_b = ok & (cost_b > 0)
         for k, a in enumerate(apps):
@@ -446,16 +448,15 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
             alts = list(alts[np.lexsort((alts, cost_b[alts]))])
             while todo[a] and alts:
                 s0 = todo[a][0]
-                fits = [b for b in alts if n_changes[b] <= n_seg[s0] + extra[a] and
-                        (cost_limit is None or cost_b[b] <= cost_limit[s0] * (1 + 1e-12) + 1e-12)]
+                short = [b for b in alts if n_changes[b] <= n_seg[s0] + extra[a]]
+                fits = short if cost_limit is None else _within(short, cost_b, cost_limit[s0])
                 if cost_limit is None or not worse[s0]:
                     alts = pool = fits
                 else:
                     # a dominated recourse leaves the plan if it is not replaced: when no replacement within the
                     # cost limit points elsewhere, a dearer one (up to DOMINATED_COST_FACTOR) beats none
-                    pool = [b for b in fits if _similarity(kept[a], B[b]) < SAME_DIRECTION] or [
-                        b for b in alts if n_changes[b] <= n_seg[s0] + extra[a] and
-                        cost_b[b] <= DOMINATED_COST_FACTOR * cost_limit[s0] * (1 + 1e-12) + 1e-12]
+                    pool = [b for b in fits if _similarity(kept[a], B[b]) < SAME_DIRECTION] or _within(
+                        short, cost_b, DOMINATED_COST_FACTOR * cost_limit[s0])
                 if not pool:
                     break
                 # the least similar to the directions kept (cosines to 2 decimals), then the cheapest

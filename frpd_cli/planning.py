@@ -261,7 +261,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             seen.add(key)
             drafts.append((cost, s, features, probability))
         cursor += len(out.rows)
-        pending.append((drafts, n_lost, n_long))
+        pending.append((drafts, n_lost, n_long, 0))
     if sparsify:
         pending = _drop_dominated(encoder, X0, pending)
 
@@ -271,8 +271,7 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
         if pending[i] is None:
             plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
             continue
-        drafts, n_lost, n_long, *dropped = pending[i]
-        n_dominated = dropped[0] if dropped else 0
+        drafts, n_lost, n_long, n_dominated = pending[i]
         notes = [out.reason] if out.reason else []  # a selection note (e.g. exact ran quad instead)
         drafts.sort(key=lambda d: d[0])        # rank 1 the cheapest; ties keep the prototypes' order (stable)
         recourses = [Recourse(rank=rank, features=features, changes=changes(raw0, features), cost=cost,
@@ -302,8 +301,8 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
 
 
 def _drop_dominated(encoder, X0: np.ndarray, pending: list) -> list:
-    """Each applicant's drafts without those another draft dominates (:func:`frpd_cli.directions.dominated`):
-    ``(drafts, n_lost, n_long)`` becomes ``(drafts, n_lost, n_long, n_dropped)``. One encoding for the batch."""
+    """Each applicant's drafts without those another draft dominates (:func:`frpd_cli.directions.dominated`),
+    their number in the last place of ``(drafts, n_lost, n_long, n_dropped)``. One encoding for the batch."""
     from .directions import dominated
 
     owner = [i for i, p in enumerate(pending) if p is not None for _ in p[0]]
@@ -319,7 +318,7 @@ def _drop_dominated(encoder, X0: np.ndarray, pending: list) -> list:
         if p is None:
             out.append(None)
             continue
-        drafts, n_lost, n_long = p
+        drafts, n_lost, n_long, _ = p
         mine = drop[at:at + len(drafts)]
         at += len(drafts)
         out.append(([d for d, gone in zip(drafts, mine) if not gone], n_lost, n_long, int(mine.sum())))
