@@ -195,7 +195,7 @@ def encode_training(frame: pd.DataFrame, schema: Schema, *, source: str = "the d
 
 
 def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: str = "the data file",
-                       scale: str = DEFAULT_SCALE, encoded: tuple | None = None) -> TrainingSet:
+                       scale: str = DEFAULT_SCALE, encoded: tuple | None = None, progress=None) -> TrainingSet:
     """Fit the encoder and score every training row with the model.
 
     Parameters
@@ -212,23 +212,27 @@ def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: st
         How numeric moves are priced (see :mod:`frpd_cli.encoding`).
     encoded : tuple, optional
         ``(encoder, X)`` from :func:`encode_training` with the same frame, schema and scale, when already made.
+    progress : callable, optional
+        Called as ``progress(done, n_rows)`` before the rows are scored and after each slice of them
+        (:func:`_score_training_rows`).
     """
     encoder, X = encode_training(frame, schema, source=source, scale=scale) if encoded is None else encoded
     features = frame.loc[:, list(schema.feature_names)].reset_index(drop=True)
     codes = encoder.constraint_codes(features, source=source)
-    probability = _score_training_rows(model, features, source)
+    probability = _score_training_rows(model, features, source, progress=progress)
     favorable = probability >= model.threshold
     return TrainingSet(frame=features, schema=schema, encoder=encoder, X=X, codes=codes,
                        probability=probability, favorable=favorable, labeled=labeled_rows(frame, schema))
 
 
-def rescored(training: TrainingSet, model, *, source: str = "the data file") -> TrainingSet:
+def rescored(training: TrainingSet, model, *, source: str = "the data file", progress=None) -> TrainingSet:
     """``training`` with every row scored again by ``model`` (encoded rows and codes kept).
 
     A pool (:mod:`frpd_cli.pool`) holds the model's own verdict; with other models to satisfy
-    (:class:`frpd_cli.judge.Judge`) the rows are scored by the judge, exactly as :func:`build_training_set` would.
+    (:class:`frpd_cli.judge.Judge`) the rows are scored by the judge, exactly as :func:`build_training_set` would
+    (``progress`` as there).
     """
-    probability = _score_training_rows(model, training.frame, source)
+    probability = _score_training_rows(model, training.frame, source, progress=progress)
     return replace(training, probability=probability, favorable=probability >= model.threshold)
 
 
@@ -237,18 +241,21 @@ def rescored(training: TrainingSet, model, *, source: str = "the data file") -> 
 SCORE_SLICE_BLOCKS = 128
 
 
-def _score_training_rows(model, features: pd.DataFrame, source: str) -> np.ndarray:
+def _score_training_rows(model, features: pd.DataFrame, source: str, *, progress=None) -> np.ndarray:
     """Every training row's favourable probability, scored in slices of :data:`SCORE_SLICE_BLOCKS` call blocks.
 
     The model's intermediate arrays (a pipeline's transformed rows, a network's layers) then take the memory of
     one slice, not of the training set: about 350 MB fewer at the peak of a million rows. The slices are
     multiples of the model's call blocks (:data:`frpd_cli.model.SCORE_BLOCK_ROWS`), whose rows' probabilities
     do not depend on the other rows of a call, so they are those of one call on every row, bit for bit.
+    ``progress``, when given, is called as ``progress(done, n_rows)`` before the first slice and after each.
     """
     from .model import SCORE_BLOCK_ROWS
 
     size = SCORE_SLICE_BLOCKS * SCORE_BLOCK_ROWS
     parts = []
+    if progress is not None:
+        progress(0, len(features))
     for start in range(0, max(len(features), 1), size):
         rows = features if len(features) <= size else features.iloc[start:start + size]
         try:
@@ -257,6 +264,8 @@ def _score_training_rows(model, features: pd.DataFrame, source: str) -> np.ndarr
             # the rows passed are the data rows in file order: name the row as the user sees it
             row = start + exc.row
             raise exc.located(f"data row {row + 1} (line {row + 2}) of {source}") from None
+        if progress is not None:
+            progress(min(start + size, len(features)), len(features))
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 

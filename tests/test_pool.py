@@ -461,9 +461,12 @@ def test_training_rows_scored_in_slices_are_scored_as_in_one_call(sample_paths, 
             calls.append(len(rows))
             return model.favorable_probability(rows)
 
-    sliced = build_training_set(frame, schema, Counted())
+    told = []
+    sliced = build_training_set(frame, schema, Counted(), progress=lambda done, n: told.append((done, n)))
     assert calls == [512, 512, 512, 464]
     assert np.array_equal(whole.probability, sliced.probability)
+    # the progress is told before the first slice and after each, the rows scored so far of all
+    assert told == [(0, 2000), (512, 2000), (1024, 2000), (1536, 2000), (2000, 2000)]
 
     class Broken(Counted):
         def favorable_probability(self, rows):

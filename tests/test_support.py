@@ -512,3 +512,28 @@ def test_label_support_asks_for_a_training_row_within_the_auto_radius_by_default
     rows = [r["features"] for line in default.splitlines() for r in json.loads(line)["recourses"]]
     Z = (np.array([[r["x1"], r["x2"]] for r in rows]) - X.min(axis=0)) / (X.max(axis=0) - X.min(axis=0))
     assert rows and (_nearest_distance(Xn, Z) <= radius * (1 + 1e-9)).all()
+
+
+@pytest.mark.parametrize("with_pool", [False, True])
+def test_scoring_the_training_rows_with_support_tells_the_status_line_what_and_how_far(corner, tmp_path, with_pool):
+    # label support finds the labels around every training row while the rows are scored (most of a minute on a
+    # million rows): the status line names the models and counts the rows, from 0 to all of them, with or
+    # without a pool (whose rows the judge scores again)
+    from frpd_cli.cli._options import SchemaFlags, read_training
+    from frpd_cli.cli._robust import RobustModels
+
+    f = corner["folder"]
+    flags = SchemaFlags(target="y", favorable="1", max_moves=("none",))
+    pool = None
+    if with_pool:
+        pool = tmp_path / "pool"
+        built = runner.invoke(app, ["build-pool", str(f / "train.csv"), "--model", str(f / "model.pkl"), "--target",
+                                    "y", "--favorable", "1", "--max-move", "none", "--out", str(pool)])
+        assert built.exit_code == 0, built.output
+    told = []
+    training, _, _ = read_training(f / "train.csv", f / "model.pkl", flags, pool=pool, status=told.append,
+                                   robust=RobustModels(support="auto"))
+    counts = [line for line in told if line.startswith("scoring the training rows with the model and label support")]
+    assert counts and counts[0].endswith(": 0 of 500 rows") and counts[-1].endswith(": 500 of 500 rows"), told
+    # the rows judged favourable are those the model and the labels around them both accept
+    assert training.n_rows == 500 and 0 < training.favorable.sum() < (corner["model"].predict(corner["X"]) == 1).sum()

@@ -636,15 +636,37 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 
         model = judge_for(model, robust, schema, threshold=threshold, trusted_types=trusted_types, frame=frame,
                           data=data, model_path=model_path, scale=flags.scale, encoded=encoded, status=status)
+        scoring = None if status is None else _judge_progress(robust, status)
         if pool is not None:            # the pool holds the model's verdict alone: the judge scores its rows again
             from ..dataset import rescored
 
-            training = rescored(training, model, source=f"'{data}'")
+            training = rescored(training, model, source=f"'{data}'", progress=scoring)
+    else:
+        scoring = None
     if pool is None:
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale,
-                                      encoded=encoded)
+                                      encoded=encoded, progress=scoring)
     _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like, spec=spec)
     return training, model, spec
+
+
+def _judge_progress(robust, status):
+    """``progress(done, n)`` for scoring the training rows with every model to satisfy: the status line names them
+    and counts the rows (label support finds the labels around each row the first time it is asked, which on a
+    million rows takes most of a minute)."""
+    models = ["the model"]
+    if robust.also_valid_for:
+        models.append(f"{len(robust.also_valid_for)} other model(s)")
+    if robust.refits is not None or robust.robust is not None:
+        models.append("its refits")
+    if robust.resolved_support is not None:
+        models.append("label support (the labels around each row, found once per run)")
+    what = models[0] if len(models) == 1 else ", ".join(models[:-1]) + " and " + models[-1]
+
+    def progress(done: int, n: int) -> None:
+        status(f"scoring the training rows with {what}: {done:,} of {n:,} rows")
+
+    return progress
 
 
 def _warn_about_training(frame, training: TrainingSet, model, *, source: str, spec, id_like=None) -> None:
