@@ -1233,17 +1233,27 @@ def looks_like_id_name(name: str) -> bool:
 #: Words of a column name that name a characteristic a person cannot or must not be asked to change: the grounds
 #: fair-lending and equal-treatment rules protect (race, colour, religion, national origin, sex, marital status,
 #: disability), matched as whole words (``race`` and ``applicant_race``, not ``trace``).
-_SENSITIVE_WORDS = frozenset({"race", "races", "racial", "ethnicity", "ethnic", "ethnicities", "sex", "gender",
-                              "male", "female", "religion", "religious", "nationality", "citizenship", "marital",
-                              "disability", "disabled", "pregnancy", "pregnant", "caste"})
+_SENSITIVE_WORDS = frozenset({
+    "race", "races", "racial", "ethnicity", "ethnic", "ethnicities", "sex", "gender", "male", "female", "religion",
+    "religious", "nationality", "citizenship", "marital", "marriage", "married", "disability", "disabled",
+    "pregnancy", "pregnant", "caste",
+    # the same in German, French, Spanish, Italian and Portuguese column names (accents are dropped first)
+    "geschlecht", "familienstand", "staatsangehorigkeit", "nationalitat", "religionszugehorigkeit", "sexe",
+    "ethnie", "nationalite", "sexo", "genero", "raza", "etnia", "nacionalidad", "religione", "sesso", "razza",
+    "nazionalita", "raca", "nacionalidade", "religiao"})
 _SENSITIVE_PAIRS = (("national", "origin"), ("native", "country"), ("country", "birth"), ("birth", "country"),
-                    ("sexual", "orientation"), ("personal", "status"))
+                    ("sexual", "orientation"), ("personal", "status"), ("skin", "color"), ("skin", "colour"),
+                    ("estado", "civil"), ("etat", "civil"), ("situation", "familiale"), ("stato", "civile"))
 _WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 
 
 def _name_words(name: str) -> list[str]:
-    """The words of a column name, lower case: ``applicantRace``, ``applicant_race`` -> ``applicant``, ``race``."""
-    return [w.lower() for w in _WORD.findall(str(name))]
+    """The words of a column name, lower case, accents dropped: ``applicantRace``, ``applicant_race`` ->
+    ``applicant``, ``race``; ``Staatsangehörigkeit`` -> ``staatsangehorigkeit``."""
+    import unicodedata
+
+    plain = "".join(c for c in unicodedata.normalize("NFKD", str(name)) if not unicodedata.combining(c))
+    return [w.lower() for w in _WORD.findall(plain)]
 
 
 def sensitive_like_features(schema: Schema, *, vary=()) -> tuple[list[str], list[str]]:

@@ -23,10 +23,16 @@ NAMES = {
     "ethnicity": "sensitive", "sex": "sensitive", "Sex": "sensitive", "gender": "sensitive", "is_male": "sensitive",
     "religion": "sensitive", "native-country": "sensitive", "national origin": "sensitive",
     "marital_status": "sensitive", "Personal status": "sensitive", "disability": "sensitive",
-    "country_of_birth": "sensitive", "sexual_orientation": "sensitive",
+    "country_of_birth": "sensitive", "sexual_orientation": "sensitive", "MARRIAGE": "sensitive",
+    "is_married": "sensitive", "skin_colour": "sensitive",
+    # other languages, accents or not
+    "Geschlecht": "sensitive", "Familienstand": "sensitive", "Staatsangehörigkeit": "sensitive",
+    "sexe": "sensitive", "état_civil": "sensitive", "Nationalité": "sensitive", "estado civil": "sensitive",
+    "raza": "sensitive", "género": "sensitive", "stato_civile": "sensitive", "raça": "sensitive",
     "age": "age", "Age": "age", "age_years": "age", "applicantAge": "age",
     "trace": None, "racetrack": None, "percentage": None, "mileage": None, "page_views": None, "status": None,
     "country": None, "personal_loans": None, "sextant": None, "income": None, "Credit amount": None,
+    "civil_servant": None, "colour": None, "Einkommen": None, "situation": None,
 }
 
 
