@@ -467,6 +467,50 @@ def _float_column(training: TrainingSet, name: str) -> np.ndarray:
     return cached[name]
 
 
+def level_bounded(schema) -> list:
+    """The ordinal features with a move bound (``--max-move``: at most ``max_levels`` levels either way)."""
+    return [] if schema is None else [f for f in schema.features
+                                      if f.kind == "ordinal" and f.max_levels is not None and f.mutability != "immutable"]
+
+
+def level_positions(f, values) -> np.ndarray:
+    """The position of each raw value of ordinal feature ``f`` in its declared order (-1: not a level)."""
+    from .encoding import category_key
+
+    rank = {category_key(level): i for i, level in enumerate(f.levels)}
+    return np.fromiter((rank.get(category_key(v), -1) for v in values), dtype=np.int64, count=len(values))
+
+
+def _level_column(training: TrainingSet, f) -> np.ndarray:
+    """The training rows' level positions of ordinal feature ``f`` (:func:`level_positions`), remembered per
+    training set (every applicant's move bound reads them)."""
+    cached = training.__dict__.get("_level_columns")
+    if cached is None:
+        cached = {}
+        object.__setattr__(training, "_level_columns", cached)
+    if f.name not in cached:
+        codes, uniques = pd.factorize(training.frame[f.name], use_na_sentinel=True)
+        found = np.append(level_positions(f, list(uniques)), -1)          # a missing value (code -1): no level
+        cached[f.name] = found[codes]
+    return cached[f.name]
+
+
+def _applicant_level(training: TrainingSet, f, x0: np.ndarray) -> int:
+    """The applicant's level position of ordinal feature ``f``, read from its encoded row (one-hot block)."""
+    return int(np.argmax(np.asarray(x0)[training.encoder.block(f.name)]))
+
+
+def levels_outside(training: TrainingSet, x0: np.ndarray, rows: np.ndarray | None = None) -> list[tuple]:
+    """Per ordinal feature with a move bound: ``(feature, rows moving it by more than its max_levels)``, over
+    ``rows`` (training row numbers; default every row)."""
+    found = []
+    for f in level_bounded(training.schema):
+        column = _level_column(training, f)
+        column = column if rows is None else column[rows]
+        found.append((f, np.abs(column - _applicant_level(training, f, x0)) > f.max_levels))
+    return found
+
+
 def within_ranges(training: TrainingSet, x0: np.ndarray, raw0=None) -> np.ndarray:
     """Training rows whose every ranged feature is inside its range or equal to the applicant's value.
 
@@ -484,6 +528,8 @@ def within_ranges(training: TrainingSet, x0: np.ndarray, raw0=None) -> np.ndarra
         rows = np.flatnonzero(outside)
         same = np.all(training.X[rows, block] == x0[block], axis=1)
         ok[rows[~same]] = False
+    for _, far in levels_outside(training, x0):      # a level farther than the bound is never the applicant's
+        ok &= ~far
     return ok
 
 
@@ -549,6 +595,9 @@ def candidate_positions(training: TrainingSet, x0: np.ndarray, codes0, pool: np.
         if out.any():
             out &= ~np.all(X_rows[at, block] == x0[block], axis=1)
             at = at[~out]
+    for _, far in levels_outside(training, x0, rows[at]):
+        if far.any():
+            at = at[~far]
     same = _equal_rows(X_rows, at, x0, first=_first_column(training, pool, X_rows))
     if same.size:
         at = np.setdiff1d(at, same, assume_unique=True)
@@ -836,12 +885,25 @@ def project_rows(training: TrainingSet, rows: np.ndarray, raw0: pd.Series) -> pd
             else:
                 values = out[f.name].to_numpy()
                 out[f.name] = np.maximum(values, raw0[f.name]) if up else np.minimum(values, raw0[f.name])
+    return _into_level_windows(training, out, np.zeros(len(out), dtype=np.int64), [raw0])
+
+
+def _into_level_windows(training: TrainingSet, out: pd.DataFrame, owner: np.ndarray, raw0: list) -> pd.DataFrame:
+    """``out`` with every ordinal feature that has a move bound moved to the nearest level inside applicant
+    ``owner[j]``'s window (:meth:`frpd_cli.schema.Feature.level_window`), in place."""
+    for f in level_bounded(training.schema):
+        mine = level_positions(f, [raw0[a][f.name] for a in range(len(raw0))])[owner]
+        ranks = level_positions(f, out[f.name].tolist())
+        low, high = f.level_window(mine)
+        clipped = np.clip(ranks, low, high)
+        if np.any(clipped != ranks):
+            out[f.name] = pd.Series([f.levels[i] for i in clipped], dtype=out[f.name].dtype)
     return out
 
 
 def has_move_bounds(schema) -> bool:
     """Whether some feature has a move bound (``--max-move``)."""
-    return schema is not None and any(f.max_move is not None for f in schema.features)
+    return schema is not None and any(f.max_move is not None or f.max_levels is not None for f in schema.features)
 
 
 def moved_candidates(training: TrainingSet, model, x0: np.ndarray, codes0, raw0: pd.Series, pool: np.ndarray,
@@ -962,6 +1024,10 @@ def _inside_limits(training: TrainingSet, frame: pd.DataFrame, owner: np.ndarray
             inside &= f.in_range(values, origin if f.is_relative else None) | (values == origin)
         else:
             inside &= f.in_range(values) | np.array([v == own[a] for v, a in zip(values.tolist(), owner)], dtype=bool)
+    for f in level_bounded(training.schema):
+        low, high = f.level_window(level_positions(f, [raw0[a][f.name] for a in range(len(raw0))])[owner])
+        ranks = level_positions(f, frame[f.name].tolist())
+        inside &= (ranks >= low) & (ranks <= high)
     return inside
 
 
@@ -1082,7 +1148,7 @@ def _project_many(training: TrainingSet, rows: np.ndarray, owner: np.ndarray, ra
                 values = out[f.name].to_numpy()
                 base = np.array([raw0[a][f.name] for a in range(len(raw0))])[owner]
                 out[f.name] = np.maximum(values, base) if up else np.minimum(values, base)
-    return out
+    return _into_level_windows(training, out, owner, raw0)
 
 
 def _first_of_each(X: np.ndarray, keep: np.ndarray, seen: set | None = None) -> np.ndarray:
@@ -1302,7 +1368,19 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
                 parts.append(Exclusion(removed, "max-move", f.name,
                                        f"{removed} move {f.name} by more than {f.max_move:g}{share} (applicant: "
                                        f"{raw0[f.name]})"))
+    for f in level_bounded(training.schema):
+        mine = int(level_positions(f, [raw0[f.name]])[0])
+        removed = count(np.abs(_level_column(training, f)[at] - mine) > f.max_levels)
+        if removed:
+            share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its levels"
+            parts.append(Exclusion(removed, "max-move", f.name,
+                                   f"{removed} move {f.name} by more than {_levels_text(f.max_levels)}{share} "
+                                   f"(applicant: {raw0[f.name]})"))
     return parts
+
+
+def _levels_text(n: int) -> str:
+    return f"{n} level" if n == 1 else f"{n} levels"
 
 
 def _range_text(f, raw0) -> str:

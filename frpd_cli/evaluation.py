@@ -602,6 +602,8 @@ def _evaluate_one(rec, k, raw0, x0, already, R_raw, R_enc, favorable, encodable,
 
     audit = m.constraint_violations(raw0, R_raw.reset_index(drop=True), atol=_ATOL,
                                     **{**rules, "ranges": _ranges_for(rules["ranges"], raw0, training.schema)})
+    far = _levels_beyond_bound(training.schema, raw0, R_raw)
+    audit = {**audit, "range": audit["range"] + far, "total": audit["total"] + far}
     row["violations"] = float(audit["total"])
     if audit["total"]:
         kinds = [f"{audit[kind]} {kind}" for kind in ("immutable", "monotone", "range", "vocabulary") if audit[kind]]
@@ -636,6 +638,22 @@ def _ranges_for(ranges: dict, raw0: pd.Series, schema=None) -> dict:
             lo, hi = min(lo, float(value)), max(hi, float(value))
         out[name] = (lo, hi)
     return out
+
+
+def _levels_beyond_bound(schema, raw0: pd.Series, R_raw: pd.DataFrame) -> int:
+    """Changed ordinal values more levels away from the applicant's than a declared move bound allows (counted
+    with the range violations; a value that is no level is the vocabulary's to count)."""
+    from .candidates import level_bounded, level_positions
+
+    count = 0
+    for f in level_bounded(schema):
+        if f.name not in R_raw.columns:
+            continue
+        mine = int(level_positions(f, [raw0[f.name]])[0])
+        theirs = level_positions(f, R_raw[f.name].tolist())
+        if mine >= 0:
+            count += int(np.count_nonzero((theirs >= 0) & (np.abs(theirs - mine) > f.max_levels)))
+    return count
 
 
 def _ranks(rec) -> list:

@@ -149,9 +149,14 @@ class Feature:
         share of the feature's training range; ``None``: no such bound). It
         adds to the other limits: :meth:`bounds` gives them all at once.
     max_move_share : float or None
-        The share of the training range ``max_move`` was computed from (how
-        messages and schema files state it); ``math.inf`` when the bound was
-        declared ``none``.
+        The share of the training range ``max_move`` (or ``max_levels``) was
+        computed from (how messages and schema files state it); ``math.inf``
+        when the bound was declared ``none``.
+    max_levels : int or None
+        Ordinal features: the most levels a recourse may move the feature away
+        from the applicant's level, either way (``--max-move``: the share of
+        the steps between its lowest and highest level, rounded up, at least
+        one; ``None``: no such bound, or one that allows every level).
     """
 
     name: str
@@ -167,6 +172,7 @@ class Feature:
     rel_percent: bool = False
     max_move: float | None = None
     max_move_share: float | None = None
+    max_levels: int | None = None
 
     @property
     def has_range(self) -> bool:
@@ -267,6 +273,22 @@ class Feature:
             ok &= (array >= low) & (array <= high)
         return ok
 
+    def level_window(self, origin) -> tuple[np.ndarray, np.ndarray]:
+        """The lowest and highest level positions (in :attr:`levels`) a recourse may move this ordinal feature to,
+        from the applicants' level positions ``origin``: ``max_levels`` either way, inside the levels (every level
+        without a bound).
+
+        Examples
+        --------
+        >>> f = Feature("education", "ordinal", levels=("a", "b", "c", "d", "e"), max_levels=1)
+        >>> [w.tolist() for w in f.level_window([0, 2, 4])]
+        [[0, 1, 3], [1, 3, 4]]
+        """
+        origin = np.asarray(origin, dtype=np.int64)
+        if self.max_levels is None:
+            return np.zeros_like(origin), np.full_like(origin, max(len(self.levels) - 1, 0))
+        return np.maximum(origin - self.max_levels, 0), np.minimum(origin + self.max_levels, len(self.levels) - 1)
+
     @property
     def is_categorical(self) -> bool:
         return self.kind in ("categorical", "ordinal")
@@ -288,6 +310,8 @@ class Feature:
             out["relative"] = [self.rel_low, self.rel_high, "%" if self.rel_percent else "+"]
         if self.max_move is not None:
             out["max_move"] = [float(self.max_move), self.max_move_share]
+        if self.kind == "ordinal" and self.max_move_share is not None:     # the share even when nothing binds
+            out["max_levels"] = [None if self.max_levels is None else int(self.max_levels), self.max_move_share]
         return out
 
     @property
@@ -302,6 +326,9 @@ class Feature:
     def move_text(self) -> str:
         """The move bound as messages state it (``a move of at most 17 (--max-move 0.25 of its training
         range)``); empty without one."""
+        if self.max_levels is not None:
+            share = f" {self.max_move_share:g} of its levels" if self.max_move_share is not None else ""
+            return f"a move of at most {_levels_text(self.max_levels)} either way (--max-move{share})"
         if self.max_move is None:
             return ""
         share = f" {self.max_move_share:g} of its training range" if self.max_move_share is not None else ""
@@ -349,7 +376,8 @@ class Schema:
                         rel_high=(f.get("relative") or [None, None, "+"])[1],
                         rel_percent=(f.get("relative") or [None, None, "+"])[2] == "%",
                         max_move=(f.get("max_move") or [None, None])[0],
-                        max_move_share=(f.get("max_move") or [None, None])[1])
+                        max_move_share=(f.get("max_move") or f.get("max_levels") or [None, None])[1],
+                        max_levels=(f.get("max_levels") or [None, None])[0])
                 for f in data["features"]
             )
             return cls(features=features, target=data["target"], favorable=data["favorable"],
@@ -857,6 +885,8 @@ def _with_max_move(feature: Feature, values: pd.Series, share, source: str) -> F
     may change; a share given for another feature is an error, the default passes it by)."""
     from dataclasses import replace
 
+    if share is not None and feature.kind == "ordinal" and feature.mutability != "immutable":
+        return _with_max_levels(feature, share)
     if share is None or not feature.is_numeric or feature.mutability == "immutable":
         return feature
     if math.isinf(share):                          # declared none: no bound (schema files say so)
@@ -866,6 +896,22 @@ def _with_max_move(feature: Feature, values: pd.Series, share, source: str) -> F
     if not math.isfinite(span) or span <= 0:
         return feature
     return replace(feature, max_move=share * span, max_move_share=float(share))
+
+
+def _with_max_levels(feature: Feature, share: float) -> Feature:
+    """An ordinal ``feature`` with its move bound: ``share`` of the steps between its lowest and highest level,
+    rounded up to whole levels (at least one); none when that reaches every level."""
+    from dataclasses import replace
+
+    steps = len(feature.levels) - 1
+    if math.isinf(share) or steps < 1:
+        return replace(feature, max_move_share=float(share))
+    levels = max(1, math.ceil(share * steps - 1e-9))
+    return replace(feature, max_move_share=float(share), max_levels=levels if levels < steps else None)
+
+
+def _levels_text(n: int) -> str:
+    return f"{n} level" if n == 1 else f"{n} levels"
 
 
 def _check_exclusive(spec: SchemaSpec, keys, what: str) -> None:
@@ -1111,7 +1157,9 @@ def _toml_weight(schema: Schema, context: dict) -> list[str]:
 
 
 def _toml_max_move(schema: Schema, context: dict) -> list[str]:
-    movable = [f for f in schema.features if f.is_numeric and f.mutability != "immutable"]
+    # ordinals with a share only: one declared for them alone (the default applies to them as to numbers)
+    movable = [f for f in schema.features if f.mutability != "immutable" and (
+        f.is_numeric or (f.kind == "ordinal" and f.max_move_share is not None))]
     if not movable:
         return []
     if all(f.max_move_share is None for f in movable):       # nothing declared

@@ -34,8 +34,8 @@ depends on its own segment and on the earlier segments of its applicant only):
    rounded as in the interpolation.
    **Levels of its own.** Besides the prototype's category, a categorical
    feature may take any other level it is allowed to (mutable, within the
-   user's allowed levels, an ordinal only the allowed way), alone (size 1), or
-   with one other changed feature moved towards the prototype (size 2, for the
+   user's allowed levels, an ordinal only the allowed way and within its move
+   bound), alone (size 1), or with one other changed feature moved towards the prototype (size 2, for the
    recourses no single feature serves): a recourse of one change ("education:
    HS-grad -> Masters") need not wait for a prototype with that level
    (:data:`FREE_LEVELS`).
@@ -555,7 +555,7 @@ class _SmallSupports:
         """The (segment, categorical feature, level) triples of the levels a segment's feature may move to.
 
         Every level the feature may take (mutable; within the user's allowed levels; ordinals only the allowed
-        way) other than the applicant's.
+        way and within their move bound) other than the applicant's.
         """
         parts = []
         for j, f in enumerate(self.features):
@@ -570,6 +570,8 @@ class _SmallSupports:
                 ok &= levels[None, :] > mine[:, None]
             elif f.mutability == "decreasing":
                 ok &= levels[None, :] < mine[:, None]
+            if f.kind == "ordinal" and f.max_levels is not None:     # --max-move: at most that many levels away
+                ok &= np.abs(levels[None, :] - mine[:, None]) <= f.max_levels
             where, level = np.nonzero(ok)
             parts.append((segs[where], np.full(where.size, j, dtype=np.int64), level.astype(np.int64)))
         if not parts:

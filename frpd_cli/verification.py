@@ -111,7 +111,7 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
     Rules: every feature present; categories from the training vocabulary; numbers finite;
     integer features whole where they differ from the origin (an unchanged value is the
     applicant's own); immutable features equal to the origin's; increasing (decreasing)
-    features not below (above) the origin's value or rank.
+    features not below (above) the origin's value or rank; an ordinal's level within its move bound.
     """
     found = []
     for f in encoder.schema.features:
@@ -149,6 +149,10 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
                 elif (new < old) if f.mutability == "increasing" else (new > old):
                     found.append(Violation(i, f"{f.mutability} feature '{name}' moves only its allowed way",
                                            f"the applicant has {start!r}, the {what} {value!r}"))
+            if f.kind == "ordinal" and f.max_levels is not None and f.mutability != "immutable" and not same and (
+                    old is None or abs(new - old) > f.max_levels):
+                found.append(Violation(i, f"a changed '{name}' inside its --max-move bound ({f.move_text})",
+                                       f"the applicant has {start!r}, the {what} {value!r}"))
             if f.has_range and not same and (old is None if f.is_relative else False):
                 found.append(Violation(i, f"'{name}' comparable with the applicant's value (its --range is "
                                        "relative to it)", f"the applicant has {start!r}"))

@@ -693,8 +693,9 @@ def test_every_sample_recourse_is_one_minimal_at_the_default_margin(sample_paths
     estimator = joblib.load(sample_paths["model"])
     n, spread = _assert_one_minimal(records, applicants, lambda X: estimator.predict_proba(X)[:, 1], 0.55, names)
     assert n >= 50
-    assert max(hi for _, hi in spread.values()) <= 5            # measured: 1 to 5 changes per recourse (each move
-    # within the default --max-move bound of 0.25 of its range, so some recourses need one change more)
+    assert max(hi for _, hi in spread.values()) <= 6            # measured: 1 to 6 changes per recourse (each move
+    # within the default --max-move bound of 0.25 of its range, savings one level of its four, so some recourses
+    # need more changes: A014's "savings: none -> rich" became recourses of 5 and 6 changes)
 
 
 def test_every_german_recourse_is_one_minimal_at_the_default_margin(german, tmp_path):

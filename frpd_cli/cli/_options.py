@@ -320,7 +320,9 @@ MaxMoveOpt = Annotated[Optional[list[str]], typer.Option("--max-move", callback=
                                                          metavar="SHARE|COL=SHARE",
                                                          help="The most a recourse moves a numeric feature away "
                                                          "from the applicant's value, either way, as a share of its "
-                                                         "training range (default 0.25 unless the schema file "
+                                                         "training range (an ordinal: of the steps between its "
+                                                         "levels, rounded up to whole levels, at least one; "
+                                                         "default 0.25 unless the schema file "
                                                          "declares max_move; none: no bound). COL=SHARE or COL=none "
                                                          "for one feature (repeatable). An applicant whose "
                                                          "prototypes all lie farther gets a partial or empty plan "
