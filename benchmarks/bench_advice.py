@@ -9,9 +9,10 @@ moved the same way and no more levels): whatever it asks, the other asks less, s
 ordinal change is *higher than needed* when a level between the applicant's and the recourse's, every other
 value kept, is accepted at the threshold plus the margin. An ordinal change is *far* when it moves more levels
 than a quarter of the steps between the lowest and the highest level, rounded up (``FAR_SHARE``; 2 of Adult's
-7 steps of ``education``, 1 of the sample's 3 of ``savings``): across most of the scale for one change. Both are counted here by brute force over the plans'
-raw values and the model, independently of frpd's own rules, so the script measures any version of frpd (run it
-with another checkout first on ``PYTHONPATH`` for the numbers of before).
+7 steps of ``education``, 1 of the sample's 3 of ``savings``): across most of the scale for one change. All
+three are counted here by brute force over the plans' raw values and the model, independently of frpd's own
+rules, so the script measures any version of frpd (run it with another checkout first on ``PYTHONPATH``, and
+``FRPD_DATASETS`` pointing to the shared datasets, for the numbers of before).
 
 Protocol: the paper's 80/20 split stratified on the label (seed 42) and its MLP (``paper_tables._pipeline``);
 applicants are the first N test rows the model denies; ``frpd plan``'s defaults (effort scale, ``--margin
