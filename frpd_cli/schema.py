@@ -310,7 +310,8 @@ class Feature:
             out["relative"] = [self.rel_low, self.rel_high, "%" if self.rel_percent else "+"]
         if self.max_move is not None:
             out["max_move"] = [float(self.max_move), self.max_move_share]
-        if self.kind == "ordinal" and self.max_move_share is not None:     # the share even when nothing binds
+        if self.kind == "ordinal" and self.max_move_share is not None and math.isfinite(self.max_move_share):
+            # the share even when nothing binds (declared none: nothing, as for a numeric feature)
             out["max_levels"] = [None if self.max_levels is None else int(self.max_levels), self.max_move_share]
         return out
 

@@ -4,7 +4,9 @@ against the level positions of every recourse, with a witness that the model wou
 
 from __future__ import annotations
 
+import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -70,7 +72,9 @@ def test_the_bound_is_the_share_of_the_steps_rounded_up_and_at_least_one_level(n
     schema = infer_schema(frame, SchemaSpec(target="label", ordinal={"o": levels}, max_move=share))
     f = schema.feature("o")
     assert f.max_levels == expected and f.max_move_share == share and f.max_move is None
-    assert Schema.from_dict(schema.to_dict()).feature("o") == f          # artifacts keep it
+    stored = Schema.from_dict(json.loads(json.dumps(schema.to_dict(), allow_nan=False))).feature("o")
+    # artifacts keep it (as JSON); a bound declared none is stored as no bound, as for a numeric feature
+    assert stored == (f if math.isfinite(share) else replace(f, max_move_share=None))
     frozen = infer_schema(frame, SchemaSpec(target="label", ordinal={"o": levels}, immutable=("o",), max_move=share))
     assert frozen.feature("o").max_levels is None                       # nothing to bound
     if expected is not None:
@@ -121,8 +125,6 @@ def test_verification_refuses_an_ordinal_moved_past_its_bound():
     plan = next(p for p in plans if p.recourses and EDU.index(applicants.iloc[int(p.applicant)]["edu"]) <= 4)
     x0 = applicants.iloc[int(plan.applicant)]
     far = {**plan.recourses[0].features, "edu": EDU[EDU.index(x0["edu"]) + 3], "hours": 59}
-    from dataclasses import replace
-
     bad = replace(plan, recourses=(replace(plan.recourses[0], features=far,
                                            probability=float(LadderModel().favorable_probability([far])[0])),))
     with pytest.raises(RecourseVerificationError, match=r"inside its --max-move bound \(a move of at most 2 levels"):
