@@ -893,11 +893,13 @@ def _into_level_windows(training: TrainingSet, out: pd.DataFrame, owner: np.ndar
     ``owner[j]``'s window (:meth:`frpd_cli.schema.Feature.level_window`), in place."""
     for f in level_bounded(training.schema):
         mine = level_positions(f, [raw0[a][f.name] for a in range(len(raw0))])[owner]
-        ranks = level_positions(f, out[f.name].tolist())
+        values = out[f.name].tolist()
+        ranks = level_positions(f, values)
         low, high = f.level_window(mine)
-        clipped = np.clip(ranks, low, high)
+        clipped = np.where(ranks >= 0, np.clip(ranks, low, high), ranks)      # a missing value stays missing
         if np.any(clipped != ranks):
-            out[f.name] = pd.Series([f.levels[i] for i in clipped], dtype=out[f.name].dtype)
+            out[f.name] = pd.Series([f.levels[c] if c >= 0 else v for c, v in zip(clipped.tolist(), values)],
+                                    dtype=out[f.name].dtype)
     return out
 
 
@@ -1368,19 +1370,17 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
                 parts.append(Exclusion(removed, "max-move", f.name,
                                        f"{removed} move {f.name} by more than {f.max_move:g}{share} (applicant: "
                                        f"{raw0[f.name]})"))
+    from .schema import levels_text
+
     for f in level_bounded(training.schema):
         mine = int(level_positions(f, [raw0[f.name]])[0])
         removed = count(np.abs(_level_column(training, f)[at] - mine) > f.max_levels)
         if removed:
             share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its levels"
             parts.append(Exclusion(removed, "max-move", f.name,
-                                   f"{removed} move {f.name} by more than {_levels_text(f.max_levels)}{share} "
+                                   f"{removed} move {f.name} by more than {levels_text(f.max_levels)}{share} "
                                    f"(applicant: {raw0[f.name]})"))
     return parts
-
-
-def _levels_text(n: int) -> str:
-    return f"{n} level" if n == 1 else f"{n} levels"
 
 
 def _range_text(f, raw0) -> str:

@@ -329,7 +329,7 @@ class Feature:
         range)``); empty without one."""
         if self.max_levels is not None:
             share = f" {self.max_move_share:g} of its levels" if self.max_move_share is not None else ""
-            return f"a move of at most {_levels_text(self.max_levels)} either way (--max-move{share})"
+            return f"a move of at most {levels_text(self.max_levels)} either way (--max-move{share})"
         if self.max_move is None:
             return ""
         share = f" {self.max_move_share:g} of its training range" if self.max_move_share is not None else ""
@@ -911,7 +911,8 @@ def _with_max_levels(feature: Feature, share: float) -> Feature:
     return replace(feature, max_move_share=float(share), max_levels=levels if levels < steps else None)
 
 
-def _levels_text(n: int) -> str:
+def levels_text(n: int) -> str:
+    """``1 level``, ``2 levels``."""
     return f"{n} level" if n == 1 else f"{n} levels"
 
 

@@ -164,3 +164,20 @@ def test_evaluate_counts_a_level_beyond_a_declared_bound_as_a_range_violation(de
     record = {"applicant": "0", "status": "ok", "reason": None, "method": "other", "recourses": recourses}
     row = evaluate_plans([record], training, model, applicant, ["0"]).iloc[0]
     assert row["violations"] == expected
+
+
+def test_projected_rows_take_the_nearest_level_inside_the_window_and_a_missing_one_stays_missing():
+    from frpd_cli.candidates import project_rows
+
+    frame = _frame(200)
+    frame.loc[3, "edu"] = None
+    model = LadderModel()
+    spec = SchemaSpec(target="label", favorable=1, categorical=("job",), integer=("hours",),
+                      ordinal={"edu": list(EDU)}, max_move=0.25)                      # edu may go either way
+    training = build_training_set(frame.dropna(), infer_schema(frame.dropna(), spec), model)
+    object.__setattr__(training, "frame", frame.drop(columns="label"))     # a row without a level, as read
+    raw0 = pd.Series({"edu": "e3", "hours": 30, "job": "a"})
+    out = project_rows(training, np.arange(len(frame)), raw0)
+    expected = [None if pd.isna(v) else EDU[min(max(EDU.index(v), 1), 5)] for v in frame["edu"]]   # e1..e5
+    assert [None if pd.isna(v) else v for v in out["edu"]] == expected
+    assert sum(v is not None and v != w for v, w in zip(expected, frame["edu"])) > 20       # many were moved
