@@ -1348,10 +1348,11 @@ def sensitive_like_features(schema: Schema, *, vary=()) -> tuple[list[str], list
 def ages_without_horizon(schema: Schema, spec: "SchemaSpec") -> list[tuple[str, float | None]]:
     """Features named like an age that may only increase, with no limit on how far but the built-in move bound.
 
-    Each as ``(name, bound)``: the most a recourse may raise it (the built-in ``--max-move`` in the feature's
-    units, rounded down for an integer feature), or None for an ordinal (age groups), which the move bound does
-    not limit. Only with the built-in bound in effect (``spec.max_move`` is :data:`DEFAULT_MAX_MOVE`: frpd's
-    planning commands; not ``evaluate``, which audits declared bounds only). A range with an upper end (``--range
+    Each as ``(name, bound)``: the most a recourse may raise it, the built-in ``--max-move`` in the feature's units
+    (a float, rounded down for an integer feature) or, for an ordinal (age groups), in levels (an int), or None
+    when the bound does not limit it (an ordinal whose every level is within it). Only with the built-in bound in
+    effect (``spec.max_move`` is :data:`DEFAULT_MAX_MOVE`: frpd's planning commands; not ``evaluate``, which audits
+    declared bounds only). A range with an upper end (``--range
     age=+0:+5``, ``age=18:70``), allowed levels, or a move bound of the flags or the schema file (``spec.max_moves``
     for the feature, or another share, ``none`` included) is a horizon.
 
@@ -1372,6 +1373,9 @@ def ages_without_horizon(schema: Schema, spec: "SchemaSpec") -> list[tuple[str, 
             continue
         if f.high is not None or f.rel_high is not None or f.allowed or f.name in spec.max_moves \
                 or spec.max_move != DEFAULT_MAX_MOVE:
+            continue
+        if f.kind == "ordinal":
+            out.append((f.name, f.max_levels))
             continue
         bound = None if f.max_move is None or not math.isfinite(f.max_move) else float(f.max_move)
         if bound is not None and f.kind == "integer":

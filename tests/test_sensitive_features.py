@@ -196,8 +196,14 @@ def test_an_ordinal_age_and_the_contexts_without_the_built_in_bound():
                           "label": [0, 1, 0, 1]})
     spec = SchemaSpec(ordinal={"age_group": ("18-25", "26-35", "36-50")}, increasing=("age_group",), max_move=0.25)
     ages = ages_without_horizon(infer_schema(frame, spec), spec)
-    assert ages == [("age_group", None)]                 # the move bound does not limit an ordinal
-    assert "by any number of levels" in age_horizon_hint(ages, "'x.csv'")
+    assert ages == [("age_group", 1)]                    # the move bound limits an ordinal in levels: 1 of 2 steps
+    assert "may raise it by up to 1 level (--max-move 0.25 of its levels" in age_horizon_hint(ages, "'x.csv'")
+    two = pd.DataFrame({"age_group": ["young", "old", "young", "old"], "income": [1.0, 2.0, 3.0, 4.0],
+                        "label": [0, 1, 0, 1]})
+    spec2 = SchemaSpec(ordinal={"age_group": ("young", "old")}, increasing=("age_group",), max_move=0.25)
+    ages2 = ages_without_horizon(infer_schema(two, spec2), spec2)
+    assert ages2 == [("age_group", None)]                # one step: the bound reaches every level
+    assert "by any number of levels" in age_horizon_hint(ages2, "'x.csv'")
     limited = SchemaSpec(ordinal=spec.ordinal, increasing=("age_group",), max_move=0.25,
                          ranges={"age_group": "18-25,26-35"})
     assert ages_without_horizon(infer_schema(frame, limited), limited) == []

@@ -134,8 +134,13 @@ def age_horizon_hint(ages, source: str) -> str | None:
     name, bound = ages[0]
     from ..schema import DEFAULT_MAX_MOVE
 
-    how_far = f"by up to {bound:g} (--max-move {DEFAULT_MAX_MOVE:g} of its training range, the built-in bound)" \
-        if bound is not None else "by any number of levels (the move bound does not limit an ordinal)"
+    if bound is None:
+        how_far = "by any number of levels (the move bound reaches every level of this ordinal)"
+    elif isinstance(bound, int):          # an ordinal's bound, in levels
+        how_far = (f"by up to {bound} level{'' if bound == 1 else 's'} (--max-move {DEFAULT_MAX_MOVE:g} of its "
+                   "levels, the built-in bound)")
+    else:
+        how_far = f"by up to {bound:g} (--max-move {DEFAULT_MAX_MOVE:g} of its training range, the built-in bound)"
     more = f" ({', '.join(repr(n) for n, _ in ages[1:])} too)" if len(ages) > 1 else ""
     return (f"Hint: '{name}' of {source}{more} may only increase and has no horizon: a recourse may raise it "
             f"{how_far}, that is, ask the applicant to wait that long. A horizon the applicant can wait for, such as "
