@@ -507,7 +507,7 @@ def levels_outside(training: TrainingSet, x0: np.ndarray, rows: np.ndarray | Non
     for f in level_bounded(training.schema):
         column = _level_column(training, f)
         column = column if rows is None else column[rows]
-        found.append((f, np.abs(column - _applicant_level(training, f, x0)) > f.max_levels))
+        found.append((f, f.levels_beyond(column, _applicant_level(training, f, x0))))
     return found
 
 
@@ -1374,7 +1374,7 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
 
     for f in level_bounded(training.schema):
         mine = int(level_positions(f, [raw0[f.name]])[0])
-        removed = count(np.abs(_level_column(training, f)[at] - mine) > f.max_levels)
+        removed = count(f.levels_beyond(_level_column(training, f)[at], mine))
         if removed:
             share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its levels"
             parts.append(Exclusion(removed, "max-move", f.name,

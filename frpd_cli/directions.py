@@ -250,7 +250,8 @@ def moved_rows(schema, base: pd.DataFrame, owner, changes) -> pd.DataFrame:
 def favourable_levels(schema, model, base: pd.DataFrame) -> dict:
     """Per mutable categorical or ordinal feature, per applicant: the level the feature may take (inside its
     allowed levels, the allowed side of a monotone ordinal, within an ordinal's move bound) where the model's
-    probability is highest when that feature alone moves there, if higher than the applicant's own; None where no level raises it.
+    probability is highest when that feature alone moves there, if higher than the applicant's own; None where no
+    level raises it.
 
     One model call for all the applicants, features and levels.
 
@@ -282,7 +283,7 @@ def favourable_levels(schema, model, base: pd.DataFrame) -> dict:
                     continue
                 if f.kind == "ordinal" and pos is not None and (
                         (f.mutability == "increasing" and j < pos) or (f.mutability == "decreasing" and j > pos)
-                        or (f.max_levels is not None and abs(j - pos) > f.max_levels)):
+                        or f.levels_beyond(j, pos)):
                     continue
                 at.append((f.name, a, level))
     if not at:

@@ -652,7 +652,7 @@ def _levels_beyond_bound(schema, raw0: pd.Series, R_raw: pd.DataFrame) -> int:
         mine = int(level_positions(f, [raw0[f.name]])[0])
         theirs = level_positions(f, R_raw[f.name].tolist())
         if mine >= 0:
-            count += int(np.count_nonzero((theirs >= 0) & (np.abs(theirs - mine) > f.max_levels)))
+            count += int(np.count_nonzero((theirs >= 0) & f.levels_beyond(theirs, mine)))
     return count
 
 

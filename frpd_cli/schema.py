@@ -273,6 +273,20 @@ class Feature:
             ok &= (array >= low) & (array <= high)
         return ok
 
+    def levels_beyond(self, positions, origin) -> np.ndarray:
+        """Which level positions ``positions`` lie more than ``max_levels`` levels from ``origin`` (the applicants'
+        positions, broadcast): the moves the ordinal's move bound rules out (none without a bound).
+
+        Examples
+        --------
+        >>> Feature("e", "ordinal", levels=("a", "b", "c", "d"), max_levels=1).levels_beyond([0, 1, 3], 1).tolist()
+        [False, False, True]
+        """
+        positions = np.asarray(positions, dtype=np.int64)
+        if self.max_levels is None:
+            return np.zeros(np.broadcast(positions, np.asarray(origin)).shape, dtype=bool)
+        return np.abs(positions - np.asarray(origin, dtype=np.int64)) > self.max_levels
+
     def level_window(self, origin) -> tuple[np.ndarray, np.ndarray]:
         """The lowest and highest level positions (in :attr:`levels`) a recourse may move this ordinal feature to,
         from the applicants' level positions ``origin``: ``max_levels`` either way, inside the levels (every level

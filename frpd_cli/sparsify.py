@@ -570,8 +570,8 @@ class _SmallSupports:
                 ok &= levels[None, :] > mine[:, None]
             elif f.mutability == "decreasing":
                 ok &= levels[None, :] < mine[:, None]
-            if f.kind == "ordinal" and f.max_levels is not None:     # --max-move: at most that many levels away
-                ok &= np.abs(levels[None, :] - mine[:, None]) <= f.max_levels
+            if f.kind == "ordinal":                                  # --max-move: at most that many levels away
+                ok &= ~f.levels_beyond(levels[None, :], mine[:, None])
             where, level = np.nonzero(ok)
             parts.append((segs[where], np.full(where.size, j, dtype=np.int64), level.astype(np.int64)))
         if not parts:

@@ -150,7 +150,7 @@ def _rule_violations(encoder: Encoder, rows: list[dict], origins: list[dict], *,
                     found.append(Violation(i, f"{f.mutability} feature '{name}' moves only its allowed way",
                                            f"the applicant has {start!r}, the {what} {value!r}"))
             if f.kind == "ordinal" and f.max_levels is not None and f.mutability != "immutable" and not same and (
-                    old is None or abs(new - old) > f.max_levels):
+                    old is None or f.levels_beyond(new, old)):
                 found.append(Violation(i, f"a changed '{name}' inside its --max-move bound ({f.move_text})",
                                        f"the applicant has {start!r}, the {what} {value!r}"))
             if f.has_range and not same and (old is None if f.is_relative else False):

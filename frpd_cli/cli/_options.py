@@ -631,6 +631,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         from ..dataset import encode_training
 
         encoded = encode_training(frame, schema, source=f"'{data}'", scale=flags.scale)
+    scoring = None
     if robust is not None and robust.active:
         # several models to satisfy: the judge over them scores the rows (label support compares rows in the
         # training set's encoding, the pool's mapped rows with --pool)
@@ -643,8 +644,6 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             from ..dataset import rescored
 
             training = rescored(training, model, source=f"'{data}'", progress=scoring)
-    else:
-        scoring = None
     if pool is None:
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale,
                                       encoded=encoded, progress=scoring)
