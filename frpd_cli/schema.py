@@ -887,6 +887,8 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                           weight=check_weight(name, spec.weights.get(name, 1.0)))
         if name in spec.ranges:
             feature = parse_range(feature, spec.ranges[name])
+        if name in spec.max_moves:
+            _check_own_max_move(feature, spec.max_moves[name])
         feature = _with_max_move(feature, values, spec.max_moves.get(name, spec.max_move), source)
         features.append(feature)
 
@@ -895,9 +897,24 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
     return Schema(features=tuple(features), target=target, favorable=favorable, id_column=spec.id_column)
 
 
+def _check_own_max_move(feature: Feature, share: float) -> None:
+    """Refuse a move bound declared for an unordered categorical feature (``--max-move COL=SHARE`` or
+    ``[max_move] COL = SHARE``): it has no distance between levels to bound, and a bound that does nothing
+    would look like one that holds. ``none`` (no bound) is what such a feature has anyway and passes."""
+    if feature.kind == "categorical" and not math.isinf(share):
+        raise DeclarationError(
+            "--max-move", feature.name,
+            f"Column '{feature.name}' has a move bound ({share:g}) but is a categorical feature without an order: "
+            "there is no range to move it a share of; the bound applies to numeric and ordinal features. "
+            f"Declare its order under [ordinal] in the schema file ({feature.name} = [lowest, ..., highest]) to bound "
+            f"its move in levels, or limit the levels a recourse may choose with --range "
+            f"{feature.name}=LEVEL,LEVEL.")
+
+
 def _with_max_move(feature: Feature, values: pd.Series, share, source: str) -> Feature:
     """``feature`` with its move bound: ``share`` of its training range, in its units (numeric features that
-    may change; a share given for another feature is an error, the default passes it by)."""
+    may change), or of its levels (ordinal features); other features pass (a share declared for an unordered
+    categorical one was refused before, :func:`_check_own_max_move`)."""
     from dataclasses import replace
 
     if share is not None and feature.kind == "ordinal" and feature.mutability != "immutable":

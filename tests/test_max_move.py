@@ -139,6 +139,24 @@ def test_max_move_on_a_column_that_is_not_a_feature_is_a_usage_error(tiny):
     assert result.exit_code == 2 and "nosuch" in result.stderr
 
 
+def test_a_bound_on_an_unordered_categorical_is_refused_not_ignored(tiny, tmp_path):
+    """A share declared for a categorical feature without an order would bound nothing: a usage error on the
+    command line, an error from the schema file, naming the column and what to declare instead; ``none`` (no
+    bound, what such a feature has) passes, and so does the default share, which applies to numeric features."""
+    result = _plan(tiny, "--max-move", "sector=0.3")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "'sector' has a move bound (0.3)" in result.stderr and "[ordinal]" in result.stderr
+    frame = pd.read_csv(tiny["data"])
+    with pytest.raises(SchemaError, match="'sector' has a move bound"):
+        infer_schema(frame, SchemaSpec(max_moves={"sector": 0.3}))
+    spec_file = tmp_path / "s.toml"
+    spec_file.write_text('[max_move]\nsector = 0.3\n')
+    result = _plan(tiny, "--schema", spec_file)
+    assert result.exit_code != 0 and "'sector' has a move bound (0.3)" in result.stderr
+    assert infer_schema(frame, SchemaSpec(max_moves={"sector": math.inf})).feature("sector").max_move is None
+    assert _plan(tiny, "--max-move", "sector=none", "--max-move", "0.2").exit_code == 0
+
+
 # ------------------------------------------------------------------------------------------------ plans
 
 
