@@ -1296,7 +1296,9 @@ def _decimals(values: np.ndarray, max_decimals: int) -> int:
     return max_decimals
 
 
-_ID_NAME = re.compile(r"(?:^|[^A-Za-z])(?:id|ids|uuid|guid|key)$|^(?:id|uuid|guid)(?:[^A-Za-z]|$)|(?<=[a-z])I[Dd]$|"
+# the camel-case ending (customerId, loanID) is matched case-sensitively: ignoring case there made ``paid``,
+# ``valid`` or ``humid`` identifiers
+_ID_NAME = re.compile(r"(?:^|[^A-Za-z])(?:id|ids|uuid|guid|key)$|^(?:id|uuid|guid)(?:[^A-Za-z]|$)|(?-i:(?<=[a-z])I[Dd]$)|"
                       r"identifier", re.IGNORECASE)
 
 
@@ -1305,8 +1307,8 @@ def looks_like_id_name(name: str) -> bool:
 
     Examples
     --------
-    >>> [looks_like_id_name(n) for n in ("applicant_id", "ID", "customerId", "paid", "age")]
-    [True, True, True, False, False]
+    >>> [looks_like_id_name(n) for n in ("applicant_id", "ID", "customerId", "loanID", "paid", "valid", "age")]
+    [True, True, True, True, False, False, False]
     """
     return bool(_ID_NAME.search(str(name)))
 
