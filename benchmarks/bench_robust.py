@@ -13,6 +13,9 @@ training file frpd is given. Simulated updates, each the same recipe retrained:
   standardised sum of the numeric features: an older / larger-valued population);
 - ``seed``:  on half A again with random_state 1 (the same data, another initialisation).
 
+With ``--recipe linear`` today's model and these updates are a logistic regression on the same preprocessing
+(``seed``: half A with ``C = 0.2`` instead of 1, another regularisation).
+
 Besides, next releases of another model family, each fitted on the disjoint half B with the same one-hot and
 min-max preprocessing (reported in their own columns, outside the mean): ``boosting`` (histogram gradient
 boosting, random_state 0), ``forest`` (200 trees, at least 3 rows per leaf, random_state 0) and ``linear``
@@ -62,17 +65,27 @@ UPDATES = ("half", "shift", "seed")
 FAMILIES = ("boosting", "forest", "linear")
 
 
-def _recipe(features, numeric, seed):
+#: Today's model family (``--recipe``): the paper's MLP, or a logistic regression (its ``seed`` update: the same
+#: data with another regularisation, ``C = 0.2``; a logistic regression has no initialisation to vary).
+RECIPES = ("mlp", "linear")
+
+
+def _recipe(features, numeric, seed, kind="mlp"):
     from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
     from sklearn.neural_network import MLPClassifier
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
 
     categorical = [c for c in features if c not in numeric]
+    if kind == "linear":
+        last = ("lr", LogisticRegression(max_iter=2000, C=1.0 if seed == 0 else 0.2))
+    else:
+        last = ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=seed, max_iter=200))
     return Pipeline([
         ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), categorical),
                                     ("num", MinMaxScaler(), numeric)])),
-        ("mlp", MLPClassifier(hidden_layer_sizes=(20, 50, 20), random_state=seed, max_iter=200)),
+        last,
     ])
 
 
@@ -96,7 +109,7 @@ def _family(kind: str, features, numeric):
     ])
 
 
-def _setup(name, tmp: Path, n_applicants: int):
+def _setup(name, tmp: Path, n_applicants: int, recipe: str = "mlp"):
     import joblib
     from sklearn.model_selection import train_test_split
     from threadpoolctl import threadpool_limits
@@ -111,15 +124,16 @@ def _setup(name, tmp: Path, n_applicants: int):
     z = (z - z.mean()) / (z.std() or 1)
     w = np.exp(0.75 * z)
     shifted = train.iloc[np.random.default_rng(3).choice(len(train), size=len(half_a), p=w / w.sum())]
-    data, model, kept = tmp / f"{name}_train.csv", tmp / f"{name}.pkl", tmp / f"{name}_updates.joblib"
+    tag = name if recipe == "mlp" else f"{name}_{recipe}"       # the MLP's files keep their earlier names
+    data, model, kept = tmp / f"{name}_train.csv", tmp / f"{tag}.pkl", tmp / f"{tag}_updates.joblib"
     if data.exists() and model.exists() and kept.exists():       # --work: fitted by an earlier run
         today, updates = joblib.load(model), joblib.load(kept)
     else:
         with threadpool_limits(1):
-            today = _recipe(features, numeric, 0).fit(half_a[features], half_a["label"])
-            updates = {"half": _recipe(features, numeric, 0).fit(half_b[features], half_b["label"]),
-                       "shift": _recipe(features, numeric, 0).fit(shifted[features], shifted["label"]),
-                       "seed": _recipe(features, numeric, 1).fit(half_a[features], half_a["label"])}
+            today = _recipe(features, numeric, 0, recipe).fit(half_a[features], half_a["label"])
+            updates = {"half": _recipe(features, numeric, 0, recipe).fit(half_b[features], half_b["label"]),
+                       "shift": _recipe(features, numeric, 0, recipe).fit(shifted[features], shifted["label"]),
+                       "seed": _recipe(features, numeric, 1, recipe).fit(half_a[features], half_a["label"])}
         half_a.to_csv(data, index=False)
         joblib.dump(today, model)
         joblib.dump(updates, kept)
@@ -174,7 +188,7 @@ def _score(case, plans) -> dict:
 
 
 def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=None, repeats: int = 1,
-        shifted: bool = True) -> pd.DataFrame:
+        shifted: bool = True, recipe: str = "mlp") -> pd.DataFrame:
     from frpd_cli.model import load_model
     from frpd_cli.refits import fit_refits, write_refits
     from frpd_cli.schema import SchemaSpec, infer_schema
@@ -187,22 +201,23 @@ def run(names, n_applicants: int, jobs: int, *, work: Path | None = None, only=N
             if not (DATASETS / SPECS[name][0]).exists():
                 print(f"{SPECS[name][0]} not found; skipping {name}", file=sys.stderr)
                 continue
-            case = _setup(name, tmp, n_applicants)
+            case = _setup(name, tmp, n_applicants, recipe)
             frame = pd.read_csv(case["data"])
             schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))
             model = load_model(case["model"], favorable=schema.favorable, feature_names=schema.feature_names)
             refit_dirs, fit_cpu = {}, {}
             kinds = ("bootstrap", "subsample", "mixed", "halves") + (("shifted",) if shifted else ())
             for how in kinds:
-                if (tmp / f"{name}_{how}" / "manifest.json").exists():       # --work: built by an earlier run
-                    refit_dirs[how], fit_cpu[how] = tmp / f"{name}_{how}", (float("nan"), float("nan"))
+                where = tmp / (f"{name}_{how}" if recipe == "mlp" else f"{name}_{recipe}_{how}")
+                if (where / "manifest.json").exists():       # --work: built by an earlier run
+                    refit_dirs[how], fit_cpu[how] = where, (float("nan"), float("nan"))
                     continue
                 t0 = time.process_time()
                 start = time.perf_counter()
                 fitted = fit_refits(model, frame, schema, n=8 if how == "shifted" else 16, seed=0, resample=how,
                                     n_jobs=jobs)
                 fit_cpu[how] = (time.process_time() - t0, time.perf_counter() - start)
-                refit_dirs[how] = write_refits(tmp / f"{name}_{how}", fitted, data=case["data"], model=case["model"],
+                refit_dirs[how] = write_refits(where, fitted, data=case["data"], model=case["model"],
                                                seed=0, resample=how, target="label")
             configs = [("plain", {}), ("margin 0.1", {"margin": 0.1}), ("margin 0.2", {"margin": 0.2})]
             for n in (4, 8, 16):
@@ -305,11 +320,14 @@ def main(argv=None) -> int:
     parser.add_argument("--configs", default=None, help="comma-separated configurations to run (default: all)")
     parser.add_argument("--repeats", type=int, default=1, help="runs per configuration; the least CPU is kept")
     parser.add_argument("--no-shifted", action="store_true", help="skip the refits on shifted resamples")
+    parser.add_argument("--recipe", choices=RECIPES, default="mlp",
+                        help="today's model and its same-recipe updates: the paper's MLP or a logistic regression")
     args = parser.parse_args(argv)
     only = None if args.configs is None else set(args.configs.split(","))
     table = pd.read_csv(args.from_csv) if args.from_csv else run(args.datasets.split(","), args.n_applicants,
                                                                  args.jobs, work=args.work, only=only,
-                                                                 repeats=args.repeats, shifted=not args.no_shifted)
+                                                                 repeats=args.repeats, shifted=not args.no_shifted,
+                                                                 recipe=args.recipe)
     if args.csv:
         table.to_csv(args.csv, index=False)
     if args.plot is not None and len(table):
