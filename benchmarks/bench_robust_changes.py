@@ -1,6 +1,7 @@
 """The fewest changes a recourse needs under `frpd plan --robust 8`, by brute force, against the plans' own.
 
 Run: python benchmarks/bench_robust_changes.py [--datasets adult,bank] [--n-applicants 200] [--work DIR]
+     [--recipe mlp|linear]
 
 bench_robust.py's protocol (today's model on half A of each data set, 8 ``mixed`` refits with ``--seed 0``, label
 support ``auto``, ``--margin 0.05``). For every applicant the robust run plans, every recourse of one or two
@@ -52,7 +53,7 @@ def _single_changes(x0: pd.DataFrame, frame: pd.DataFrame, features, immutable, 
     return out
 
 
-def fewest_changes(name: str, n_applicants: int, work: Path) -> dict:
+def fewest_changes(name: str, n_applicants: int, work: Path, recipe: str = "mlp") -> dict:
     from frpd_cli.cli._options import SchemaFlags, read_training
     from frpd_cli.cli._robust import RobustModels
     from frpd_cli.model import load_model
@@ -60,8 +61,8 @@ def fewest_changes(name: str, n_applicants: int, work: Path) -> dict:
     from frpd_cli.refits import fit_refits, write_refits
     from frpd_cli.schema import SchemaSpec, infer_schema
 
-    case = B._setup(name, work, n_applicants)
-    refits = work / f"{name}_mixed"              # bench_robust.py's (16 refits there; the first 8 are --robust 8's)
+    case = B._setup(name, work, n_applicants, recipe)
+    refits = work / (f"{name}_mixed" if recipe == "mlp" else f"{name}_{recipe}_mixed")              # bench_robust.py's (16 refits there; the first 8 are --robust 8's)
     frame = pd.read_csv(case["data"])
     if not (refits / "manifest.json").exists():
         schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))
@@ -114,6 +115,7 @@ def main(argv=None) -> int:
     parser.add_argument("--datasets", default="adult,bank")
     parser.add_argument("--n-applicants", type=int, default=200)
     parser.add_argument("--work", type=Path, default=None, help="keep the models and refits here for later runs")
+    parser.add_argument("--recipe", choices=B.RECIPES, default="mlp", help="today's model (bench_robust.py --recipe)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as scratch:
         work = Path(scratch) if args.work is None else args.work
@@ -122,7 +124,7 @@ def main(argv=None) -> int:
             if not (B.DATASETS / B.SPECS[name][0]).exists():
                 print(f"{B.SPECS[name][0]} not found; skipping {name}", file=sys.stderr)
                 continue
-            row = fewest_changes(name, args.n_applicants, work)
+            row = fewest_changes(name, args.n_applicants, work, args.recipe)
             print(" | ".join(f"{k}: {v:.2f}" if isinstance(v, float) else f"{k}: {v}" for k, v in row.items()),
                   flush=True)
     return 0
