@@ -62,7 +62,8 @@ def fewest_changes(name: str, n_applicants: int, work: Path, recipe: str = "mlp"
     from frpd_cli.schema import SchemaSpec, infer_schema
 
     case = B._setup(name, work, n_applicants, recipe)
-    refits = work / (f"{name}_mixed" if recipe == "mlp" else f"{name}_{recipe}_mixed")              # bench_robust.py's (16 refits there; the first 8 are --robust 8's)
+    # bench_robust.py's (16 refits there; the first 8 are --robust 8's)
+    refits = work / (f"{name}_mixed" if recipe == "mlp" else f"{name}_{recipe}_mixed")
     frame = pd.read_csv(case["data"])
     if not (refits / "manifest.json").exists():
         schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))

@@ -9,8 +9,10 @@ So ``frpd build-pool`` keeps those compiled forms (``scorer.json``: the categori
 network's layers, numbers written as Python writes floats, which read back as the same doubles). Where numpy
 reproduces them bit for bit, the kept forms also make scipy's two operations with numpy (the product of a
 sparse matrix, :class:`~frpd_cli._rowwise.CSRRows`, and the logistic function), so that scoring imports no scipy
-either (``"arithmetic": "numpy"``; ``"scipy"`` where numpy's differ). A run given the pool uses them instead of
-loading the model file when all of this holds, and loads the model as before otherwise:
+either (``"arithmetic": "numpy"``; ``"libm"`` where numpy's vectorised ``exp`` differs from the C library's, which
+scipy's logistic function calls: the C library's then, one value at a time; ``"scipy"`` where both differ). A run
+given the pool uses them instead of loading the model file when all of this holds, and loads the model as before
+otherwise:
 
 - the model file is the pool's (its sha256, checked when the pool is opened), a pickle or a ``.skops`` file whose
   recorded scikit-learn versions, if any, were the installed one when the pool was built;
@@ -34,10 +36,14 @@ import numpy as np
 
 from ._rowwise import CSRRows, Precompiled, final_from_state, final_state, prefix_from_state, prefix_state
 
-__all__ = ["CHECK_ROWS", "SCORER_PAYLOAD", "SnapshotPipeline", "pool_model", "scorer_outdated", "scorer_state"]
+__all__ = ["ARITHMETICS", "CHECK_ROWS", "SCORER_PAYLOAD", "SnapshotPipeline", "pool_model", "scorer_outdated", "scorer_state"]
 
 SCORER_PAYLOAD = "scorer.json"
 _FORMAT = 2
+
+#: How a kept scorer makes scipy's two operations, in the order tried: numpy alone; numpy with the C library's
+#: ``exp`` for the logistic function (numpy's vectorised ``exp`` may differ from it in the last bit); scipy.
+ARITHMETICS = ("numpy", "libm", "scipy")
 
 #: Training rows on which a kept scorer must reproduce the pool's probabilities before a run uses it.
 CHECK_ROWS = 2048
@@ -86,9 +92,9 @@ class SnapshotPipeline:
         self.classes_ = _classes_from(state["classes"])
         self.feature_names_in_ = np.asarray([str(c) for c in state["feature_names_in"]], dtype=object)
         self.n_features_in_ = len(self.feature_names_in_)
-        own = state["arithmetic"] == "numpy"
-        if state["arithmetic"] not in ("numpy", "scipy"):
+        if state["arithmetic"] not in ARITHMETICS:
             raise ValueError(f"the arithmetic {state['arithmetic']!r}")
+        own = False if state["arithmetic"] == "scipy" else state["arithmetic"]
         self.steps = [("preprocessing", _Step(prefix_from_state(state["prefix"], own_arithmetic=own), self, 0)),
                       ("classifier", _Step(final_from_state(state["final"], own_arithmetic=own), self, -1))]
         self._real = None
@@ -196,8 +202,9 @@ def scorer_state(model, features, probability) -> dict | None:
     classes = _classes_state(getattr(estimator, "classes_", []))
     if names is None or classes is None:
         return None
-    # numpy's own arithmetic first (no scipy import when the pool is used), scipy's where numpy's differs
-    for arithmetic in ("numpy", "scipy"):
+    # numpy's own arithmetic first, then the C library's exp (neither imports scipy when the pool is used),
+    # scipy's where both differ
+    for arithmetic in ARITHMETICS:
         try:
             state = {"format": _FORMAT, "versions": _versions(), "arithmetic": arithmetic, "classes": classes,
                      "feature_names_in": [str(c) for c in names],

@@ -114,8 +114,8 @@ def test_the_kept_scorer_gives_the_models_probabilities_on_rows_it_never_saw(kin
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("arithmetic", ["numpy", "scipy"])
-def test_both_arithmetics_give_the_models_probabilities(arithmetic, tmp_path):
+@pytest.mark.parametrize("arithmetic", ["numpy", "libm", "scipy"])
+def test_every_arithmetic_gives_the_models_probabilities(arithmetic, tmp_path):
     rng = np.random.default_rng(5)
     train = _frame(rng, 300)
     y = ((train["income"] - 0.2 * train["years"] + 2 * (train["region"] == "east")) > 3).astype(int)
@@ -123,10 +123,65 @@ def test_both_arithmetics_give_the_models_probabilities(arithmetic, tmp_path):
     joblib.dump(_pipeline(_final("logistic"), sparse=True, scaler="minmax").fit(train, y), path)
     model = load_model(path, favorable=1, feature_names=tuple(train.columns))
     state = scorer_state(model, train, model.favorable_probability(train))
-    if state["arithmetic"] == "scipy" and arithmetic == "numpy":
-        pytest.skip("numpy's exp differs from the C library's on this machine: the kept scorer uses scipy's")
+    order = ("numpy", "libm", "scipy")
+    if order.index(state["arithmetic"]) > order.index(arithmetic):
+        pytest.skip(f"{arithmetic}'s exp differs from scipy's on this machine: the kept scorer uses "
+                    f"{state['arithmetic']}")
     state = dict(state, arithmetic=arithmetic)
     fresh = _frame(np.random.default_rng(8), 700)
+    kept = _model_of(json.loads(json.dumps(state)), model)
+    assert kept.favorable_probability(fresh).tobytes() == model.favorable_probability(fresh).tobytes()
+
+
+def test_the_c_librarys_logistic_function_is_scipys_bit_for_bit():
+    """``_libm_expit`` against ``scipy.special.expit`` on values across the doubles: tiny, around 0, where the
+    result rounds to 0 or 1, where ``exp`` overflows (Python's ``math.exp`` raises there, the C library gives inf),
+    infinities and NaN; in place, any shape."""
+    from scipy.special import expit
+
+    from frpd_cli._rowwise import _libm_expit
+
+    rng = np.random.default_rng(0)
+    values = np.concatenate([rng.normal(0, 3, 20_000), rng.normal(0, 40, 20_000), rng.uniform(-800, 800, 5_000),
+                             np.logspace(-300, 2.9, 2_000), -np.logspace(-300, 2.9, 2_000),
+                             [0.0, -0.0, 709.78, -709.78, 709.79, -709.79, 745.2, -745.2, 1e308, -1e308,
+                              np.inf, -np.inf, np.nan, 5e-324, -5e-324]])
+    for shape in ((values.size,), (values.size // 5, 5)):
+        mine = values[: int(np.prod(shape))].reshape(shape).copy()
+        _libm_expit(mine)
+        theirs = expit(values[: int(np.prod(shape))].reshape(shape))
+        same = (mine == theirs) | (np.isnan(mine) & np.isnan(theirs))
+        assert same.all() and np.array_equal(np.signbit(mine), np.signbit(theirs)), values[~same.reshape(-1)][:5]
+
+
+def test_the_first_arithmetic_that_reproduces_the_model_is_kept(tmp_path, monkeypatch):
+    """scorer_state tries numpy, then the C library's exp, then scipy: when numpy's and then the C library's
+    logistic function are made to differ in the last bit, the kept scorer falls to the next one, and each kept
+    scorer gives the model's probabilities."""
+    from frpd_cli import _rowwise
+
+    rng = np.random.default_rng(6)
+    train = _frame(rng, 300)
+    y = ((train["income"] - 0.2 * train["years"] + 2 * (train["region"] == "east")) > 3).astype(int)
+    path = tmp_path / "model.pkl"
+    joblib.dump(_pipeline(_final("logistic-regression"), sparse=True, scaler="minmax").fit(train, y), path)
+    model = load_model(path, favorable=1, feature_names=tuple(train.columns))
+    probability = model.favorable_probability(train)
+
+    def off_by_one_ulp(original):
+        def expit(X):
+            original(X)
+            X[...] = np.nextafter(X, 2.0)
+        return expit
+
+    real_numpy, real_libm = _rowwise._numpy_expit, _rowwise._libm_expit
+    monkeypatch.setattr(_rowwise, "_numpy_expit", off_by_one_ulp(real_numpy))
+    state = scorer_state(model, train, probability)
+    assert state is not None and state["arithmetic"] in ("libm", "scipy")
+    monkeypatch.setattr(_rowwise, "_libm_expit", off_by_one_ulp(real_libm))
+    assert scorer_state(model, train, probability)["arithmetic"] == "scipy"
+    monkeypatch.undo()
+    fresh = _frame(np.random.default_rng(9), 500)
     kept = _model_of(json.loads(json.dumps(state)), model)
     assert kept.favorable_probability(fresh).tobytes() == model.favorable_probability(fresh).tobytes()
 
@@ -262,7 +317,7 @@ def test_a_plan_with_the_pool_imports_no_scikit_learn_and_writes_the_same_plans(
     modules = json.loads(with_pool.stderr.strip().splitlines()[-1])["modules"]
     assert not any(m == "sklearn" or m.startswith("sklearn.") for m in modules)
     arithmetic = json.loads((pool_dir / SCORER_PAYLOAD).read_text(encoding="utf-8"))["arithmetic"]
-    assert ("scipy" in modules) == (arithmetic == "scipy")          # numpy's arithmetic needs no scipy at all
+    assert ("scipy" in modules) == (arithmetic == "scipy")   # numpy's arithmetic and libm's need no scipy at all
     without = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(args)], capture_output=True, text=True,
                              check=True)
     assert "sklearn" in json.loads(without.stderr.strip().splitlines()[-1])["modules"]
