@@ -335,6 +335,28 @@ def _inside(child: str, parent: str) -> bool:
         return False
 
 
+def _stdin_file() -> os.stat_result | None:
+    """``fstat`` of standard input when it is a regular file (redirected from one), else None."""
+    try:
+        st = os.fstat(0)
+    except (OSError, ValueError):
+        return None
+    return st if stat.S_ISREG(st.st_mode) else None
+
+
+def _artifact_folder(source, in_stat) -> str | None:
+    """The folder an input stands for when it is an artifact's ``manifest.json`` (``--refits R`` is read as
+    ``R/manifest.json``): every file in that folder is part of the input."""
+    if in_stat is None or not stat.S_ISREG(in_stat.st_mode) or os.path.basename(str(source)) != "manifest.json":
+        return None
+    return os.path.dirname(str(source)) or "."
+
+
+#: Names of the side files frpd keeps beside an output (``FILE.partial``, ``FILE.resume.json``, ``.FILE.lock``):
+#: an output of that name would write over another run's side file.
+_SIDE_FILE = re.compile(r".+\.(?:partial|resume\.json)|\..+\.lock")
+
+
 def check_not_inputs(outputs: Mapping[str, object], inputs: Mapping[str, object]) -> None:
     """Refuse outputs that would overwrite or delete an input of the same command.
 
@@ -350,9 +372,10 @@ def check_not_inputs(outputs: Mapping[str, object], inputs: Mapping[str, object]
     Raises
     ------
     InputError
-        An output is an input (same inode or same real path), an output folder contains an input, an output
-        lies inside an input folder, or two outputs are the same path or one lies inside the other. Nothing
-        has been opened for writing.
+        An output is an input (same inode or same real path, or the file stdin is redirected from for an input
+        ``-``), an output folder contains an input, an output lies inside an input folder (or inside the folder
+        of an input artifact's ``manifest.json``), an option's output has the name of an output's side file,
+        or two outputs are the same path or one lies inside the other. Nothing has been opened for writing.
     """
     checked = [(name, path) for name, path in outputs.items() if path is not None and not is_stdio(path)]
     seen: dict[str, str] = {}
@@ -361,6 +384,10 @@ def check_not_inputs(outputs: Mapping[str, object], inputs: Mapping[str, object]
         if out_stat is not None and not (stat.S_ISREG(out_stat.st_mode) or stat.S_ISDIR(out_stat.st_mode)):
             continue
         out_real = os.path.realpath(out)
+        if out_name.startswith("--") and _SIDE_FILE.fullmatch(os.path.basename(out_real)):   # a user's output
+            raise InputError(f"The output {out_name} '{out}' has the name of a side file frpd keeps beside an output "
+                             "(FILE.partial, FILE.resume.json, .FILE.lock): writing it could replace another run's. "
+                             "Choose another name.")
         if out_real in seen:
             raise InputError(f"The outputs {seen[out_real]} and {out_name} are the same path '{out}'; give each "
                              "its own path.")
@@ -371,7 +398,15 @@ def check_not_inputs(outputs: Mapping[str, object], inputs: Mapping[str, object]
                                  "(frpd replaces that folder as a whole).")
         seen[out_real] = out_name
         for in_name, source in inputs.items():
-            if source is None or is_stdio(source):
+            if source is None:
+                continue
+            if is_stdio(source):
+                # stdin redirected from the output file (``--applicants - --output a.csv < a.csv``)
+                in_stat = _stdin_file()
+                if out_stat is not None and in_stat is not None \
+                        and (out_stat.st_dev, out_stat.st_ino) == (in_stat.st_dev, in_stat.st_ino):
+                    raise InputError(f"The output {out_name} '{out}' is the file the {in_name} input '-' (stdin) "
+                                     "reads: writing it would destroy the input. Choose another output path.")
                 continue
             in_stat = _stat(source)
             in_real = os.path.realpath(source)
@@ -386,6 +421,10 @@ def check_not_inputs(outputs: Mapping[str, object], inputs: Mapping[str, object]
             if in_stat is not None and stat.S_ISDIR(in_stat.st_mode) and _inside(out_real, in_real):
                 raise InputError(f"The output {out_name} '{out}' is inside the {in_name} folder '{source}': "
                                  "writing it would change that input. Choose a path outside it.")
+            folder = _artifact_folder(source, in_stat)
+            if folder is not None and _inside(out_real, os.path.realpath(folder)):
+                raise InputError(f"The output {out_name} '{out}' is inside the {in_name} folder '{folder}': "
+                                 "writing it would change that input. Choose a path outside it.")
 
 
 # ---------------------------------------------------------------------------- locks
@@ -397,12 +436,22 @@ def lock_path(path) -> Path:
     return path.with_name(f".{path.name}.lock")
 
 
+#: What frpd writes in its lock files: ``frpd PID``. A file at a lock's path that holds anything else (only digits,
+#: nothing) is not frpd's and is never taken over or deleted.
+_LOCK_TEXT = re.compile(rb"frpd ([0-9]{1,12})")
+
+
+def _lock_text() -> bytes:
+    return f"frpd {os.getpid()}\n".encode("ascii")
+
+
 def _holder(fd: int) -> str:
     try:
-        text = os.pread(fd, 64, 0).decode("ascii", "replace").strip()
+        text = os.pread(fd, 64, 0).strip()
     except OSError:
-        text = ""
-    return text if text.isdigit() else "unknown"
+        text = b""
+    found = _LOCK_TEXT.fullmatch(text)
+    return found.group(1).decode("ascii") if found else "unknown"
 
 
 _KINDS = ((stat.S_ISLNK, "a symlink"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a folder"),
@@ -481,22 +530,37 @@ def _open_existing_lock(lock: Path, shown) -> int | None:
         raise output_error(shown, exc) from None
     mine = os.fstat(fd)
     text = os.pread(fd, _LOCK_MAX_BYTES + 1, 0).strip()
+    # empty: a writer that has just created it and not yet written its pid (it holds the flock: busy, below), or a
+    # file that is not frpd's (nobody holds it: refused after the flock)
     if ((mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(mine.st_mode)
-            or mine.st_nlink != 1 or not (text == b"" or text.isdigit())):
+            or mine.st_nlink != 1 or not (text == b"" or _LOCK_TEXT.fullmatch(text))):
         os.close(fd)
         raise foreign_file_error(named, mine, role, remedy)
     return fd
 
 
+def _refuse_if_not_frpds(fd: int, lock: Path, shown) -> None:
+    """After the flock on an existing lock file: refuse it (closing ``fd``) unless it holds ``frpd PID``."""
+    text = os.pread(fd, _LOCK_MAX_BYTES + 1, 0).strip()
+    if not _LOCK_TEXT.fullmatch(text):
+        mine = os.fstat(fd)
+        os.close(fd)
+        raise foreign_file_error(lock_path(shown), mine, f"the lock file of '{shown}'",
+                                 f"Remove or rename it if it is yours, then write '{shown}' again (or choose another "
+                                 "output path).")
+
+
 def _acquire(lock: Path, shown) -> tuple[int, tuple[int, int]]:
     """Take the lock file ``lock``: create it exclusively, or take over one whose writer is gone."""
     while True:
+        existing = False
         try:
             fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | _NEVER_FOLLOW, 0o644)
         except FileExistsError:
             fd = _open_existing_lock(lock, shown)
             if fd is None:
                 continue
+            existing = True
         except OSError as exc:
             raise output_error(shown, exc) from None
         try:
@@ -512,6 +576,8 @@ def _acquire(lock: Path, shown) -> tuple[int, tuple[int, int]]:
         # the previous holder may have removed the file between our open and our lock: lock the current one
         mine = os.fstat(fd)
         if own_file_identity(lock) == (mine.st_dev, mine.st_ino):
+            if existing:
+                _refuse_if_not_frpds(fd, lock, shown)
             return fd, (mine.st_dev, mine.st_ino)
         os.close(fd)
 
@@ -555,7 +621,7 @@ def output_lock(path, *, shown=None, _for_command: bool = False) -> Iterator[Pat
         _HELD_BY_COMMAND[key] = 1
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        os.pwrite(fd, _lock_text(), 0)
         yield lock
     finally:
         if _for_command:

@@ -64,6 +64,18 @@ _CHUNK = 1 << 20
 _MAX_PROGRESS_BYTES = 1 << 20   # a progress file is a few hundred bytes: a larger file is not one of frpd's
 
 
+def _looks_like_progress(state) -> bool:
+    """Whether a parsed JSON document is a progress file as frpd writes it (:meth:`ResumableOutput._save`): its
+    keys and their types, not merely a ``fingerprint`` key."""
+    required = {"version", "fingerprint", "done", "offset"}
+    if not isinstance(state, dict) or not required <= set(state) <= required | {"sha256"}:
+        return False                    # (a first version of the format had no sha256)
+    digest = state.get("sha256", "0" * 64)
+    return (isinstance(state["fingerprint"], dict) and all(
+        isinstance(state[k], int) and not isinstance(state[k], bool) for k in ("version", "done", "offset"))
+        and isinstance(digest, str) and len(digest) == 64 and all(c in "0123456789abcdef" for c in digest))
+
+
 def sidecar_path(path) -> Path:
     """Where the progress file of output file ``path`` lives."""
     path = Path(path)
@@ -256,7 +268,31 @@ class ResumableOutput:
             state = json.loads(data.decode("utf-8"))
         except (ValueError, UnicodeDecodeError):
             return None
-        return state if isinstance(state, dict) and "fingerprint" in state else None
+        return state if _looks_like_progress(state) else None
+
+    def _partial_matches(self, st: os.stat_result, progress: dict) -> bool:
+        """Whether the partial file holds the bytes the progress file recorded (its first ``offset`` bytes hash
+        to the recorded sha256): the pair one frpd run left, which a fresh run may discard."""
+        try:
+            offset, expected = int(progress["offset"]), str(progress["sha256"])
+        except (KeyError, TypeError, ValueError):
+            return False
+        if offset < 0 or st.st_size < offset:
+            return False
+        fd = self._open_leftover(self.partial, st, "partial", os.O_RDONLY)
+        digest = hashlib.sha256()
+        try:
+            with os.fdopen(fd, "rb") as handle:
+                left = offset
+                while left:
+                    block = handle.read(min(_CHUNK, left))
+                    if not block:
+                        return False
+                    digest.update(block)
+                    left -= len(block)
+        except OSError as exc:
+            raise output_error(self._shown(self.partial), exc) from None
+        return digest.hexdigest() == expected
 
     # ---------------------------------------------------------------- opening
     def _open(self) -> None:
@@ -300,9 +336,10 @@ class ResumableOutput:
             elif partial_st is not None or progress_st is not None:
                 self.note = (f"Discarding the partial output of an earlier run of '{self.path}' (pass --resume to "
                              "continue such a run instead).")
-            # leftovers are removed only when they are frpd's: a progress file in frpd's format, and a partial
-            # file beside it (or an empty one: a run stopped before its first checkpoint)
-            if partial_st is not None and progress_st is None and partial_st.st_size > 0:
+            # leftovers are removed only when they are frpd's: a progress file in frpd's format, and beside it
+            # a partial file holding the bytes that progress file recorded (a run writes its first checkpoint as
+            # soon as it has made the partial file, so a partial file alone, even an empty one, is not frpd's)
+            if partial_st is not None and (progress_st is None or not self._partial_matches(partial_st, progress)):
                 raise self._foreign(self.partial, partial_st, "partial")
             for path, st in ((self.partial, partial_st), (self.sidecar, progress_st)):
                 if st is not None:

@@ -175,10 +175,22 @@ def test_a_lock_left_by_a_killed_writer_is_taken_over(work):
             if holder.poll() is None:
                 holder.kill()
                 holder.wait()
-    assert lock_path(out).read_text() == f"{holder.pid}\n"       # left behind, unlocked
+    assert lock_path(out).read_text() == f"frpd {holder.pid}\n"  # left behind, unlocked
     done = runner.invoke(app, _plan(work, "--format", "csv", "--output", str(out)))
     assert done.exit_code == 0, done.stderr
     assert out.exists() and not lock_path(out).exists()
+
+
+@pytest.mark.parametrize("text", ["", "31337\n", "frpd\n", "frpd 12 extra\n"])
+def test_a_file_at_the_lock_path_that_only_looks_like_a_lock_is_kept(work, text):
+    """A user's ``.plans.csv.lock`` that was empty or held only digits was taken over and deleted at exit: only
+    a file holding ``frpd PID`` (what frpd writes) is a lock a killed run left."""
+    folder, out = work["folder"], work["folder"] / "plans.csv"
+    lock_path(out).write_text(text)
+    before = _listing(folder)
+    result = runner.invoke(app, _plan(work, "--format", "csv", "--output", str(out)))
+    assert result.exit_code == 1 and "the lock file of" in result.stderr, result.stderr
+    assert _listing(folder) == before
 
 
 # ---------------------------------------------------------------------------- partial and progress files
@@ -220,14 +232,115 @@ def test_an_unusable_progress_path_leaves_no_empty_partial_and_names_it(work):
     assert not partial_path(out).exists() and not out.exists() and not lock_path(out).exists()
 
 
+def _killed_run(out: Path, text: str = "applicant,status\n0,ok\n") -> None:
+    """The partial and progress files a run killed after its first checkpoint leaves (``close`` without
+    ``finish``: what SIGKILL leaves behind)."""
+    from frpd_cli.streaming import ResumableOutput
+
+    run = ResumableOutput(out, fingerprint={"inputs": {"data": "x"}, "format": "csv"}, resume=True)
+    run.stream.write(text)
+    run.checkpoint(1)
+    run.close()
+    assert partial_path(out).exists() and sidecar_path(out).exists()
+
+
 def test_leftovers_frpd_made_are_still_discarded_by_a_fresh_run(work):
-    """What frpd made itself is recognised: a kept partial and progress file are discarded by a fresh run."""
+    """What frpd made itself is recognised: the partial and progress files of a killed run (the partial holding
+    the bytes its progress file recorded) are discarded by a fresh run."""
     out = work["folder"] / "plans.csv"
     reference = runner.invoke(app, _plan(work, "--format", "csv", "--chunk-size", "4"))
-    partial_path(out).write_text("")                      # a run stopped before its first checkpoint
+    _killed_run(out)
     done = runner.invoke(app, _plan(work, "--format", "csv", "--chunk-size", "4", "--output", str(out)))
     assert done.exit_code == 0 and "Discarding" in done.stderr, done.stderr
     assert out.read_text() == reference.stdout and not partial_path(out).exists()
+    assert not sidecar_path(out).exists()
+
+
+@pytest.mark.parametrize("case", ["empty partial alone", "partial alone", "partial edited after the checkpoint",
+                                  "progress of another format", "progress with only a fingerprint"])
+def test_side_files_that_only_look_like_frpds_are_kept(work, case):
+    """A user's empty ``FILE.partial``, a partial whose bytes are not the ones its progress file recorded, and a JSON
+    file that merely has a ``fingerprint`` key were deleted by a fresh run; now each is refused and kept."""
+    folder, out = work["folder"], work["folder"] / "q.csv"
+    if case == "empty partial alone":
+        partial_path(out).write_text("")
+    elif case == "partial alone":
+        partial_path(out).write_text("mine\n")
+    elif case == "partial edited after the checkpoint":
+        _killed_run(out)
+        partial_path(out).write_text("applicant,status\n9,mine\n")
+    elif case == "progress of another format":
+        partial_path(out).write_text("mine\n")
+        sidecar_path(out).write_text('{"fingerprint": "x"}')
+    else:
+        sidecar_path(out).write_text('{"fingerprint": {}}')
+    before = _listing(folder)
+    result = runner.invoke(app, _plan(work, "--format", "csv", "--output", str(out)))
+    assert result.exit_code == 1 and result.stderr.startswith("Error: "), result.stderr
+    assert "file frpd did not write" in result.stderr
+    assert _listing(folder) == before
+
+
+# ---------------------------------------------------------------------------- outputs that are inputs
+
+
+@pytest.fixture()
+def refits(work):
+    """Two refits of the sample model, built into the work folder."""
+    out = work["folder"] / "R"
+    built = runner.invoke(app, ["build-refits", str(work["data"]), "--model", str(work["model"]), "--schema",
+                                str(work["schema"]), "--robust", "2", "--out", str(out), "-q"])
+    assert built.exit_code == 0, built.stderr
+    return out
+
+
+@pytest.mark.parametrize("command,option,name", [("plan", "--output", "refit-001.skops"), ("plan", "--output", "new.csv"),
+                                                 ("plan", "--provenance", "refit-002.skops"),
+                                                 ("interpolate", "--output", "refit-001.skops"),
+                                                 ("interpolate", "--output", "new.csv")])
+def test_no_output_lands_inside_the_refits_folder_it_reads(work, refits, command, option, name):
+    """`plan --refits R --output R/refit-001.skops` replaced a refit by plans (the artifact then refused to load):
+    the folder of an input artifact read through its manifest is an input folder too."""
+    if command == "interpolate":
+        selection = work["folder"] / "S"
+        made = runner.invoke(app, ["select", str(work["data"]), "--model", str(work["model"]), "--schema",
+                                   str(work["schema"]), "--applicants", str(work["applicants"]), "--out",
+                                   str(selection), "-k", "2"])
+        assert made.exit_code == 0, made.stderr
+        args = ["interpolate", "--selection", str(selection), "--model", str(work["model"]), "--refits", str(refits),
+                "--robust", "2", "--data", str(work["data"]), "--out", str(work["folder"] / "I")]
+    else:
+        args = _plan(work, "--format", "csv", "--refits", str(refits), "--robust", "2")
+    before = _listing(refits)
+    result = runner.invoke(app, [*args, option, str(refits / name)] + (["--output", str(work["folder"] / "o.csv")]
+                                                                       if option == "--provenance" else []))
+    assert result.exit_code == 1 and "is inside the refits folder" in result.stderr, result.stderr
+    assert _listing(refits) == before
+
+
+def test_stdin_redirected_from_the_output_file_is_refused(work):
+    """`frpd plan ... --applicants - --output a.csv < a.csv` replaced the applicants file by the plans."""
+    folder = work["folder"]
+    applicants = folder / "a.csv"
+    shutil.copyfile(work["applicants"], applicants)
+    before = _listing(folder)
+    with open(applicants, "rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "frpd_cli", *_plan(work, "--format", "csv", "--output",
+                                                                         str(applicants), applicants="-")],
+                              stdin=stdin, capture_output=True, cwd=ROOT, timeout=600)
+    assert done.returncode == 1, done.stderr
+    assert b"is the file the applicants input '-' (stdin) reads" in done.stderr
+    assert _listing(folder) == before
+
+
+@pytest.mark.parametrize("name", ["plans.csv.partial", "plans.csv.resume.json", ".plans.csv.lock"])
+def test_an_output_named_like_another_outputs_side_file_is_refused(work, name):
+    """An output named ``o.csv.partial`` while a run writes ``o.csv`` was renamed over that run's partial file."""
+    folder = work["folder"]
+    before = _listing(folder)
+    result = runner.invoke(app, _plan(work, "--format", "csv", "--output", str(folder / name)))
+    assert result.exit_code == 1 and "has the name of a side file" in result.stderr, result.stderr
+    assert _listing(folder) == before
 
 
 # ---------------------------------------------------------------------------- write errors

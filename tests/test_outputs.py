@@ -269,7 +269,7 @@ def test_lock_refuses_a_second_writer_and_names_the_first(tmp_path):
     path = tmp_path / "out.csv"
     path.write_text("old\n")
     with output_lock(path):
-        assert lock_path(path).read_text().strip() == str(os.getpid())
+        assert lock_path(path).read_text().strip() == f"frpd {os.getpid()}"
         with pytest.raises(OutputBusyError, match=rf"'{path}' is being written by another frpd process "
                                                   rf"\(pid {os.getpid()}\)"):
             with open_output(path) as stream:
@@ -282,7 +282,7 @@ def test_lock_refuses_a_second_writer_and_names_the_first(tmp_path):
 
 def test_stale_lock_file_is_taken_over(tmp_path):
     path = tmp_path / "out.csv"
-    lock_path(path).write_text("999999\n")                # left by a writer killed with SIGKILL: not locked
+    lock_path(path).write_text("frpd 999999\n")           # left by a writer killed with SIGKILL: not locked
     with open_output(path) as stream:
         stream.write("x")
     assert path.read_text() == "x" and not lock_path(path).exists()
