@@ -13,6 +13,17 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import settings
 
+# The terminal the suite runs under must not decide its outcome: variables that force colour (typer decides at
+# import, from GITHUB_ACTIONS, FORCE_COLOR or PY_COLORS, to colour help and usage errors; Rich colours frpd's own
+# stderr), a narrow or dumb terminal (tables wrap, Rich draws no status line). Set before anything imports typer
+# or Rich; subprocesses inherit them. Tests that need another width or terminal set it themselves.
+for _name in ("FORCE_COLOR", "PY_COLORS", "GITHUB_ACTIONS", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "TERMINAL_WIDTH",
+              "LINES"):
+    os.environ.pop(_name, None)
+os.environ["COLUMNS"] = "80"
+if os.environ.get("TERM") in ("dumb", "unknown"):
+    os.environ["TERM"] = "xterm-256color"
+
 # Property tests draw the same examples on every machine and every run: a red suite on a fresh machine must be
 # reproducible, never a draw of luck (and the example database of one machine never decides another's run).
 settings.register_profile("frpd", derandomize=True, database=None)
