@@ -113,15 +113,19 @@ def test_the_kept_scorer_gives_the_models_probabilities_on_rows_it_never_saw(kin
     np.testing.assert_allclose(expected, model.estimator.predict_proba(fresh)[:, 1], rtol=0, atol=1e-12)
 
 
+def _logistic_model(tmp_path, kind: str, seed: int):
+    """A model with a logistic output (an MLP of logistic units, or a logistic regression) on 300 rows."""
+    train = _frame(np.random.default_rng(seed), 300)
+    y = ((train["income"] - 0.2 * train["years"] + 2 * (train["region"] == "east")) > 3).astype(int)
+    path = tmp_path / "model.pkl"
+    joblib.dump(_pipeline(_final(kind), sparse=True, scaler="minmax").fit(train, y), path)
+    return train, load_model(path, favorable=1, feature_names=tuple(train.columns))
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 @pytest.mark.parametrize("arithmetic", ["numpy", "libm", "scipy"])
 def test_every_arithmetic_gives_the_models_probabilities(arithmetic, tmp_path):
-    rng = np.random.default_rng(5)
-    train = _frame(rng, 300)
-    y = ((train["income"] - 0.2 * train["years"] + 2 * (train["region"] == "east")) > 3).astype(int)
-    path = tmp_path / "model.pkl"
-    joblib.dump(_pipeline(_final("logistic"), sparse=True, scaler="minmax").fit(train, y), path)
-    model = load_model(path, favorable=1, feature_names=tuple(train.columns))
+    train, model = _logistic_model(tmp_path, "logistic", 5)
     state = scorer_state(model, train, model.favorable_probability(train))
     order = ("numpy", "libm", "scipy")
     if order.index(state["arithmetic"]) > order.index(arithmetic):
@@ -160,12 +164,7 @@ def test_the_first_arithmetic_that_reproduces_the_model_is_kept(tmp_path, monkey
     scorer gives the model's probabilities."""
     from frpd_cli import _rowwise
 
-    rng = np.random.default_rng(6)
-    train = _frame(rng, 300)
-    y = ((train["income"] - 0.2 * train["years"] + 2 * (train["region"] == "east")) > 3).astype(int)
-    path = tmp_path / "model.pkl"
-    joblib.dump(_pipeline(_final("logistic-regression"), sparse=True, scaler="minmax").fit(train, y), path)
-    model = load_model(path, favorable=1, feature_names=tuple(train.columns))
+    train, model = _logistic_model(tmp_path, "logistic-regression", 6)
     probability = model.favorable_probability(train)
 
     def off_by_one_ulp(original):
