@@ -506,27 +506,29 @@ _LOCK_MAX_BYTES = 32
 _NEVER_FOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 
 
+def _foreign_lock(shown, st: os.stat_result) -> InputError:
+    return foreign_file_error(lock_path(shown), st, f"the lock file of '{shown}'",
+                              f"Remove or rename it if it is yours, then write '{shown}' again (or choose another "
+                              "output path).")
+
+
 def _open_existing_lock(lock: Path, shown) -> int | None:
     """Open a lock file left by another frpd process (running or killed), after checking it is one.
 
     Returns None when it disappeared meanwhile (its writer finished): the caller creates it again.
     """
-    remedy = (f"Remove or rename it if it is yours, then write '{shown}' again (or choose another output "
-              "path).")
-    role = f"the lock file of '{shown}'"
-    named = lock_path(shown)        # as the user would name it
     st = _stat_nofollow(lock)
     if st is None:
         return None
     if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1 or st.st_size > _LOCK_MAX_BYTES:
-        raise foreign_file_error(named, st, role, remedy)
+        raise _foreign_lock(shown, st)
     try:
         fd = os.open(lock, os.O_RDWR | _NEVER_FOLLOW)
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno == errno.ELOOP:       # replaced by a symlink since we looked
-            raise foreign_file_error(named, _stat_nofollow(lock) or st, role, remedy) from None
+            raise _foreign_lock(shown, _stat_nofollow(lock) or st) from None
         raise output_error(shown, exc) from None
     mine = os.fstat(fd)
     text = os.pread(fd, _LOCK_MAX_BYTES + 1, 0).strip()
@@ -535,19 +537,17 @@ def _open_existing_lock(lock: Path, shown) -> int | None:
     if ((mine.st_dev, mine.st_ino) != (st.st_dev, st.st_ino) or not stat.S_ISREG(mine.st_mode)
             or mine.st_nlink != 1 or not (text == b"" or _LOCK_TEXT.fullmatch(text))):
         os.close(fd)
-        raise foreign_file_error(named, mine, role, remedy)
+        raise _foreign_lock(shown, mine)
     return fd
 
 
-def _refuse_if_not_frpds(fd: int, lock: Path, shown) -> None:
+def _refuse_if_not_frpds(fd: int, shown) -> None:
     """After the flock on an existing lock file: refuse it (closing ``fd``) unless it holds ``frpd PID``."""
     text = os.pread(fd, _LOCK_MAX_BYTES + 1, 0).strip()
     if not _LOCK_TEXT.fullmatch(text):
         mine = os.fstat(fd)
         os.close(fd)
-        raise foreign_file_error(lock_path(shown), mine, f"the lock file of '{shown}'",
-                                 f"Remove or rename it if it is yours, then write '{shown}' again (or choose another "
-                                 "output path).")
+        raise _foreign_lock(shown, mine)
 
 
 def _acquire(lock: Path, shown) -> tuple[int, tuple[int, int]]:
@@ -577,7 +577,7 @@ def _acquire(lock: Path, shown) -> tuple[int, tuple[int, int]]:
         mine = os.fstat(fd)
         if own_file_identity(lock) == (mine.st_dev, mine.st_ino):
             if existing:
-                _refuse_if_not_frpds(fd, lock, shown)
+                _refuse_if_not_frpds(fd, shown)
             return fd, (mine.st_dev, mine.st_ino)
         os.close(fd)
 

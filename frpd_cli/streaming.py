@@ -74,6 +74,16 @@ def _looks_like_progress(state) -> bool:
         isinstance(state[k], int) and not isinstance(state[k], bool) for k in ("version", "done", "offset")))
 
 
+def _hash_prefix(handle, n: int, digest) -> None:
+    """Feed the next ``n`` bytes of ``handle`` (fewer at its end) into ``digest``, in blocks."""
+    while n:
+        block = handle.read(min(_CHUNK, n))
+        if not block:
+            return
+        digest.update(block)
+        n -= len(block)
+
+
 def sidecar_path(path) -> Path:
     """Where the progress file of output file ``path`` lives."""
     path = Path(path)
@@ -281,13 +291,7 @@ class ResumableOutput:
         digest = hashlib.sha256()
         try:
             with os.fdopen(fd, "rb") as handle:
-                left = offset
-                while left:
-                    block = handle.read(min(_CHUNK, left))
-                    if not block:
-                        return False
-                    digest.update(block)
-                    left -= len(block)
+                _hash_prefix(handle, offset, digest)
         except OSError as exc:
             raise output_error(self._shown(self.partial), exc) from None
         return digest.hexdigest() == expected
@@ -388,13 +392,7 @@ class ResumableOutput:
                              f"its progress file says ({offset} bytes expected). {redo}")
         try:
             raw.seek(0)
-            left = offset
-            while left:
-                block = raw.read(min(_CHUNK, left))
-                if not block:
-                    break
-                digest.update(block)
-                left -= len(block)
+            _hash_prefix(raw, offset, digest)
             if digest.hexdigest() != expected:
                 raise InputError(f"Cannot resume '{self.path}': the first {offset} bytes of '{self.partial.name}' "
                                  f"are not the ones the run wrote (their sha256 differs): the file was edited. {redo}")
