@@ -40,7 +40,8 @@ import platform
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -59,6 +60,7 @@ from .outputs import output_lock, signals_held
 __all__ = [
     "Artifact",
     "MANIFEST_NAME",
+    "StagedArray",
     "PAYLOAD_SUFFIXES",
     "fsync_dir",
     "SCHEMA_VERSION",
@@ -66,7 +68,9 @@ __all__ = [
     "atomic_write_text",
     "read_artifact",
     "sha256_file",
+    "staging_folder",
     "write_artifact",
+    "write_npy_blocks",
 ]
 
 SCHEMA_VERSION = 1
@@ -224,6 +228,9 @@ def _write_locked(out_dir: Path, kind: str, payloads: dict, created, params_json
             tmp_dir = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.tmp-"))
         described = {}
         for name, content in payloads.items():
+            if isinstance(content, StagedArray):
+                described[name] = content.move_into(tmp_dir / name, name)
+                continue
             if Path(name).suffix == ".npy":
                 described[name] = _write_npy(tmp_dir / name, name, content)
                 continue
@@ -425,6 +432,82 @@ def _write_npy(path: Path, name: str, content) -> dict:
         os.fsync(handle.fileno())
     os.chmod(path, _FILE_MODE)
     return {"sha256": sha256_file(path), "size": path.stat().st_size}
+
+
+@dataclass(frozen=True)
+class StagedArray:
+    """A ``.npy`` payload written ahead, block by block, into a staging folder (:func:`write_npy_blocks`):
+    :func:`write_artifact` moves the file into the artifact instead of writing an array held in memory."""
+
+    path: Path
+    sha256: str
+    size: int
+    shape: tuple
+    dtype: np.dtype
+
+    def move_into(self, target: Path, name: str) -> dict:
+        if Path(name).suffix != ".npy":
+            raise ArtifactError(f"The staged payload '{name}' must be a .npy file.")
+        os.rename(self.path, target)           # the staging folder is a sibling of the artifact's: one file system
+        return {"sha256": self.sha256, "size": self.size}
+
+    def open(self) -> np.ndarray:
+        """The array, memory-mapped read-only (valid after the move too: the mapping holds the file)."""
+        return np.load(self.path, mmap_mode="r", allow_pickle=False)
+
+
+@contextmanager
+def staging_folder(out_dir):
+    """A fresh private folder beside ``out_dir`` for payloads written ahead (:func:`write_npy_blocks`), removed
+    with whatever is left in it on leaving (the payloads :func:`write_artifact` took are no longer there).
+
+    Named ``.NAME.stage-XXXXXXXX`` (random, created exclusively, mode 0700), like the artifact's own temporary
+    folder: nothing that exists is opened or replaced. The parent folder must exist.
+    """
+    out_dir = Path(out_dir)
+    folder = None
+    try:
+        with signals_held():    # the folder exists only once the cleanup below knows its name
+            folder = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.stage-"))
+        yield folder
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def write_npy_blocks(path, shape: tuple, dtype, blocks: Iterable[np.ndarray]) -> StagedArray:
+    """Write an array of ``shape`` and ``dtype`` given as consecutive blocks of rows, as ``np.save`` of the whole
+    array would (the same bytes), hashing them on the way; only one block is in memory at a time.
+
+    ``path`` must not exist (created exclusively). Raises :class:`ArtifactError` when the blocks do not add up to
+    ``shape`` or have another dtype or row width.
+    """
+    path = Path(path)
+    dtype = np.dtype(dtype)
+    shape = tuple(int(n) for n in shape)
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": np.lib.format.dtype_to_descr(dtype),
+                                                  "fortran_order": False, "shape": shape})
+    digest = hashlib.sha256(header.getvalue())
+    rows, size = 0, len(header.getvalue())
+    with open(path, "xb") as handle:
+        handle.write(header.getvalue())
+        for block in blocks:
+            block = np.ascontiguousarray(block)
+            if block.dtype != dtype or block.shape[1:] != shape[1:]:
+                raise ArtifactError(f"A block of {path.name} has dtype {block.dtype} and shape {block.shape}; "
+                                    f"expected {dtype} and rows of shape {shape[1:]}.")
+            data = memoryview(block.reshape(-1).view(np.uint8))
+            handle.write(data)
+            digest.update(data)
+            rows += block.shape[0]
+            size += data.nbytes
+        if rows != shape[0]:
+            raise ArtifactError(f"The blocks of {path.name} hold {rows} rows; expected {shape[0]}.")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.chmod(path, _FILE_MODE)
+    return StagedArray(path=path, sha256=digest.hexdigest(), size=size, shape=shape, dtype=dtype)
 
 
 def _write_file(path: Path, data: bytes) -> None:

@@ -554,7 +554,7 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bo
 
 def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
                   encoding: str = "utf-8", trusted_types=None, pool: Path | None = None, robust=None,
-                  on_frame=None, status=None):
+                  on_frame=None, status=None, stage=None):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
 
     With ``pool`` (a folder from ``frpd build-pool``) the encoded rows and their scores are read from it,
@@ -563,7 +563,9 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     A pool that holds the parsed CSV (:func:`frpd_cli.pool.pool_frame`) spares parsing it; any trouble opening
     the pool and the CSV is parsed, and the pool's own checks report it as before. ``on_frame``, when given, is
     called with the CSV as read (``build-pool`` keeps it in the pool). ``status``, when given, replaces the text
-    of a terminal's status line while the model is refitted (``--robust``).
+    of a terminal's status line while the model is refitted (``--robust``). ``stage``
+    (:class:`frpd_cli.dataset.RowStage`, without ``pool`` or ``robust``): the encoded rows and constraint codes are
+    written there block by block and held memory-mapped (``build-pool``).
 
     Returns
     -------
@@ -575,6 +577,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     from ..model import load_model
     from ..schema import DeclarationError, infer_schema
 
+    if stage is not None and (pool is not None or robust is not None):
+        raise ValueError("read_training: a stage is for a training set built from the CSV by the model alone")
     spec = flags.spec()
     artifact, frame, schema, id_like, hinted = None, None, None, None, False
     if pool is not None:
@@ -630,7 +634,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     else:
         from ..dataset import encode_training
 
-        encoded = encode_training(frame, schema, source=f"'{data}'", scale=flags.scale)
+        encoded = encode_training(frame, schema, source=f"'{data}'", scale=flags.scale, stage=stage)
     scoring = None
     if robust is not None and robust.active:
         # several models to satisfy: the judge over them scores the rows (label support compares rows in the
@@ -646,7 +650,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
             training = rescored(training, model, source=f"'{data}'", progress=scoring)
     if pool is None:
         training = build_training_set(frame, schema, model, source=f"'{data}'", scale=flags.scale,
-                                      encoded=encoded, progress=scoring)
+                                      encoded=encoded, progress=scoring, stage=stage)
     _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like, spec=spec)
     return training, model, spec
 

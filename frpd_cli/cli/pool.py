@@ -37,21 +37,26 @@ def build_pool_command(
     Example: frpd build-pool sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --out pool/
     """
+    from ..artifacts import staging_folder
+    from ..dataset import RowStage
     from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs
     from ..pool import write_pool
     from ..snapshot import scorer_state
 
     check_not_inputs({"--out": out}, {"data": data, "model": model, "schema": flags.schema})
     check_artifact_folder(out)
-    # the output locks come first: a second writer is refused before any input is read
-    with lock_outputs(folders=(out,)):
+    # the output locks come first: a second writer is refused before any input is read; the encoded rows are
+    # written block by block beside the pool and moved into it, never held in memory
+    with lock_outputs(folders=(out,)), staging_folder(out) as folder:
         start = time.perf_counter()
         read = []
+        stage = RowStage(folder)
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                                 trusted_types=trust_type, quiet=quiet, on_frame=read.append)
+                                                 trusted_types=trust_type, quiet=quiet, on_frame=read.append,
+                                                 stage=stage)
         scorer = scorer_state(loaded, training.frame, training.probability)
         write_pool(out, training, data=data, model=model, threshold=threshold, encoding=encoding, frame=read[0],
-                   spec=spec, scorer=scorer)
+                   spec=spec, scorer=scorer, staged=stage.arrays)
         if not quiet:
             kept = (" It keeps the model's scorer: runs with the pool score rows without loading the model."
                     if scorer is not None else "")
