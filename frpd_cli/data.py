@@ -81,8 +81,10 @@ def _plain_file(path: Path) -> bool:
     import codecs
 
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False            # (a FIFO is not opened here: its writer would see it closed)
         with open(path, "rb") as stream:
-            return stat.S_ISREG(os.fstat(stream.fileno()).st_mode) and not stream.read(3) == codecs.BOM_UTF8
+            return stream.read(3) != codecs.BOM_UTF8
     except OSError:
         return False
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import sys
 import threading
 from pathlib import Path
 
@@ -148,14 +149,55 @@ def test_build_pool_refusing_a_training_value_leaves_nothing(tmp_path, sample_pa
     assert not out.exists() and [p for p in os.listdir(out.parent) if "stage" in p] == []
 
 
-def _feed(path: Path, payload: bytes) -> threading.Thread:
+_OPENS: dict = {}
+
+
+def _count_opens(event, args):
+    if event == "open" and args and str(args[0]) in _OPENS and not (args[2] & (os.O_WRONLY | os.O_RDWR)):
+        _OPENS[str(args[0])] += 1
+
+
+sys.addaudithook(_count_opens)
+
+
+def _read_fifo(path: Path, payload: bytes):
+    """``read_csv`` of a FIFO fed ``payload`` by a thread: the frame, or the exception it raised. A reader that
+    opens the FIFO a second time after its writer is gone would wait for ever: after 600 s the test fails and the
+    waiting open is released."""
     def write():
         with open(path, "wb") as handle:
             handle.write(payload)
 
-    thread = threading.Thread(target=write, daemon=True)
-    thread.start()
-    return thread
+    result = {}
+
+    def read():
+        try:
+            result["frame"] = read_csv(path)
+        except Exception as exc:          # handed to the test
+            result["error"] = exc
+
+    writer = threading.Thread(target=write, daemon=True)
+    reader = threading.Thread(target=read, daemon=True)
+    writer.start()
+    reader.start()
+    reader.join(600)
+    if reader.is_alive():
+        os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))       # the waiting open returns, at end of file
+        pytest.fail("read_csv waited on the FIFO after its writer had gone (it opened the FIFO twice)")
+    writer.join()
+    if "error" in result:
+        raise result["error"]
+    return result["frame"]
+
+
+def _opened_once(path: Path, payload: bytes):
+    """:func:`_read_fifo`, checking that the FIFO was opened for reading once: a second open waits for a writer
+    that may be gone (or reads nothing)."""
+    _OPENS[str(path)] = 0
+    try:
+        return _read_fifo(path, payload)
+    finally:
+        assert _OPENS.pop(str(path)) == 1
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -168,9 +210,7 @@ def test_a_file_is_parsed_as_its_bytes_are(tmp_path, bom):
     pd.testing.assert_frame_equal(read_csv(plain), expected)
     fifo = tmp_path / "fifo.csv"
     os.mkfifo(fifo)
-    thread = _feed(fifo, bom + text)
-    pd.testing.assert_frame_equal(read_csv(fifo), expected)
-    thread.join()
+    pd.testing.assert_frame_equal(_opened_once(fifo, bom + text), expected)
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -182,15 +222,13 @@ def test_a_file_and_a_pipe_give_the_same_errors(tmp_path, where):
     messages = []
     for kind in ("file", "fifo"):
         path = tmp_path / f"{kind}.csv"
-        if kind == "file":
-            path.write_bytes(bad)
-        else:
-            os.mkfifo(path)
-            thread = _feed(path, bad)
         with pytest.raises(InputError) as caught:
-            read_csv(path)
-        if kind == "fifo":
-            thread.join()
+            if kind == "file":
+                path.write_bytes(bad)
+                read_csv(path)
+            else:
+                os.mkfifo(path)
+                _opened_once(path, bad)
         messages.append(str(caught.value).replace(str(path), "PATH"))
     assert messages[0] == messages[1]
     line = bad[:cut].count(b"\n") + 1
