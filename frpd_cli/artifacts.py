@@ -448,7 +448,13 @@ class StagedArray:
     def move_into(self, target: Path, name: str) -> dict:
         if Path(name).suffix != ".npy":
             raise ArtifactError(f"The staged payload '{name}' must be a .npy file.")
-        os.rename(self.path, target)           # the staging folder is a sibling of the artifact's: one file system
+        try:
+            os.rename(self.path, target)       # the staging folder is a sibling of the artifact's: one file system
+        except OSError:
+            # where a file held memory-mapped cannot be renamed (Windows): copied, then checked against its hash
+            shutil.copyfile(self.path, target)
+            if sha256_file(target) != self.sha256:
+                raise ArtifactError(f"The staged payload '{name}' changed while it was copied into the artifact.")
         return {"sha256": self.sha256, "size": self.size}
 
     def open(self) -> np.ndarray:

@@ -246,3 +246,16 @@ def test_labeled_rows_compare_values_and_their_text(column, favorable):
     target = pd.Series(column, name="t")
     expected = (target == favorable).to_numpy() | (target.astype(str) == str(favorable)).to_numpy()
     assert np.array_equal(labeled_rows(pd.DataFrame({"t": target}), Schema), expected)
+
+
+def test_a_staged_file_that_cannot_be_renamed_is_copied(tmp_path, monkeypatch):
+    array = np.arange(12.0).reshape(4, 3)
+    staged = write_npy_blocks(tmp_path / "a.npy", array.shape, array.dtype, [array[:3], array[3:]])
+
+    def refuse(*args):
+        raise PermissionError("the file is mapped")
+
+    monkeypatch.setattr(os, "rename", refuse)
+    described = staged.move_into(tmp_path / "b.npy", "X.npy")
+    assert described == {"sha256": staged.sha256, "size": staged.size}
+    assert np.array_equal(np.load(tmp_path / "b.npy"), array)
