@@ -454,7 +454,8 @@ class StagedArray:
             # where a file held memory-mapped cannot be renamed (Windows): copied, then checked against its hash
             shutil.copyfile(self.path, target)
             if sha256_file(target) != self.sha256:
-                raise ArtifactError(f"The staged payload '{name}' changed while it was copied into the artifact.")
+                raise ArtifactError(
+                    f"The staged payload '{name}' changed while it was copied into the artifact.") from None
         return {"sha256": self.sha256, "size": self.size}
 
     def open(self) -> np.ndarray:

@@ -259,3 +259,16 @@ def test_a_staged_file_that_cannot_be_renamed_is_copied(tmp_path, monkeypatch):
     described = staged.move_into(tmp_path / "b.npy", "X.npy")
     assert described == {"sha256": staged.sha256, "size": staged.size}
     assert np.array_equal(np.load(tmp_path / "b.npy"), array)
+
+
+@pytest.mark.parametrize("text", ["t,u\nyes,1\nno,2\n,3\n", "t,u\n1,1\n0,2\n,3\n", "t,u\nTrue,1\nFalse,2\n",
+                                  "t,u\n1,1\nx,2\n2.5,3\n", "t,u\n1.0,1\n0.5,2\n,3\n"])
+@pytest.mark.parametrize("favorable", ["yes", "1", "1.0", "True", True, 1, "nan", "2.5"])
+def test_labeled_rows_of_parsed_columns(text, favorable):
+    class Schema:
+        target = "t"
+
+    Schema.favorable = favorable
+    target = pd.read_csv(io.StringIO(text))["t"]           # the dtypes the parser gives (text: object or str)
+    expected = (target == favorable).to_numpy() | (target.astype(str) == str(favorable)).to_numpy()
+    assert np.array_equal(labeled_rows(pd.DataFrame({"t": target}), Schema), expected)
