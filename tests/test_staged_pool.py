@@ -272,3 +272,27 @@ def test_labeled_rows_of_parsed_columns(text, favorable):
     target = pd.read_csv(io.StringIO(text))["t"]           # the dtypes the parser gives (text: object or str)
     expected = (target == favorable).to_numpy() | (target.astype(str) == str(favorable)).to_numpy()
     assert np.array_equal(labeled_rows(pd.DataFrame({"t": target}), Schema), expected)
+
+
+def test_build_pool_shows_a_status_line_while_it_writes(tmp_path, sample_paths, monkeypatch):
+    # at ten million rows writing the pool takes about 25 s after the rows are scored: a terminal sees a status
+    # line for it, not silence
+    import contextlib
+
+    import frpd_cli.cli._output as output
+
+    out = tmp_path / "pool"
+    shown = []
+
+    @contextlib.contextmanager
+    def busy(message, *, quiet=False):
+        shown.append((message, (out / "manifest.json").exists()))
+        yield lambda text: None
+        shown.append(("done", (out / "manifest.json").exists()))
+
+    monkeypatch.setattr(output, "busy", busy)
+    args = [str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema", str(sample_paths["schema"])]
+    result = runner.invoke(app, ["build-pool", *args, "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    at = [i for i, (message, _) in enumerate(shown) if message.startswith(f"writing the pool to '{out}' (2,000 rows")]
+    assert at and shown[at[0]][1] is False and shown[at[0] + 1] == ("done", True), shown
