@@ -133,6 +133,10 @@ class Candidates:
     exclusions : tuple of Exclusion
         With ``reason``: how many pool rows each constraint rules out, largest
         first (empty otherwise).
+    cut : tuple or None
+        ``(n_found, nearest_left_out)`` when ``--max-candidates`` kept only the
+        nearest of ``n_found`` candidates: the distance of the nearest one left
+        out (every left-out candidate is at least that far).
     """
 
     rows: np.ndarray
@@ -144,6 +148,7 @@ class Candidates:
     n_pool: int = 0
     reason: str | None = None
     exclusions: tuple = ()
+    cut: tuple | None = None
 
     def __len__(self) -> int:
         return int(self.rows.size)
@@ -283,9 +288,12 @@ class CandidateStage:
         if self.policy == "filter":
             pool_rows, at = candidate_positions(training, x0, codes0, pool, raw0, distinct=True)
             limit = getattr(self.settings, "max_candidates", None)
+            cut = None
             if limit is not None and at.size > limit:
-                at = _nearest_positions(training, pool, at, x0, limit)
-            return Candidates(rows=pool_rows[at], n_pool=int(pool_rows.size))
+                n_found = int(at.size)
+                at, nearest_left_out = _nearest_positions(training, pool, at, x0, limit, left_out=True)
+                cut = (n_found, nearest_left_out)
+            return Candidates(rows=pool_rows[at], n_pool=int(pool_rows.size), cut=cut)
         if self.model is None:
             raise InputError(f"The '{self.policy}' immutable policy needs the model to re-predict projected rows.")
         cset = candidate_set(training, self.model, x0, codes0, raw0, pool, policy=self.policy, level=self.level)
@@ -635,8 +643,9 @@ def nearest_rows(training: TrainingSet, pool: np.ndarray, rows: np.ndarray, x0: 
 
 
 def _nearest_positions(training: TrainingSet, pool: np.ndarray, at: np.ndarray, x0: np.ndarray,
-                       m: int) -> np.ndarray:
-    """:func:`nearest_rows` on ascending positions in the pool's compact arrays (positions, ascending)."""
+                       m: int, *, left_out: bool = False):
+    """:func:`nearest_rows` on ascending positions in the pool's compact arrays (positions, ascending); with
+    ``left_out``, also the smallest distance among the positions not kept (``m < len(at)``)."""
     X_rows = training.pool_rows(pool)[1]
     diff = np.take(X_rows, at, axis=0)
     diff -= np.asarray(x0, dtype=np.float64)
@@ -644,7 +653,13 @@ def _nearest_positions(training: TrainingSet, pool: np.ndarray, at: np.ndarray, 
     kth = np.partition(distance, m - 1)[m - 1]
     near = np.flatnonzero(distance <= kth)                   # the m nearest and every row tied with the m-th
     order = np.lexsort((at[near], distance[near]))[:m]       # positions ascend with the rows: ties by row
-    return np.sort(at[near[order]]).astype(np.int64)
+    kept = near[order]
+    positions = np.sort(at[kept]).astype(np.int64)
+    if not left_out:
+        return positions
+    others = np.ones(at.size, dtype=bool)
+    others[kept] = False
+    return positions, float(distance[others].min())
 
 
 #: The pool grouping's combined codes stay below this (renumbered when one more column would pass it).

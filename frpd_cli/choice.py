@@ -284,6 +284,7 @@ class SelectionOutcome:
     candidates: np.ndarray | None = None  # candidate training rows (only when asked for, with ``eigen``)
     eigen: object = None                  # the eigendecomposition used (quad, quad-dp), when asked for
     objective_gap: float | None = None    # objective minus a proven lower bound (0: optimal), when known
+    pruning: dict | None = None           # --max-candidates cut the candidates: what the rest could add
 
 
 def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd.Series,
@@ -339,10 +340,43 @@ def select_candidates(training: TrainingSet, x0: np.ndarray, found: Candidates, 
         objective = float(found.reach.dist[rows].sum())
         return [SelectionOutcome("ok", found.reason, rows, objective, None, len(found)) for _ in thetas]
     outcomes = select_among(training, x0, found.rows, settings, thetas, X=found.X, projected=found.projected,
-                            eigen=eigen, keep=keep, proximity=found.proximity)
+                            eigen=eigen, keep=keep, proximity=found.proximity, cut=found.cut)
     if found.reason is not None:
         outcomes = [replace(out, reason=found.reason) for out in outcomes]
     return outcomes
+
+
+#: Methods whose objective is QUAD's (the pruning bound of :func:`pruning_bound` speaks of it).
+QUAD_OBJECTIVE_METHODS = ("quad", "quad-dp", "quad-greedy", "quad-paper", "quad-dp-paper", "exact", "nearest")
+
+
+def pruning_bound(geometry, chosen: np.ndarray, theta: float, k: int, cut: tuple) -> dict:
+    """What the candidates ``--max-candidates`` left out could add to the selection, as a proof or a bound.
+
+    ``cut`` is ``(n_found, d)``: ``n_found`` candidates were found and only the nearest ``geometry.n_candidates``
+    kept; every one left out is at distance ``d`` or more. A set of ``k`` candidates holding a left-out one has
+    QUAD objective ``theta ||sum of directions||^2 + (1 - theta) (sum of distances)`` of at least ``bound = (1 -
+    theta) (d + the k - 1 smallest kept distances)``: the first term is never negative, and its other members
+    are at least as far as the nearest kept ones. ``objective`` is the chosen set's QUAD objective; ``proven``
+    says that no set holding a left-out candidate is better (``bound >= objective``); otherwise such a set could
+    be better by at most ``objective - bound``.
+
+    Examples
+    --------
+    >>> from frpd_cli.selection.geometry import compute_geometry
+    >>> g = compute_geometry([[1.0, 0.0], [0.0, 1.0]], [0.0, 0.0])
+    >>> pruning_bound(g, np.array([0, 1]), 0.5, 2, (3, 4.0))
+    {'candidates': 3, 'searched': 2, 'objective': 2.0, 'bound': 2.5, 'proven': True}
+    """
+    from .selection.prototypes import quad_objective
+
+    n_found, nearest_left_out = cut
+    objective = float(quad_objective(geometry, chosen, theta=theta))
+    nearest = np.sort(np.asarray(geometry.distances, dtype=np.float64))[:max(k - 1, 0)]
+    bound = (1.0 - theta) * (nearest_left_out + float(nearest.sum()))
+    # the left-out distance came from another arithmetic than the geometry's: a relative slack keeps the proof one
+    return {"candidates": int(n_found), "searched": int(geometry.n_candidates), "objective": objective,
+            "bound": float(bound), "proven": bool(bound * (1.0 - 1e-12) >= objective)}
 
 
 def face_rows(training: TrainingSet, found: Candidates, k: int, endpoint: str) -> np.ndarray:
@@ -370,7 +404,8 @@ def face_rows(training: TrainingSet, found: Candidates, k: int, endpoint: str) -
 
 def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settings: PlanSettings,
                   thetas: list, *, X: np.ndarray | None = None, projected: np.ndarray | None = None,
-                  eigen=None, keep: bool = False, proximity: np.ndarray | None = None) -> list[SelectionOutcome]:
+                  eigen=None, keep: bool = False, proximity: np.ndarray | None = None,
+                  cut: tuple | None = None) -> list[SelectionOutcome]:
     """Run the selection method on the candidate rows ``cand``, once per theta.
 
     ``X`` holds the encoded candidates when they are not the training rows
@@ -378,7 +413,9 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
     given, must be the eigendecomposition of exactly this candidate geometry.
     ``proximity`` (one positive value per candidate) replaces the Euclidean
     distance as every method's proximity term (the graph scheme passes the
-    shortest-path costs, paper Section 5.2); the directions stay Euclidean.
+    shortest-path costs, paper Section 5.2); the directions stay Euclidean. ``cut``
+    (:attr:`frpd_cli.candidates.Candidates.cut`): the candidates are the nearest of more; each outcome then
+    carries :func:`pruning_bound` (QUAD-objective methods with the distance as proximity).
     """
     if X is None:
         geometry = _geometry_of_rows(training, cand, x0)
@@ -407,6 +444,9 @@ def select_among(training: TrainingSet, x0: np.ndarray, cand: np.ndarray, settin
         if keep:
             extra.update(candidates=cand, eigen=eigen)
         extra["objective_gap"] = sel.info.get("objective_gap")
+        if cut is not None and proximity is None and settings.method in QUAD_OBJECTIVE_METHODS \
+                and settings.proximity == "distance":
+            extra["pruning"] = pruning_bound(geometry, idx, theta, settings.k, cut)
         outcomes.append(SelectionOutcome("ok", sel.info.get("fallback_reason"), cand[idx], float(sel.objective),
                                          screening, int(cand.size), **extra))
     return outcomes

@@ -127,7 +127,9 @@ class Plan:
     """One applicant's plan (possibly empty, with the reason).
 
     ``partial`` is true for an ``ok`` plan with fewer than K distinct
-    recourses (the reason says why); the status stays ``ok``.
+    recourses (the reason says why); the status stays ``ok``. ``pruning``:
+    set when ``--max-candidates`` cut the applicant's candidates
+    (:func:`frpd_cli.choice.pruning_bound`).
     """
 
     applicant: str
@@ -137,6 +139,7 @@ class Plan:
     recourses: tuple = ()
     applicant_features: dict = field(default_factory=dict)
     partial: bool = False
+    pruning: dict | None = None
 
 
 def python_value(value):
@@ -185,6 +188,8 @@ def plan_record(plan: Plan) -> dict:
         "method": plan.method,
         "recourses": recourses,
         "partial": bool(plan.partial),
+        **({} if plan.pruning is None else {"pruning": {
+            key: _rounded(value) if isinstance(value, float) else value for key, value in plan.pruning.items()}}),
     }
 
 

@@ -115,3 +115,62 @@ def test_max_candidates_is_refused_where_it_cannot_apply(sample):
         PlanSettings(k=3, max_candidates=2).validate()
     with pytest.raises(InputError, match="filter rule"):
         CandidateStage(training, PlanSettings(immutable_policy="project", max_candidates=10), model=model)
+
+
+def test_the_pruning_bound_holds_for_every_set_with_a_left_out_candidate(sample):
+    # the oracle: every K-set of the applicant's candidates that holds one --max-candidates left out, its QUAD
+    # objective computed from scratch; the bound must be at most the best of them, and "proven" must say whether
+    # the chosen set is at least as good as all of them
+    from itertools import combinations
+
+    from frpd_cli.choice import select_for_applicant
+    from frpd_cli.selection.geometry import compute_geometry
+    from frpd_cli.selection.prototypes import quad_objective
+
+    training, model, X0, codes0, raws = sample
+    checked, proofs = 0, set()
+    for theta in (0.9, 0.3, 0.05):
+        full = PlanSettings(method="quad", k=3, theta=theta).validate()
+        for i in range(len(raws)):
+            every = CandidateStage(training, full, model=model).find(X0[i], codes0.row(i), raws[i]).rows
+            if not 6 <= every.size <= 60:
+                continue
+            m = every.size // 2
+            cut = PlanSettings(method="quad", k=3, theta=theta, max_candidates=m).validate()
+            (out,) = select_for_applicant(training, X0[i], codes0.row(i), raws[i], cut, model=model)
+            kept = np.asarray(nearest_rows(training, training.favorable, every, X0[i], m))
+            assert out.pruning is not None and out.pruning["candidates"] == every.size
+            assert out.pruning["searched"] == m
+            geometry = compute_geometry(training.X[every], X0[i])
+            position = {int(r): j for j, r in enumerate(every)}
+            left = {position[int(r)] for r in np.setdiff1d(every, kept)}
+            best = min(quad_objective(geometry, list(s), theta=theta)
+                       for s in combinations(range(every.size), 3) if left & set(s))
+            assert out.pruning["bound"] <= best * (1 + 1e-9)
+            chosen = quad_objective(geometry, [position[int(r)] for r in out.rows], theta=theta)
+            assert out.pruning["objective"] == pytest.approx(chosen, rel=1e-9)
+            assert out.pruning["proven"] == (out.pruning["bound"] * (1 - 1e-12) >= out.pruning["objective"])
+            if out.pruning["proven"]:
+                assert chosen <= best * (1 + 1e-9)          # a proof is a true statement
+            proofs.add(out.pruning["proven"])
+            checked += 1
+    assert checked >= 10 and proofs == {True, False}
+
+
+def test_pruning_is_reported_only_where_candidates_were_cut(sample_paths, tmp_path):
+    import json
+
+    args = ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--applicants", str(sample_paths["applicants"]), "--format", "jsonl",
+            "--theta", "0.1"]
+    plain = runner.invoke(app, args)
+    cut = runner.invoke(app, [*args, "--max-candidates", "20"])
+    two = runner.invoke(app, [*args, "--max-candidates", "20", "--jobs", "2"])
+    assert plain.exit_code == cut.exit_code == two.exit_code == 0, cut.stderr
+    assert "pruning" not in plain.stdout and cut.stdout == two.stdout
+    records = [json.loads(line) for line in cut.stdout.splitlines()]
+    pruned = [r["pruning"] for r in records if "pruning" in r]
+    assert pruned and len(pruned) < len(records)
+    assert all(p["candidates"] > p["searched"] == 20 for p in pruned)
+    proven = sum(p["proven"] for p in pruned)
+    assert f"cut the candidates of {len(pruned)} applicant(s) to the nearest; for {proven} of them" in cut.stderr

@@ -155,6 +155,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     start = time.perf_counter()
     counts: dict = {}
     reasons: dict = {}
+    pruned: list = []
     console = stderr_console()
     shown = not quiet and scan.n_rows > 1 and console.is_terminal
     progress = Progress(TextColumn("planning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -173,6 +174,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             counts[p.status] = counts.get(p.status, 0) + 1
             if p.partial:
                 counts["partial"] = counts.get("partial", 0) + 1
+            if p.pruning is not None:
+                pruned.append(p.pruning)
             if p.status == "infeasible":
                 key = _reason_key(p.reason)
                 reasons[key] = reasons.get(key, 0) + 1
@@ -239,6 +242,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     n = sum(v for key, v in counts.items() if key != "partial")
     if not quiet:
         echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
+        if pruned:
+            echo_err(_pruning_summary(pruned))
     hint = already_favorable_hint(counts.get("already-favorable", 0), n, model)
     if hint:
         echo_err(hint)
@@ -257,6 +262,23 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             echo_err("Hint: many applicants have too few candidates even with projection; declare fewer "
                      "immutable or monotone features (see each plan's reason).")
     return True
+
+
+def _pruning_summary(pruned: list) -> str:
+    """What ``--max-candidates`` may have cost: for how many applicants the distance bound proves that no
+    candidate left out could enter a better set, and by how much the others' sets could be better at most."""
+    import numpy as np
+
+    n = len(pruned)
+    proven = sum(p["proven"] for p in pruned)
+    text = (f"--max-candidates cut the candidates of {n} applicant(s) to the nearest; for {proven} of them no "
+            "candidate left out could enter a better set (the distance bound, in each json/jsonl record's "
+            "'pruning')")
+    room = [p["bound"] / p["objective"] for p in pruned if not p["proven"] and p["objective"] > 0]
+    if room:
+        text += (f"; for the other {n - proven}, a set holding one could have an objective as low as "
+                 f"{100 * float(np.median(room)):.0f}% of the chosen set's (median)")
+    return text + "."
 
 
 def check_provenance_output(provenance: Path | None, outputs: dict, inputs: dict) -> None:
