@@ -442,8 +442,6 @@ class StagedArray:
     path: Path
     sha256: str
     size: int
-    shape: tuple
-    dtype: np.dtype
 
     def move_into(self, target: Path, name: str) -> dict:
         if Path(name).suffix != ".npy":
@@ -514,7 +512,7 @@ def write_npy_blocks(path, shape: tuple, dtype, blocks: Iterable[np.ndarray]) ->
         handle.flush()
         os.fsync(handle.fileno())
     os.chmod(path, _FILE_MODE)
-    return StagedArray(path=path, sha256=digest.hexdigest(), size=size, shape=shape, dtype=dtype)
+    return StagedArray(path=path, sha256=digest.hexdigest(), size=size)
 
 
 def _write_file(path: Path, data: bytes) -> None:

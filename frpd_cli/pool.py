@@ -105,16 +105,16 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
     codes = training.codes
     staged = staged or {}
     arrays = {
-        "X": lambda: np.ascontiguousarray(training.X, dtype=np.float64),
-        "probability": lambda: np.asarray(training.probability, dtype=np.float64),
-        "immutable": lambda: np.asarray(codes.immutable, dtype=np.float64),
-        "monotone": lambda: np.asarray(codes.monotone, dtype=np.float64),
-        "direction": lambda: np.asarray(codes.direction),
+        "X": np.ascontiguousarray(training.X, dtype=np.float64),          # (views, not copies, of mapped rows)
+        "probability": np.asarray(training.probability, dtype=np.float64),
+        "immutable": np.asarray(codes.immutable, dtype=np.float64),
+        "monotone": np.asarray(codes.monotone, dtype=np.float64),
+        "direction": np.asarray(codes.direction),
     }
     params = {"threshold": float(threshold), "encoding": encoding, "scale": training.encoder.scale,
               "n_rows": training.n_rows, "labeled_by": _labeled_by(training.schema),
               "immutable_names": list(codes.immutable_names), "monotone_names": list(codes.monotone_names)}
-    payloads = {f"{name}.npy": staged.get(f"{name}.npy") or array() for name, array in arrays.items()}
+    payloads = {f"{name}.npy": staged.get(f"{name}.npy", array) for name, array in arrays.items()}
     payloads["labeled.npy"] = np.asarray(training.labeled, dtype=bool)
     payloads["copy_of.npy"] = copy_of(training.frame[list(training.schema.feature_names)])
     payloads["encoder.json"] = training.encoder.to_dict()
