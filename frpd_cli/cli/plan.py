@@ -155,7 +155,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     start = time.perf_counter()
     counts: dict = {}
     reasons: dict = {}
-    pruned: list = []
+    pruned = _PruningTally()
     console = stderr_console()
     shown = not quiet and scan.n_rows > 1 and console.is_terminal
     progress = Progress(TextColumn("planning"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
@@ -175,7 +175,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             if p.partial:
                 counts["partial"] = counts.get("partial", 0) + 1
             if p.pruning is not None:
-                pruned.append(p.pruning)
+                pruned.add(p.pruning)
             if p.status == "infeasible":
                 key = _reason_key(p.reason)
                 reasons[key] = reasons.get(key, 0) + 1
@@ -242,8 +242,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     n = sum(v for key, v in counts.items() if key != "partial")
     if not quiet:
         echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
-        if pruned:
-            echo_err(_pruning_summary(pruned))
+        if pruned.n:
+            echo_err(pruned.summary())
     hint = already_favorable_hint(counts.get("already-favorable", 0), n, model)
     if hint:
         echo_err(hint)
@@ -264,21 +264,33 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     return True
 
 
-def _pruning_summary(pruned: list) -> str:
-    """What ``--max-candidates`` may have cost: for how many applicants the distance bound proves that no
-    candidate left out could enter a better set, and by how much the others' sets could be better at most."""
-    import numpy as np
+class _PruningTally:
+    """What ``--max-candidates`` may have cost, over a run: for how many applicants the distance bound proves that
+    no candidate left out could enter a better set, and how low the others' sets could go (each a float, not the
+    plan's record: a batch of millions stays small)."""
 
-    n = len(pruned)
-    proven = sum(p["proven"] for p in pruned)
-    text = (f"--max-candidates cut the candidates of {n} applicant(s) to the nearest; for {proven} of them no "
-            "candidate left out could enter a better set (the distance bound, in each json/jsonl record's "
-            "'pruning')")
-    room = [p["bound"] / p["objective"] for p in pruned if not p["proven"] and p["objective"] > 0]
-    if room:
-        text += (f"; for the other {n - proven}, a set holding one could have an objective as low as "
-                 f"{100 * float(np.median(room)):.0f}% of the chosen set's (median)")
-    return text + "."
+    def __init__(self):
+        from array import array
+
+        self.n, self.proven, self.room = 0, 0, array("d")
+
+    def add(self, pruning: dict) -> None:
+        self.n += 1
+        if pruning["proven"]:
+            self.proven += 1
+        elif pruning["objective"] > 0:
+            self.room.append(pruning["bound"] / pruning["objective"])
+
+    def summary(self) -> str:
+        import numpy as np
+
+        text = (f"--max-candidates cut the candidates of {self.n} applicant(s) to the nearest; for {self.proven} of "
+                "them no candidate left out could enter a better set (the distance bound, in each json/jsonl "
+                "record's 'pruning')")
+        if len(self.room):
+            text += (f"; for the other {self.n - self.proven}, a set holding one could have an objective as low as "
+                     f"{100 * float(np.median(np.frombuffer(self.room))):.0f}% of the chosen set's (median)")
+        return text + "."
 
 
 def check_provenance_output(provenance: Path | None, outputs: dict, inputs: dict) -> None:
