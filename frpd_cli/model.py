@@ -370,7 +370,12 @@ class Model:
 
     def _favorable_index(self) -> int:
         classes = list(self.estimator.classes_)
-        return next(i for i, c in enumerate(classes) if _same_class(c, self.favorable))
+        for i, c in enumerate(classes):
+            if _same_class(c, self.favorable):
+                return i
+        listed = ", ".join(str(_plain(c)) for c in classes[:20]) + (", ..." if len(classes) > 20 else "")
+        raise ModelError(f"The favourable class {_plain(self.favorable)!r} is not one of the classes of the model "
+                         f"'{self.path}' ({listed}). Check --favorable and the model's classes.")
 
     def _prepare(self, rows) -> pd.DataFrame:
         if isinstance(rows, pd.Series):

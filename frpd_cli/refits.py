@@ -184,6 +184,7 @@ def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, res
     names = list(schema.feature_names)
     X = frame.loc[:, names].reset_index(drop=True)
     y = frame[schema.target].to_numpy()
+    _check_labels(model, y, schema.target)
     numeric = [f.name for f in schema.features if not f.is_categorical]
     estimator = model.estimator
     try:
@@ -208,6 +209,21 @@ def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, res
         raise ModelError(f"Refitting the model '{model.path}' on a resample of the data failed: "
                          f"{type(exc).__name__}: {exc}. Pass models trained elsewhere with --also-valid-for instead.") \
             from exc
+
+
+def _check_labels(model, y: np.ndarray, target: str) -> None:
+    """Refits learn the target column as their classes: it must hold the model's favourable class (as values or
+    as text), or a refit has no favourable class to score."""
+    from .model import _plain, _same_class
+
+    values = pd.unique(pd.Series(y, dtype=object))
+    if len(values) > 1000 or any(_same_class(v, model.favorable) for v in values):
+        return          # (a target of more distinct values is not a class label: the refit itself says so)
+    shown = ", ".join(str(_plain(v)) for v in values[:10]) + (", ..." if len(values) > 10 else "")
+    raise InputError(f"The target column '{target}' never holds the favourable class {_plain(model.favorable)!r} "
+                     f"(its values: {shown}), and refits learn that column as their classes. Pass as --target a "
+                     f"column coded as the model's classes, or train the next models yourself and pass them with "
+                     f"--also-valid-for.")
 
 
 def _dumps(estimator) -> tuple[str, bytes]:

@@ -319,3 +319,38 @@ def test_parallel_refits_are_the_serial_ones_and_leave_no_worker_behind(setup):
         assert np.array_equal(a.predict_proba(rows), b.predict_proba(rows))
     assert [pickle.dumps(r.named_steps["clf"].coef_) for r in parallel] == \
         [pickle.dumps(r.named_steps["clf"].coef_) for r in serial]
+
+
+def test_a_target_without_the_favourable_class_is_refused_before_refitting(setup, tmp_path):
+    # the target column writes the labels as words, the model's classes are 0 and 1: a refit would learn the
+    # classes "no" and "yes" and have no class 1 to score (it ended in an internal error)
+    frame = pd.read_csv(setup.data)
+    frame["y"] = np.where(frame["y"] == 1, "yes", "no")
+    frame.to_csv(tmp_path / "words.csv", index=False)
+    args = ["plan", tmp_path / "words.csv", "--model", setup.model, "--applicants", setup.applicants, "--target",
+            "y", "--favorable", "1", "--format", "jsonl", "--max-move", "none"]
+    refused = _run([*args, "--robust", "2"], code=1)
+    assert "never holds the favourable class 1 (its values: no, yes)" in refused.stderr
+    assert "unexpected" not in refused.stderr
+    _run(["build-refits", tmp_path / "words.csv", "--model", setup.model, "--target", "y", "--robust", "2",
+          "--out", tmp_path / "refits"], code=1)
+    assert not (tmp_path / "refits").exists()
+    # a plain plan needs no labels: it runs, and says that the labels hold no favourable example
+    plain = _run(args)
+    assert "no row of" in plain.stderr and "favourable class 1 in its target column 'y'" in plain.stderr
+    assert plain.stdout == _run(["plan", setup.data, "--model", setup.model, "--applicants", setup.applicants,
+                                 "--target", "y", "--favorable", "1", "--format", "jsonl", "--max-move",
+                                 "none"]).stdout
+    assert "favourable class" not in _run(["plan", setup.data, "--model", setup.model, "--applicants",
+                                           setup.applicants, "--target", "y", "--format", "jsonl", "--max-move",
+                                           "none"]).stderr
+
+
+def test_a_model_without_the_favourable_class_fails_with_a_model_error(setup):
+    from frpd_cli.model import Model
+
+    model = Model(estimator=setup.estimator, path="m.pkl", favorable="yes", feature_names=FEATURES, threshold=0.5,
+                  uses_proba=True)
+    with pytest.raises(ModelError, match=r"favourable class 'yes' is not one of the classes of the model 'm.pkl' "
+                                         r"\(0, 1\)"):
+        model.favorable_probability(pd.DataFrame({c: [1.0] for c in FEATURES}))

@@ -84,6 +84,18 @@ def no_favorable_hint(n_favorable: int, n_rows: int, model, highest: float) -> s
             f"--favorable{classes}, or lower --threshold below {highest:.4g}.")
 
 
+def no_labels_warning(n_labeled: int, n_rows: int, target: str, values, favorable, source: str) -> str | None:
+    """No training row is labelled favourable: the target column does not write the favourable class as the
+    model does (``approved`` against the model's 1), so whatever learns from the labels learns nothing."""
+    if n_labeled or not n_rows:
+        return None
+    shown = ", ".join(str(v) for v in values[:10]) + (", ..." if len(values) > 10 else "")
+    return (f"Warning: no row of {source} has the favourable class {_plain(favorable)} in its target column "
+            f"'{target}' (its values: {shown}). What learns from the labels finds no favourable example: "
+            f"--candidates labeled leaves every applicant without candidates, --robust cannot refit and label "
+            f"support accepts nothing. Pass as --target a column coded as the model's classes.")
+
+
 def _listed(names) -> str:
     return ", ".join(f"'{n}'" for n in names)
 

@@ -679,7 +679,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
     ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
     from ..schema import ages_without_horizon, id_like_columns, sensitive_like_features
-    from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, sensitive_warning
+    from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, no_labels_warning, sensitive_warning
 
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
@@ -687,9 +687,22 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     for message in (id_like_warning(id_like, source),
                     sensitive_warning(*sensitive_like_features(training.schema, vary=spec.vary), source),
                     age_horizon_hint(ages_without_horizon(training.schema, spec), source),
-                    no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest)):
+                    no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest),
+                    _no_labels(frame, training, source)):
         if message:
             echo_err(message)
+
+
+def _no_labels(frame, training: TrainingSet, source: str) -> str | None:
+    from ._hints import no_labels_warning
+
+    if training.labeled.any() or training.schema.target not in frame.columns:
+        return None
+    import pandas as pd
+
+    values = pd.unique(frame[training.schema.target].astype(object))
+    return no_labels_warning(0, training.n_rows, training.schema.target, list(values), training.schema.favorable,
+                             source)
 
 
 def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8",
