@@ -341,8 +341,11 @@ def score_records(records, training, model, applicants: pd.DataFrame) -> ScoredR
     schema, encoder = training.schema, training.encoder
     names = list(schema.feature_names)
     raw0 = _coerce(applicants.loc[:, names], schema)
-    X0 = encoder.encode(raw0, source="the applicants")
-    prob0 = np.asarray(model.favorable_probability(raw0), dtype=np.float64)
+    if len(raw0):
+        X0 = encoder.encode(raw0, source="the applicants")
+        prob0 = np.asarray(model.favorable_probability(raw0), dtype=np.float64)
+    else:                   # every plan's applicant is without values (plans without recourse only)
+        X0, prob0 = np.zeros((0, encoder.n_features_out)), np.zeros(0)
     owner, rec_rows = [], []
     for i, rec in enumerate(records):
         for r in rec["recourses"] or []:
@@ -363,7 +366,7 @@ def score_records(records, training, model, applicants: pd.DataFrame) -> ScoredR
 
 def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequence[str] | None = None, *,
                    k: int | None = None, graph=None, manifold: str = "favorable",
-                   progress=None, also_models=None) -> pd.DataFrame:
+                   progress=None, also_models=None, without_values=()) -> pd.DataFrame:
     """The paper's metrics for every plan, recomputed from the recourses' raw values.
 
     Parameters
@@ -373,7 +376,8 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         ``applicant``, ``method``, ``status``, ``recourses`` (each recourse with
         ``rank``, ``features`` and, for graph plans, ``path``). Only
         ``applicant``, ``method``, the recourses' ``features`` and ``path`` are
-        used; costs, probabilities and statuses in the records are ignored.
+        used; costs, probabilities and statuses in the records are ignored
+        (but for the plans of ``without_values``).
         An optional per-plan ``seconds`` is passed through.
     training : frpd_cli.dataset.TrainingSet
         The training set the plans were made with (schema, encoder, encoded
@@ -404,6 +408,13 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
         favourable at its own threshold) and ``plans accepted by <name>`` (1.0 when it accepts at least one
         recourse of the plan, else 0.0); both NaN for plans without recourse and already favourable
         applicants. One call per model for all recourses.
+    without_values : collection of str, optional
+        Ids of applicants whose raw values are not at hand and not in ``applicants``: the ``missing`` of
+        :func:`applicants_from_records` (plans read without the applicants file). Their plans must hold no
+        recourse, and the record's ``status`` stands in for the model's prediction on the applicant:
+        ``already-favorable`` is already favourable, ``infeasible`` needs a recourse and has none (validity and
+        full plans 0, every other metric NaN). That is what the applicant's values give when the plans were
+        made with this model and threshold, so the result is the same as with the applicants' rows.
 
     Returns
     -------
@@ -422,7 +433,9 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
     ------
     InputError
         A record names an applicant that is not in ``applicants`` (or whose id
-        is repeated there), a record is malformed, or an option is invalid.
+        is repeated there), a record is malformed, or an option is invalid; a
+        plan of an applicant in ``without_values`` holds a recourse or a status
+        other than ``infeasible`` and ``already-favorable``.
 
     Notes
     -----
@@ -437,7 +450,11 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
     names = list(schema.feature_names)
     applicants, ids = checked_applicants(applicants, ids, names)
     ks = _ks(records, k)
-    rows_of = record_rows(records, ids, len(applicants))
+    assumed = _statuses_without_values(records, without_values, ids)
+    rows_of: list = [None] * len(records)
+    known = [i for i in range(len(records)) if i not in assumed]
+    for i, row in zip(known, record_rows([records[i] for i in known], ids, len(applicants))):
+        rows_of[i] = row
     scored = score_records(records, training, model, applicants)
     raw0, X0, prob0 = scored.raw0, scored.X0, scored.prob0
     owner, R_raw, R_enc = scored.owner, scored.R_raw, scored.R_enc
@@ -464,18 +481,19 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
     for i, rec in enumerate(records):
         a = rows_of[i]
         mine = np.flatnonzero(owner == i)
-        row = _evaluate_one(rec, ks[_method_of(rec)], raw0.iloc[a], X0[a], prob0[a] >= model.threshold,
-                            R_raw.iloc[mine], R_enc[mine], favorable[mine], encodable[mine], training, index,
-                            rules, attach)
-        row.update(_margin_metrics(probability[mine], model.threshold, already=prob0[a] >= model.threshold))
-        row.update(_shift_metrics(population, raw0.iloc[a], R_raw.iloc[mine], encodable[mine],
-                                  already=prob0[a] >= model.threshold))
-        row.update(_advice_metrics(training.encoder, X0[a], R_enc[mine], encodable[mine],
-                                   already=prob0[a] >= model.threshold))
+        if a is None:       # no values and no recourse: every metric but validity and full plans is NaN
+            raw_a, x_a, already = None, None, assumed[i]
+        else:
+            raw_a, x_a, already = raw0.iloc[a], X0[a], bool(prob0[a] >= model.threshold)
+        row = _evaluate_one(rec, ks[_method_of(rec)], raw_a, x_a, already, R_raw.iloc[mine], R_enc[mine],
+                            favorable[mine], encodable[mine], training, index, rules, attach)
+        row.update(_margin_metrics(probability[mine], model.threshold, already=already))
+        row.update(_shift_metrics(population, raw_a, R_raw.iloc[mine], encodable[mine], already=already))
+        row.update(_advice_metrics(training.encoder, x_a, R_enc[mine], encodable[mine], already=already))
         if minmax is not None:
             row["minmax cost"] = minmax[i] if row["status"] == "needs-recourse" else float("nan")
         for name, verdict in accepted.items():
-            row.update(_acceptance(verdict[mine], name, already=prob0[a] >= model.threshold))
+            row.update(_acceptance(verdict[mine], name, already=already))
         out.append(row)
         if progress is not None:
             progress(i + 1, len(records))
@@ -485,6 +503,37 @@ def evaluate_plans(records, training, model, applicants: pd.DataFrame, ids: Sequ
     if minmax is not None:
         columns.insert(columns.index("cost") + 1, "minmax cost")
     return pd.DataFrame(out, columns=columns)
+
+
+#: What a plan without recourse says of an applicant whose values are not at hand: already favourable or not.
+_STATUS_ALREADY = {"already-favorable": True, "infeasible": False}
+
+
+def _statuses_without_values(records, without_values, ids) -> dict:
+    """Record index -> already favourable, for the plans of applicants in ``without_values`` (from the record's
+    ``status``; every other plan is re-predicted from the applicant's values)."""
+    unknown = {str(a) for a in without_values}
+    if not unknown:
+        return {}
+    both = unknown.intersection(ids)
+    if both:
+        raise InputError(f"Applicant {sorted(both)[0]!r} is both among the applicants and among those without "
+                         "values; pass each applicant once.")
+    assumed = {}
+    for i, rec in enumerate(records):
+        key = str(rec["applicant"])
+        if key not in unknown:
+            continue
+        status = rec.get("status")
+        if rec["recourses"]:
+            raise InputError(f"The plan of applicant {key!r} holds recourses, but the applicant's values are not "
+                             "at hand; pass --applicants with the applicants file the plans were made for.")
+        if not isinstance(status, str) or status not in _STATUS_ALREADY:
+            raise InputError(f"The plan of applicant {key!r} has no recourse and status {status!r}; without the "
+                             "applicant's values only 'infeasible' and 'already-favorable' say whether it needed "
+                             "one. Pass --applicants with the applicants file the plans were made for.")
+        assumed[i] = _STATUS_ALREADY[status]
+    return assumed
 
 
 def _minmax_costs(training, raw0: pd.DataFrame, R_raw: pd.DataFrame, encodable: np.ndarray, owner: np.ndarray,

@@ -120,6 +120,47 @@ def test_an_empty_plan_is_invalid(tiny):
     assert row["validity"] == 0.0 and row["full plans"] == 0.0 and math.isnan(row["cost"])
 
 
+def _no_recourse(applicant, method, status):
+    return {"applicant": applicant, "status": status, "reason": "x", "method": method, "recourses": []}
+
+
+def test_plans_without_recourse_count_the_same_without_the_applicants_values(tiny):
+    """Oracle: the applicants rebuilt from the records (those without a recourse counted from their status)
+    give exactly the metrics of the applicants' own rows."""
+    from frpd_cli.evaluation import applicants_from_records
+
+    training, model, applicants = tiny
+    applicants = pd.concat([applicants, pd.DataFrame({"a": [1.0], "b": [0.0], "c": ["x"]})], ignore_index=True)
+    ok = {"applicant": "0", "status": "ok", "reason": None, "method": "m",
+          "recourses": [{"rank": 1, "features": {"a": 4.0, "b": 0.0, "c": "x"}, "changes": {"a": [0.0, 4.0]}}]}
+    recs = [ok, _no_recourse("1", "m", "already-favorable"), _no_recourse("2", "m", "infeasible"),
+            _no_recourse("0", "n", "infeasible"), _no_recourse("1", "n", "already-favorable"),
+            _no_recourse("2", "n", "infeasible")]
+    frame, ids, missing = applicants_from_records(recs, ["a", "b", "c"])
+    assert ids == ["0"] and missing == ["1", "2"]
+    with_rows = evaluate_plans(recs, training, model, applicants)
+    without = evaluate_plans(recs, training, model, frame, ids, without_values=missing)
+    pd.testing.assert_frame_equal(without, with_rows)
+    assert without["status"].tolist() == ["needs-recourse", "already-favorable", "needs-recourse"] * 2
+    summary = summarize_by_method(without)
+    pd.testing.assert_frame_equal(summary, summarize_by_method(with_rows))
+    assert summary["needing recourse"].tolist() == [2, 2] and summary["validity mean"].tolist() == [0.5, 0.0]
+    assert summary["n without recourse"].tolist() == [1, 2]
+    # no applicant row at all: every plan counted from its status
+    alone = evaluate_plans(recs[1:], training, model, frame.iloc[:0], [], without_values=["0", "1", "2"])
+    pd.testing.assert_frame_equal(alone, with_rows.iloc[1:].reset_index(drop=True))
+
+
+def test_a_plan_without_values_needs_no_recourse_and_a_known_status(tiny):
+    training, model, applicants = tiny
+    with pytest.raises(InputError, match="holds recourses"):
+        evaluate_plans([_plan("0", "m", (4.0, 0.0, "x"))], training, model, applicants.iloc[:0], [],
+                       without_values=["0"])
+    with pytest.raises(InputError, match="status 'invalid-input'.*--applicants"):
+        evaluate_plans([_no_recourse("0", "m", "invalid-input")], training, model, applicants.iloc[:0], [],
+                       without_values=["0"])
+
+
 def test_path_metrics_by_hand(tiny):
     training, model, applicants = tiny
     # x0 -> row 4 (0.5, 0.5) -> row 1 (1, 0) and x0 -> row 4 -> row 5 (0, 1): every step has length sqrt(0.5)
@@ -255,6 +296,112 @@ def test_csv_plans_without_applicants_ask_for_them(sample_paths, plan_files):
                                  "--schema", str(sample_paths["schema"]), "--plans", str(plan_files["csv"])])
     assert result.exit_code == 1 and result.stdout == ""
     assert result.stderr.startswith("Error:") and "--applicants" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def gapped_plans(sample_paths, tmp_path_factory):
+    """Plans of 24 rows of the training file, some already favourable and, with --max-changes 1, some
+    infeasible (measured: 3): jsonl of two methods concatenated, json and csv; and the applicants file."""
+    folder = tmp_path_factory.mktemp("gapped")
+    frame = pd.read_csv(sample_paths["data"]).drop(columns="label").head(24)
+    frame.insert(0, "applicant_id", [f"R{i:02d}" for i in range(len(frame))])
+    applicants = folder / "applicants.csv"
+    frame.to_csv(applicants, index=False)
+    base = ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--applicants", str(applicants), "--max-changes", "1"]
+    out = {"applicants": applicants}
+    for fmt, methods in (("jsonl", ("quad", "nearest")), ("json", ("quad",)), ("csv", ("quad",))):
+        text = ""
+        for method in methods:
+            result = runner.invoke(app, [*base, "--method", method, "--format", fmt])
+            assert result.exit_code == 0, result.stderr
+            text += result.stdout
+        out[fmt] = folder / f"plans.{fmt}"
+        out[fmt].write_text(text, encoding="utf-8")
+    statuses = [json.loads(line)["status"] for line in out["jsonl"].read_text(encoding="utf-8").splitlines()]
+    assert "infeasible" in statuses and "already-favorable" in statuses and "ok" in statuses
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json"])
+@pytest.mark.parametrize("per_applicant", [False, True])
+def test_without_applicants_infeasible_and_favourable_plans_count_as_with_them(sample_paths, gapped_plans, fmt,
+                                                                                per_applicant):
+    """Oracle: jsonl/json plans evaluated without --applicants give exactly the output with it; plans without
+    a recourse count from their status (infeasible: needing one, validity 0), none is left out."""
+    base = ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--plans", str(gapped_plans[fmt]), "--format", "csv",
+            *(["--per-applicant"] if per_applicant else [])]
+    without = runner.invoke(app, base)
+    with_file = runner.invoke(app, [*base, "--applicants", str(gapped_plans["applicants"])])
+    assert with_file.exit_code == 0, with_file.stderr
+    assert without.exit_code == 0, without.stderr
+    assert without.stdout == with_file.stdout
+    assert "left out" not in without.stderr
+    if not per_applicant:
+        rows = list(csv.DictReader(io.StringIO(without.stdout)))
+        assert all(r["applicants"] == "24" and int(r["n without recourse"]) >= 1 for r in rows)
+
+
+def test_csv_plans_with_applicants_count_as_jsonl(sample_paths, gapped_plans):
+    outputs = []
+    for fmt in ("csv", "json"):
+        result = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                     "--schema", str(sample_paths["schema"]), "--plans", str(gapped_plans[fmt]),
+                                     "--applicants", str(gapped_plans["applicants"]), "--format", "csv",
+                                     "--per-applicant"])
+        assert result.exit_code == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
+
+
+def test_csv_plans_of_no_recourse_only_need_no_applicants(sample_paths, gapped_plans, tmp_path):
+    frame = pd.read_csv(gapped_plans["csv"], dtype=str, keep_default_na=False)
+    empty = tmp_path / "empty.csv"
+    frame[frame["rank"] == ""].to_csv(empty, index=False)
+    base = ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--plans", str(empty), "--format", "csv"]
+    without = runner.invoke(app, base)
+    with_file = runner.invoke(app, [*base, "--applicants", str(gapped_plans["applicants"])])
+    assert without.exit_code == 0, without.stderr
+    assert without.stdout == with_file.stdout
+    row = next(csv.DictReader(io.StringIO(without.stdout)))
+    assert row["validity mean"] == "0.0" and row["n without recourse"] == row["needing recourse"] != "0"
+
+
+def test_invalid_input_plans_without_applicants_are_left_out_by_name(sample_paths, tmp_path):
+    frame = pd.read_csv(sample_paths["applicants"]).head(4)
+    frame["housing"] = frame["housing"].astype(object)
+    frame.loc[1, "housing"] = None
+    applicants = tmp_path / "missing.csv"
+    frame.to_csv(applicants, index=False)
+    plan = runner.invoke(app, ["plan", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+                               str(sample_paths["schema"]), "--applicants", str(applicants), "--drop-missing",
+                               "--format", "jsonl"])
+    assert plan.exit_code == 0, plan.stderr
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text(plan.stdout, encoding="utf-8")
+    result = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--plans", str(plans), "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    assert f"1 plan(s) of status invalid-input ({frame.loc[1, 'applicant_id']}) are left out" in result.stderr
+    assert next(csv.DictReader(io.StringIO(result.stdout)))["applicants"] == "3"
+
+
+def test_recourses_without_changes_need_the_applicants(sample_paths, gapped_plans, tmp_path):
+    records = [json.loads(line) for line in gapped_plans["jsonl"].read_text(encoding="utf-8").splitlines()]
+    first = next(r for r in records if r["recourses"])
+    for rec in records:                             # every method's plan of that applicant
+        if rec["applicant"] == first["applicant"]:
+            for r in rec["recourses"]:
+                del r["changes"]
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = runner.invoke(app, ["evaluate", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--plans", str(edited)])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error:") and first["applicant"] in result.stderr
+    assert "--applicants" in result.stderr
 
 
 def test_applicants_rebuilt_from_records():

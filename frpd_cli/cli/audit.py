@@ -99,8 +99,8 @@ def audit_command(
             raise InputError(f"--by {others[0]!r} is not a feature, and without --applicants only the features are "
                              f"known (features: {', '.join(features)}). Pass --applicants with the file that has "
                              "the column.")
-        records, frame, ids = read_plans_with_applicants(plans, applicants, training, spec.id_column,
-                                                         encoding=encoding, used=by)
+        records, frame, ids, _ = read_plans_with_applicants(plans, applicants, training, spec.id_column,
+                                                            encoding=encoding, used=by)
         columns = _group_columns(applicants, others, len(frame), encoding) if others else {}
         groups = {}
         for c in by:

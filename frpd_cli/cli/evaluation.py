@@ -117,8 +117,8 @@ def evaluate_command(
     applicants: Annotated[Optional[Path], typer.Option("--applicants", readable=False, help="The applicants file the plans were "
                                                        "made for (each plan's applicant is looked up by id). "
                                                        "Optional for jsonl/json plans, whose recourses carry the "
-                                                       "applicant's values; needed for csv plans and to include "
-                                                       "plans without recourses.")] = None,
+                                                       "applicant's values (a plan without recourse counts from "
+                                                       "its status); needed for csv plans with recourses.")] = None,
     graph: Annotated[Optional[Path], typer.Option("--graph", readable=False, help="Actionability graph folder (build-graph): path "
                                                   "costs along its edge weights. Without it, graph plans' path "
                                                   "costs are sums of Euclidean step lengths.")] = None,
@@ -175,8 +175,8 @@ def evaluate_command(
         fmt, (training, loaded, spec) = load_for_review(fmt, output, plot, data, model, flags, threshold=threshold,
                                                         encoding=encoding, trusted_types=trust_type, quiet=quiet)
         others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)
-        records, frame, ids = read_plans_with_applicants(plans, applicants, training, spec.id_column,
-                                                         encoding=encoding)
+        records, frame, ids, without_values = read_plans_with_applicants(
+            plans, applicants, training, spec.id_column, encoding=encoding, keep_without_values=True)
         loaded_graph = load_graph_artifact(graph, data) if graph is not None else None
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -186,7 +186,8 @@ def evaluate_command(
         with bar:
             task = bar.add_task("evaluate", total=len(records))
             per = evaluate_plans(records, training, loaded, frame, ids, k=k, graph=loaded_graph, manifold=manifold,
-                                 progress=lambda done, total: bar.update(task, completed=done), also_models=others)
+                                 progress=lambda done, total: bar.update(task, completed=done), also_models=others,
+                                 without_values=without_values)
         summary = summarize_by_method(per)
 
         if plot is not None:
