@@ -17,6 +17,8 @@ read with :mod:`skops.io`, which refuses every type outside an explicit trusted 
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
 import math
 import numbers
 import os
@@ -539,7 +541,8 @@ def _model_code_errors(load):
 
 
 @_model_code_errors
-def load_model(path, *, favorable, feature_names, threshold: float = 0.5, trusted_types=None) -> Model:
+def load_model(path, *, favorable, feature_names, threshold: float = 0.5, trusted_types=None,
+               sha256: str | None = None) -> Model:
     """Load a trusted classifier from a file and check that it fits the data.
 
     Parameters
@@ -563,6 +566,10 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
         For ``.skops`` files only: extra type names (as skops reports them, e.g.
         ``"mypackage.transformers.Clipper"``) to trust on top of
         :data:`DEFAULT_TRUSTED_TYPES`.
+    sha256 : str, optional
+        For ``.pkl``/``.pickle``/``.joblib`` and ``.skops`` files: the hex sha256 the file's bytes must have
+        (a file frpd wrote and recorded, such as a refit). The bytes are read once, checked, and the model is
+        loaded from those same bytes, so what is loaded is what was checked.
 
     Returns
     -------
@@ -573,7 +580,7 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
     ModelError
         The file is missing, of an unknown type, cannot be read (truncated, missing
         module, untrusted types), is not a classifier, or does not fit the features or
-        the favourable class.
+        the favourable class, or its bytes do not have the given ``sha256``.
     InputError
         ``threshold`` is not a number in (0, 1).
 
@@ -605,12 +612,14 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
     if path.is_dir():
         raise ModelError(f"The model path '{path}' is a folder; expected a model file ({_suffix_list()}).")
     suffix = path.suffix.lower()
+    data = _checked_bytes(path, sha256) if sha256 is not None and suffix in PICKLE_SUFFIXES + SKOPS_SUFFIXES \
+        else None
     if suffix in PICKLE_SUFFIXES:
         with model_output_to_stderr():
-            estimator = _with_version_warnings(path, _load_pickle)
+            estimator = _with_version_warnings(path, lambda p: _load_pickle(p, data))
     elif suffix in SKOPS_SUFFIXES:
         with model_output_to_stderr():
-            estimator = _with_version_warnings(path, lambda p: _load_skops(p, trusted_types))
+            estimator = _with_version_warnings(path, lambda p: _load_skops(p, trusted_types, data))
     elif suffix in _ONNX_SUFFIXES:
         from .onnx_model import load_onnx  # onnxruntime is imported only for .onnx files
 
@@ -840,12 +849,27 @@ class _RunInitOnUse:
             raise AttributeError(f"module {self.module.__name__!r} has no attribute {attr!r}") from None
 
 
-def _load_pickle(path: Path):
+def _checked_bytes(path: Path, sha256: str) -> bytes:
+    """The bytes of the model file ``path``, refused unless their sha256 is ``sha256``."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"The model file '{path}' cannot be read: {exc}.") from exc
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != sha256:
+        raise ModelError(
+            f"The model file '{path}' is not the file frpd recorded: its sha256 is {actual}, the record says "
+            f"{sha256}. It was changed after it was written; frpd does not load it. Rebuild it."
+        )
+    return data
+
+
+def _load_pickle(path: Path, data: bytes | None = None):
     import joblib
 
     try:
         _defer_package_inits()
-        return joblib.load(path)
+        return joblib.load(path if data is None else io.BytesIO(data))
     except ModuleNotFoundError as exc:
         raise _missing_module_error(path, exc) from exc
     except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, ImportError,
@@ -940,7 +964,7 @@ def _pickled_sklearn_version(path: Path) -> str | None:
     return text if re.fullmatch(r"[0-9][0-9A-Za-z.+-]{0,40}", text) else None
 
 
-def _load_skops(path: Path, trusted_types):
+def _load_skops(path: Path, trusted_types, data: bytes | None = None):
     try:
         import skops.io as sio
     except ImportError:
@@ -950,7 +974,7 @@ def _load_skops(path: Path, trusted_types):
         ) from None
     extra = _check_trusted_types(trusted_types)
     try:
-        untrusted = sio.get_untrusted_types(file=path)
+        untrusted = sio.get_untrusted_types(file=path) if data is None else sio.get_untrusted_types(data=data)
     except Exception as exc:  # zip/JSON errors of a damaged file: report, do not continue
         raise ModelError(
             f"The .skops model file '{path}' cannot be read ({type(exc).__name__}: {exc}). "
@@ -965,7 +989,8 @@ def _load_skops(path: Path, trusted_types):
             "(trusted_types=[...] in Python)."
         )
     try:
-        return sio.load(path, trusted=[t for t in untrusted if t in allowed])
+        trusted = [t for t in untrusted if t in allowed]
+        return sio.load(path, trusted=trusted) if data is None else sio.loads(data, trusted=trusted)
     except Exception as exc:  # a damaged or incompatible file: report with the cause
         raise ModelError(
             f"The .skops model file '{path}' cannot be loaded ({type(exc).__name__}: {exc}). "

@@ -11,13 +11,18 @@ number, so the refits are the same for the same data, model, seed and N, whateve
 The refits artifact (``frpd build-refits``)::
 
     DIR/
-      manifest.json   kind "refits"; params: n, seed, resample, estimator class; inputs: data and model (sha256)
+      manifest.json   kind "refits"; params: n, seed, resample, estimator class, skops_types; inputs: data
+                      and model (sha256); payloads: sha256 of every refit file
       refit-001.skops ... (skops when installed, else refit-001.joblib)
 
 Security: the refit files hold estimators of the user's own classes. frpd writes them from the model
-the user already trusts; with skops they are read back with the same trusted-type list as ``--model``;
-the joblib fallback unpickles, which is acceptable only because frpd made the file from that trusted
-model and the manifest's sha256 of every refit file is checked before it is read.
+the user already trusts. With skops, ``params["skops_types"]`` records, per refit file, the types skops
+reports as untrusted in it (the model's own types: a refit is a clone of it, and a fitted
+HistGradientBoostingClassifier holds ``functools.partial`` and ``check_array``); a file whose bytes have the
+recorded sha256 is read trusting exactly those types on top of ``--model``'s list (and ``--trust-type``),
+from the same bytes that were hashed. The joblib fallback unpickles, which is acceptable for the same
+reason: frpd made the file from that trusted model, and the manifest's sha256 of every refit file is
+checked on the bytes that are then loaded.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .exceptions import InputError, ModelError
+from .exceptions import ArtifactError, InputError, ModelError
 
 __all__ = ["REFITS_KIND", "REFITS_HINT", "RESAMPLES", "DEFAULT_RESAMPLE", "fit_refits", "write_refits", "load_refits", "refit_seed",
            "check_refittable", "resample_of", "refit_rows"]
@@ -226,17 +231,19 @@ def _check_labels(model, y: np.ndarray, target: str) -> None:
                      f"--also-valid-for.")
 
 
-def _dumps(estimator) -> tuple[str, bytes]:
+def _dumps(estimator) -> tuple[str, bytes, list]:
+    """The refit's file suffix, bytes and (skops) the types skops will not load from them unless told to."""
     try:
         import skops.io as sio
 
-        return ".skops", sio.dumps(estimator)
+        blob = sio.dumps(estimator)
+        return ".skops", blob, sorted(sio.get_untrusted_types(data=blob))
     except Exception:          # skops not installed, or a type it cannot save: joblib (see the module notes)
         import joblib
 
         buffer = io.BytesIO()
         joblib.dump(estimator, buffer)
-        return ".joblib", buffer.getvalue()
+        return ".joblib", buffer.getvalue(), []
 
 
 def write_refits(out_dir, refits: list, *, data, model, seed: int, resample: str = DEFAULT_RESAMPLE,
@@ -244,14 +251,19 @@ def write_refits(out_dir, refits: list, *, data, model, seed: int, resample: str
     """Save refits as a refits artifact (``manifest.json`` + one file per refit)."""
     from .artifacts import write_artifact
 
-    payloads = {}
+    payloads, skops_types = {}, {}
     for i, refit in enumerate(refits, start=1):
-        suffix, blob = _dumps(refit)
-        payloads[f"refit-{i:03d}{suffix}"] = blob
+        suffix, blob, types = _dumps(refit)
+        name = f"refit-{i:03d}{suffix}"
+        payloads[name] = blob
+        if suffix == ".skops":
+            skops_types[name] = types
     estimator = refits[0] if refits else None
+    # the types of each skops file are read back trusted when the file is the one written (load_refits)
     return write_artifact(out_dir, kind=REFITS_KIND,
                           params={"n": len(refits), "seed": int(seed), "resample": resample, "target": target,
-                                  "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__}"},
+                                  "estimator": f"{type(estimator).__module__}.{type(estimator).__qualname__}",
+                                  "skops_types": skops_types},
                           inputs={"data": data, "model": model}, payloads=payloads)
 
 
@@ -259,11 +271,18 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
                 threshold: float, trusted_types=None) -> list:
     """The refits of an artifact as :class:`frpd_cli.model.Model` objects, after checking they fit this run.
 
+    Each refit file is loaded from bytes checked against the manifest's sha256; a ``.skops`` refit trusts the
+    types the artifact recorded for it (``params["skops_types"]``, written by :func:`write_refits`) besides
+    ``trusted_types``.
+
     Raises
     ------
     StaleArtifactError
         The artifact was built from another data file or model, or with another seed, target or resample, or
         holds fewer than ``n`` refits (with more, the first ``n`` are used: they are the refits of ``n``).
+    ArtifactError
+        A refit file's bytes differ from those the manifest records (ModelError when they change between
+        that check and the load), or the recorded types are malformed.
     """
     from .artifacts import read_artifact
     from .exceptions import StaleArtifactError
@@ -285,5 +304,18 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
     # refit i depends on the seed and i only (refit_seed): the first n refits of a larger artifact are the
     # refits of --robust n
     names = names if n is None else names[:int(n)]
-    return [load_model(Path(folder) / p, favorable=schema.favorable, feature_names=schema.feature_names,
-                       threshold=threshold, trusted_types=trusted_types) for p in names]
+    recorded = params.get("skops_types") or {}
+    if not isinstance(recorded, dict):
+        raise ArtifactError(f"The manifest of the refits artifact '{folder}' has a malformed skops_types entry. "
+                            f"Rebuild it: {REFITS_HINT}.")
+    refits = []
+    for name in names:
+        types = recorded.get(name, [])
+        if not isinstance(types, list) or not all(isinstance(t, str) and t for t in types):
+            raise ArtifactError(f"The manifest of the refits artifact '{folder}' records malformed types for "
+                                f"'{name}'. Rebuild it: {REFITS_HINT}.")
+        # read_artifact checked the file's sha256; load_model checks it again on the bytes it loads
+        refits.append(load_model(Path(folder) / name, favorable=schema.favorable, feature_names=schema.feature_names,
+                                 threshold=threshold, trusted_types=[*(trusted_types or ()), *types],
+                                 sha256=artifact.manifest["payloads"][name]["sha256"]))
+    return refits

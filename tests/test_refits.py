@@ -354,3 +354,89 @@ def test_a_model_without_the_favourable_class_fails_with_a_model_error(setup):
     with pytest.raises(ModelError, match=r"favourable class 'yes' is not one of the classes of the model 'm.pkl' "
                                          r"\(0, 1\)"):
         model.favorable_probability(pd.DataFrame({c: [1.0] for c in FEATURES}))
+
+
+@pytest.fixture(scope="module")
+def hgb_setup(tmp_path_factory):
+    """A pickled pipeline whose fitted HistGradientBoostingClassifier (native categories) holds types outside
+    skops' and frpd's trusted lists (functools.partial, sklearn.utils.validation.check_array)."""
+    pytest.importorskip("skops", reason="refits are stored with skops only when skops is installed")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import OrdinalEncoder
+
+    folder = tmp_path_factory.mktemp("robust_hgb")
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({"x1": rng.uniform(0, 10, 300).round(2), "grade": rng.choice(["a", "b", "c"], 300)})
+    y = ((X["x1"] + (X["grade"] == "c") * 3 + rng.normal(0, 1, 300)) >= 6).astype(int)
+    pre = ColumnTransformer([("c", OrdinalEncoder(), ["grade"])], remainder="passthrough")
+    pipe = Pipeline([("pre", pre), ("clf", HistGradientBoostingClassifier(categorical_features=[0], max_iter=15,
+                                                                          random_state=0))]).fit(X, y)
+    X.assign(y=y).to_csv(folder / "train.csv", index=False)
+    joblib.dump(pipe, folder / "model.pkl")
+    pd.DataFrame({"x1": [1.0, 2.5], "grade": ["a", "b"]}).to_csv(folder / "applicants.csv", index=False)
+    return SimpleNamespace(folder=folder, data=folder / "train.csv", model=folder / "model.pkl",
+                           applicants=folder / "applicants.csv")
+
+
+def _hgb_plan(s, refits, *extra, code=0):
+    return _run(["plan", s.data, "--model", s.model, "--applicants", s.applicants, "--target", "y",
+                 "--favorable", "1", "--format", "jsonl", "-k", "2", "--refits", refits, *extra], code=code)
+
+
+def test_refits_frpd_wrote_load_without_trusting_their_types_by_hand(hgb_setup, tmp_path):
+    from frpd_cli.model import DEFAULT_TRUSTED_TYPES
+
+    out = tmp_path / "refits"
+    _run(["build-refits", hgb_setup.data, "--model", hgb_setup.model, "--target", "y", "--robust", "2",
+          "--out", out])
+    manifest = json.loads((out / "manifest.json").read_text())
+    recorded = manifest["params"]["skops_types"]
+    assert sorted(recorded) == ["refit-001.skops", "refit-002.skops"]
+    beyond = set(recorded["refit-001.skops"]) - DEFAULT_TRUSTED_TYPES
+    assert {"functools.partial", "sklearn.utils.validation.check_array"} <= beyond   # what the refits need
+    plans = _hgb_plan(hgb_setup, out).stdout
+    assert len(plans.splitlines()) == 2
+    assert plans == _run(["plan", hgb_setup.data, "--model", hgb_setup.model, "--applicants", hgb_setup.applicants,
+                          "--target", "y", "--favorable", "1", "--format", "jsonl", "-k", "2",
+                          "--robust", "2"]).stdout                  # the refits a run would fit
+
+
+def test_refits_without_recorded_types_need_trust_type_and_tampered_refits_are_refused(hgb_setup, tmp_path):
+    out = tmp_path / "refits"
+    _run(["build-refits", hgb_setup.data, "--model", hgb_setup.model, "--target", "y", "--robust", "2",
+          "--out", out])
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    # an artifact that records no types (as frpd wrote them before): refused, --trust-type lets it in
+    bare = json.loads(json.dumps(manifest))
+    del bare["params"]["skops_types"]
+    manifest_path.write_text(json.dumps(bare))
+    refused = _hgb_plan(hgb_setup, out, code=1)
+    assert "functools.partial" in refused.stderr and "--trust-type" in refused.stderr
+    _hgb_plan(hgb_setup, out, "--trust-type", "functools.partial", "--trust-type",
+              "sklearn.utils.validation.check_array")
+    # a refit file changed after frpd wrote it: refused, naming it, whatever types the manifest records
+    manifest_path.write_text(json.dumps(manifest))
+    refit = out / "refit-002.skops"
+    tampered = bytearray(refit.read_bytes())
+    tampered[-30] ^= 0xFF
+    refit.write_bytes(bytes(tampered))
+    refused = _hgb_plan(hgb_setup, out, code=1)
+    assert "refit-002.skops" in refused.stderr and "sha256" in refused.stderr
+    assert "build-refits" in refused.stderr
+
+
+def test_load_model_loads_the_bytes_it_checked(hgb_setup, tmp_path):
+    import hashlib
+
+    from frpd_cli.model import load_model
+
+    path = tmp_path / "model.pkl"
+    path.write_bytes(hgb_setup.model.read_bytes())
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    model = load_model(path, favorable=1, feature_names=["x1", "grade"], sha256=digest)
+    assert model.favorable_probability(pd.DataFrame({"x1": [9.0], "grade": ["c"]})).shape == (1,)
+    with pytest.raises(ModelError, match="sha256"):
+        load_model(path, favorable=1, feature_names=["x1", "grade"], sha256="0" * 64)
