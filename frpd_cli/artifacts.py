@@ -38,6 +38,7 @@ import math
 import os
 import platform
 import shutil
+import stat
 import tempfile
 import zipfile
 from collections.abc import Iterable, Mapping
@@ -90,7 +91,9 @@ def _read_umask() -> int:
     return mask
 
 
-_FILE_MODE = 0o666 & ~_read_umask()  # read once at import: os.umask is process-wide
+_UMASK = _read_umask()  # read once at import: os.umask is process-wide
+_FILE_MODE = 0o666 & ~_UMASK  # a new file, as open() gives it
+_DIR_MODE = 0o777 & ~_UMASK  # a new folder, as mkdir gives it
 
 
 # ---------------------------------------------------------------------------- files
@@ -202,7 +205,9 @@ def write_artifact(out_dir, *, kind: str, params: dict, inputs: dict, payloads: 
     the platform or file system lacks it, the old folder is renamed away, the new one renamed
     in, and the old one put back if that fails); the old artifact is deleted last. A failure
     or ``KeyboardInterrupt`` at any point leaves no temporary folder behind and the old
-    artifact in place.
+    artifact in place. The temporary folder is private (0700) while it is written; before the swap it gets the
+    permission bits of the folder it replaces (else 0777 minus the umask) and each file those of the file of the
+    same name it replaces (else 0666 minus the umask).
     """
     out_dir = Path(out_dir)
     if not isinstance(kind, str) or not kind:
@@ -248,6 +253,7 @@ def _write_locked(out_dir: Path, kind: str, payloads: dict, created, params_json
             "payloads": dict(sorted(described.items())),
         }
         _write_file(tmp_dir / MANIFEST_NAME, _dump_json(manifest, where="manifest").encode("utf-8"))
+        _set_modes(tmp_dir, out_dir)
         fsync_dir(tmp_dir)
         _swap_in(tmp_dir, out_dir)
     except BaseException:
@@ -255,6 +261,26 @@ def _write_locked(out_dir: Path, kind: str, payloads: dict, created, params_json
             shutil.rmtree(tmp_dir, ignore_errors=True)
         raise
     return out_dir
+
+
+def _set_modes(new_dir: Path, out_dir: Path) -> None:
+    """Give the finished artifact its permission bits before it is swapped in (it is private, 0700, while it is
+    written): the replaced folder's, else 0777 minus the umask (as ``mkdir`` gives); each file those of the file
+    of the same name it replaces, else 0666 minus the umask (as every new output file)."""
+    for name in os.listdir(new_dir):
+        os.chmod(new_dir / name, _replaced_mode(out_dir / name, stat.S_ISREG, _FILE_MODE))
+    # a folder made inside a setgid folder inherits the setgid bit (group sharing); mkdir would keep it
+    made = _DIR_MODE | (stat.S_IMODE(os.lstat(new_dir).st_mode) & stat.S_ISGID)
+    os.chmod(new_dir, _replaced_mode(out_dir, stat.S_ISDIR, made))
+
+
+def _replaced_mode(path: Path, is_kind, default: int) -> int:
+    """The permission bits of ``path`` when it exists and ``is_kind`` (never through a symlink), else ``default``."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return default
+    return stat.S_IMODE(st.st_mode) if is_kind(st.st_mode) else default
 
 
 def _check_not_an_input(out_dir: Path, paths) -> None:
@@ -430,7 +456,6 @@ def _write_npy(path: Path, name: str, content) -> dict:
         np.lib.format.write_array(handle, np.ascontiguousarray(content), allow_pickle=False)
         handle.flush()
         os.fsync(handle.fileno())
-    os.chmod(path, _FILE_MODE)
     return {"sha256": sha256_file(path), "size": path.stat().st_size}
 
 
@@ -516,11 +541,11 @@ def write_npy_blocks(path, shape: tuple, dtype, blocks: Iterable[np.ndarray]) ->
 
 
 def _write_file(path: Path, data: bytes) -> None:
+    """Write a file of the artifact's temporary folder (its mode is set with the others: :func:`_set_modes`)."""
     with open(path, "wb") as handle:
         handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
-    os.chmod(path, _FILE_MODE)
 
 
 def _describe_input(name: str, path) -> dict:

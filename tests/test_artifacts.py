@@ -509,3 +509,49 @@ def test_an_input_file_is_read_once_per_command_while_unchanged(tmp_path, monkey
     artifacts.sha256_file(path, input_file=True)
     artifacts.sha256_file(path, input_file=True)
     assert len(opened) == 6
+
+
+_MODES_SCRIPT = r"""
+import os, sys
+from pathlib import Path
+from frpd_cli.artifacts import write_artifact
+
+root = Path(sys.argv[1])
+data = root / "train.csv"
+data.write_text("a,b\n1,2\n")
+payloads = {"rows.json": {"k": 3}, "table.npy": __import__("numpy").arange(3)}
+for name in ("new", "empty", "replaced"):
+    if name == "empty":
+        (root / name).mkdir()
+        os.chmod(root / name, 0o755)
+    if name == "replaced":
+        write_artifact(root / name, kind="graph", params={}, inputs={"data": data}, payloads={"rows.json": {}})
+        os.chmod(root / name, 0o755)
+        os.chmod(root / name / "rows.json", 0o604)
+        os.chmod(root / name / "manifest.json", 0o644)
+    write_artifact(root / name, kind="graph", params={}, inputs={"data": data}, payloads=payloads)
+"""
+
+
+def test_artifact_folder_modes_follow_umask_or_the_replaced_folder(tmp_path):
+    """A new artifact folder gets 0777 minus the umask (its files 0666 minus it), like mkdir and open; a replaced
+    folder, and each file replacing one of the same name, keep their permission bits. Run under umask 027, which
+    no default mode (0700 for a private folder, 0755/0644 under the usual umask) matches."""
+    import subprocess
+    import sys
+
+    subprocess.run(["sh", "-c", 'umask 027 && exec "$0" -c "$1" "$2"', sys.executable, _MODES_SCRIPT,
+                    str(tmp_path)], check=True)
+
+    def mode(path):
+        return oct(path.stat().st_mode & 0o7777)
+
+    new, empty, replaced = tmp_path / "new", tmp_path / "empty", tmp_path / "replaced"
+    assert mode(new) == oct(0o750)
+    assert {p.name: mode(p) for p in new.iterdir()} == dict.fromkeys(["manifest.json", "rows.json", "table.npy"],
+                                                                     oct(0o640))
+    assert mode(empty) == oct(0o755)                     # the empty folder it replaces
+    assert mode(replaced) == oct(0o755)
+    assert {p.name: mode(p) for p in replaced.iterdir()} == {"manifest.json": oct(0o644), "rows.json": oct(0o604),
+                                                             "table.npy": oct(0o640)}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "new", "replaced", "train.csv"]
