@@ -256,11 +256,27 @@ def _write_locked(out_dir: Path, kind: str, payloads: dict, created, params_json
         _set_modes(tmp_dir, out_dir)
         fsync_dir(tmp_dir)
         _swap_in(tmp_dir, out_dir)
-    except BaseException:
+    except BaseException as exc:
         if tmp_dir is not None:
             shutil.rmtree(tmp_dir, ignore_errors=True)
+        if isinstance(exc, OSError) and _unnamed(exc, out_dir):
+            raise _naming(exc, out_dir) from exc
         raise
     return out_dir
+
+
+def _unnamed(exc: OSError, out_dir: Path) -> bool:
+    """Whether an OSError names no path the user knows: none (a write to a full disk), or one of the hidden
+    folders beside ``out_dir`` that frpd builds and swaps it with (``.NAME.tmp-*``, ``.NAME.old-*``)."""
+    if exc.filename is None:
+        return True
+    hidden = os.path.join(os.fspath(out_dir.parent), f".{out_dir.name}.")
+    return os.fspath(exc.filename).startswith(hidden)
+
+
+def _naming(exc: OSError, path) -> OSError:
+    """The same error (errno, strerror, subclass) naming ``path``, the file or folder being written."""
+    return OSError(exc.errno, exc.strerror or str(exc), os.fspath(path))
 
 
 def _set_modes(new_dir: Path, out_dir: Path) -> None:
@@ -500,6 +516,12 @@ def staging_folder(out_dir):
         with signals_held():    # the folder exists only once the cleanup below knows its name
             folder = Path(tempfile.mkdtemp(dir=out_dir.parent, prefix=f".{out_dir.name}.stage-"))
         yield folder
+    except OSError as exc:
+        # a payload written ahead is part of the artifact: an error writing it names the artifact's folder
+        if folder is not None and exc.filename is not None and \
+                Path(os.fspath(exc.filename)).is_relative_to(folder):
+            raise _naming(exc, out_dir) from exc
+        raise
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
@@ -519,9 +541,18 @@ def write_npy_blocks(path, shape: tuple, dtype, blocks: Iterable[np.ndarray]) ->
     np.lib.format.write_array_header_1_0(header, {"descr": np.lib.format.dtype_to_descr(dtype),
                                                   "fortran_order": False, "shape": shape})
     digest = hashlib.sha256(header.getvalue())
-    rows, size = 0, len(header.getvalue())
+    try:
+        return _write_blocks(path, header.getvalue(), shape, dtype, blocks, digest)
+    except OSError as exc:
+        if exc.filename is None:        # a write to a full disk names no file
+            raise _naming(exc, path) from exc
+        raise
+
+
+def _write_blocks(path: Path, header: bytes, shape: tuple, dtype, blocks, digest) -> StagedArray:
+    rows, size = 0, len(header)
     with open(path, "xb") as handle:
-        handle.write(header.getvalue())
+        handle.write(header)
         for block in blocks:
             block = np.ascontiguousarray(block)
             if block.dtype != dtype or block.shape[1:] != shape[1:]:

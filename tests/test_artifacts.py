@@ -1,5 +1,6 @@
 """Tests of frpd_cli.artifacts: manifest + payload folders, atomic, hashed, versioned."""
 
+import errno
 import hashlib
 import json
 import os
@@ -555,3 +556,29 @@ def test_artifact_folder_modes_follow_umask_or_the_replaced_folder(tmp_path):
     assert {p.name: mode(p) for p in replaced.iterdir()} == {"manifest.json": oct(0o644), "rows.json": oct(0o604),
                                                              "table.npy": oct(0o640)}
     assert sorted(p.name for p in tmp_path.iterdir()) == ["empty", "new", "replaced", "train.csv"]
+
+
+def _disk_full(*args, **kwargs):
+    raise OSError(errno.ENOSPC, "No space left on device")      # as a write to a full disk: no file named
+
+
+def test_disk_full_names_the_artifact_folder(tmp_path, inputs, monkeypatch):
+    monkeypatch.setattr(artifacts, "_write_file", _disk_full)
+    out = tmp_path / "g"
+    with pytest.raises(OSError) as caught:
+        _write(out, inputs)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model.pkl", "train.csv"]     # no temporary folder
+
+
+def test_disk_full_while_staging_names_the_artifact_folder(tmp_path):
+    def blocks():
+        yield np.zeros((2, 3))
+        _disk_full()
+
+    out = tmp_path / "pool"
+    with pytest.raises(OSError) as caught:
+        with artifacts.staging_folder(out) as folder:
+            artifacts.write_npy_blocks(folder / "X.npy", (4, 3), np.float64, blocks())
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(out)
+    assert list(tmp_path.iterdir()) == []

@@ -681,3 +681,36 @@ def _no_leftovers_after(signum, expected, tmp_path, monkeypatch, artifacts, outp
     with pytest.raises(expected), terminate_on_signals():
         artifacts.write_artifact(folder, kind="test", params={}, inputs={}, payloads={"a.json": "{}"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sidecar.json"]
+
+
+def test_disk_full_writing_an_artifact_names_it(sample_paths, tmp_path, monkeypatch):
+    import frpd_cli.artifacts as artifacts
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")      # a write to a full disk names no file
+
+    monkeypatch.setattr(artifacts, "_write_file", full)
+    out = tmp_path / "sel"
+    result = runner.invoke(app, ["select", str(sample_paths["data"]), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--applicants",
+                                 str(sample_paths["applicants"]), "-q", "--out", str(out)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [f"Error: Cannot write '{out}': the disk is full (No space left on "
+                                          f"device). Free space in '{tmp_path}' or choose another folder."]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_unnamed_os_errors_blame_the_scheduler_only_from_dask():
+    from frpd_cli.cli._errors import _os_error_message
+
+    def raised(exc, module):
+        try:
+            exec("raise exc", {"__name__": module, "exc": exc})
+        except OSError as caught:
+            return caught
+
+    reset = raised(OSError(errno.ECONNRESET, "Connection reset by peer"), "distributed.comm.tcp")
+    assert "--scheduler" in _os_error_message(reset)
+    for exc in (OSError(errno.ECONNRESET, "Connection reset by peer"), OSError(errno.ENOSPC, "No space left")):
+        assert "--scheduler" not in _os_error_message(raised(exc, "frpd_cli.cli.plan"))
+    assert "The disk is full" in _os_error_message(OSError(errno.ENOSPC, "No space left on device"))

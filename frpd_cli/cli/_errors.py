@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import sys
@@ -10,7 +11,7 @@ import warnings
 import typer
 
 from ..exceptions import FrpdError, OptionError
-from ..outputs import Terminated, terminate_on_signals
+from ..outputs import Terminated, output_error, terminate_on_signals
 
 __all__ = ["handle_errors", "echo_err"]
 
@@ -80,12 +81,34 @@ def handle_errors(func):
 
 def _os_error_message(exc: OSError) -> str:
     """One sentence for an OSError: the path (or connection), what the system said, what to do."""
+    full = exc.errno in (errno.ENOSPC, errno.EDQUOT)
+    if exc.filename is not None and full:
+        return str(output_error(exc.filename, exc))      # only a write fills a disk: name what was being written
     if exc.filename is None:
-        # no file named: a connection (e.g. a Dask scheduler) or a stream
-        return (f"{type(exc).__name__}: {exc.strerror or exc}. Check the addresses given (--scheduler) and that "
-                "the inputs and outputs are reachable.")
+        said = f"{type(exc).__name__}: {exc.strerror or exc}."
+        if full:
+            return f"{said} The disk is full: free space where the outputs are written, then run again."
+        if _from_dask(exc):
+            return (f"{said} Check the Dask scheduler's address (--scheduler) and that it and its workers are "
+                    "reachable.")
+        return f"{said} Check that the inputs and outputs are reachable."
     name = f"'{exc.filename}'"
     if exc.filename2 is not None:
         name += f" (and '{exc.filename2}')"
     return (f"Cannot use {name}: {exc.strerror or type(exc).__name__}. Check that the path exists and is a regular "
             "file or folder you may read (or write, for outputs), and that the disk has space.")
+
+
+_DASK_MODULES = ("dask", "distributed", "tornado")
+
+
+def _from_dask(exc: BaseException) -> bool:
+    """Whether an error was raised by Dask's own code (a connection to a scheduler or a worker), not by frpd's."""
+    if type(exc).__module__.split(".")[0] in _DASK_MODULES:
+        return True
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).split(".")[0] in _DASK_MODULES:
+            return True
+        tb = tb.tb_next
+    return False
