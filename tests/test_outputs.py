@@ -714,3 +714,28 @@ def test_unnamed_os_errors_blame_the_scheduler_only_from_dask():
     for exc in (OSError(errno.ECONNRESET, "Connection reset by peer"), OSError(errno.ENOSPC, "No space left")):
         assert "--scheduler" not in _os_error_message(raised(exc, "frpd_cli.cli.plan"))
     assert "The disk is full" in _os_error_message(OSError(errno.ENOSPC, "No space left on device"))
+
+
+def test_table_to_a_reader_that_goes_away_exits_quietly(sample_paths, tmp_path):
+    """`frpd plan ... --format table | head -1`: exit 0 and nothing on stderr, as for the other formats (rich's
+    console would turn the broken pipe into exit 1). The 200 applicants' tables (about 160 kB) outgrow the pipe's
+    buffer, so frpd is still writing when the reader closes its end."""
+    frame = pd.read_csv(sample_paths["applicants"])
+    many = pd.concat([frame] * 10, ignore_index=True)
+    many["applicant_id"] = [f"B{i:04d}" for i in range(len(many))]
+    applicants = tmp_path / "many.csv"
+    many.to_csv(applicants, index=False)
+    command = [sys.executable, "-m", "frpd_cli", "plan", str(sample_paths["data"]), "--model",
+               str(sample_paths["model"]), "--schema", str(sample_paths["schema"]), "--applicants", str(applicants),
+               "-q", "--format", "table"]
+    with open(tmp_path / "stderr.txt", "wb") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, cwd=ROOT)
+        try:
+            assert process.stdout.readline()
+            process.stdout.close()
+            status = process.wait(timeout=600)
+        finally:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    assert (status, (tmp_path / "stderr.txt").read_text()) == (0, "")

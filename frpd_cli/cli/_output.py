@@ -7,6 +7,7 @@ and progress go to stderr.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import re
@@ -26,7 +27,7 @@ from ..exceptions import InputError
 from ..plans import Plan, csv_columns, escape_csv_text, plan_csv_rows, plan_record, python_value
 
 __all__ = ["FORMATS", "PLAN_FORMATS", "LAYOUTS", "busy", "resolve_format", "open_output", "PlanWriter", "stderr_console",
-           "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
+           "data_console", "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
            "render_plan", "print_plan", "encoder_decimals", "plan_steps", "render_rows_blocks", "print_rows",
            "reason_line", "Legend"]
 
@@ -39,6 +40,20 @@ LAYOUTS = ("auto", "wide", "long")
 
 def stderr_console() -> Console:
     return Console(stderr=True)
+
+
+class _DataConsole(Console):
+    """A console for data: a reader that goes away (``frpd plan ... | head``) raises BrokenPipeError, which the
+    command's error handler turns into a quiet exit 0 as for every other format (rich's own handling exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, "Broken pipe")
+
+
+def data_console(stream, **options) -> Console:
+    """A rich console writing tables to ``stream`` (stdout or an --output file); ``options`` go to Console."""
+    return _DataConsole(file=stream, **options)
 
 
 @contextmanager
@@ -129,7 +144,7 @@ class PlanWriter:
                 self.stream.write(plan_text(plan, self.schema, self.values))
         else:
             if self._table_console is None:
-                self._table_console = Console(file=self.stream, force_terminal=None, soft_wrap=False)
+                self._table_console = data_console(self.stream, force_terminal=None, soft_wrap=False)
             for plan in plans:
                 print_plan(self._table_console, plan, self.layout, self.values, explain=self.explain)
                 self._seen.add(plan, explain=self.explain)
@@ -386,8 +401,9 @@ def print_plan(console: Console, plan: Plan, layout: str = "auto", values: Value
         if width is None or width <= console.width:
             console.print(renderable)
         else:
-            Console(file=console.file, width=width, color_system=console.color_system,
-                    force_terminal=console.is_terminal, no_color=console.no_color, soft_wrap=False).print(renderable)
+            data_console(console.file, width=width, color_system=console.color_system,
+                         force_terminal=console.is_terminal, no_color=console.no_color,
+                         soft_wrap=False).print(renderable)
 
 
 def render_plan(plan: Plan, console: Console, layout: str = "auto", values: ValueFormat | None = None, *,
@@ -541,4 +557,4 @@ def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, tit
                   indent=2)
         stream.write("\n")
     else:
-        print_rows(Console(file=stream), rows, columns, title=title)
+        print_rows(data_console(stream), rows, columns, title=title)

@@ -7,13 +7,12 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 
 from ..exceptions import InputError, OptionError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import busy, open_output, print_rows, write_records
+from ._output import busy, data_console, open_output, print_rows, write_records
 from ._plan_files import PlansOpt, load_for_review, read_plans_with_applicants
 from .app import app
 
@@ -131,7 +130,7 @@ def audit_command(
             tables.append(("pairs", "Best pair of actions per group", result.pairs))
         with open_output(output) as stream:
             if fmt == "table":
-                console = Console(file=stream)
+                console = data_console(stream)
                 for kind, title, table in tables:
                     rows, names = _terminal(kind, table)
                     print_rows(console, rows, names, title=title)

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
-from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
@@ -17,7 +16,7 @@ from ..exceptions import ArtifactError, InputError
 from ..outputs import check_not_inputs, lock_outputs, output_path, resolve_output
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._output import open_output, render_rows_blocks, stderr_console, write_records
+from ._output import data_console, open_output, render_rows_blocks, stderr_console, write_records
 from ._plan_files import PlansOpt, load_for_review, read_plans_with_applicants
 from .app import app
 
@@ -89,7 +88,7 @@ def _print_table(stream, summary) -> None:
     """One row per metric (in words, with which way is better), one column per method; blocks per method when
     the methods do not fit the width (COLUMNS, also when piped)."""
     rows, columns = summary_cells(summary)
-    console = Console(file=stream)
+    console = data_console(stream)
     title = "Plan metrics per method (mean ± std over the plans)"
     table = Table(title=title, title_justify="left")
     table.add_column("metric", no_wrap=True)

@@ -101,7 +101,7 @@ def schema_command(
     from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
     from ..schema import inspect_schema, schema_to_toml
     from ._hints import id_like_warning, sensitive_warning
-    from ._output import open_output, print_rows, resolve_format, write_records
+    from ._output import data_console, open_output, print_rows, resolve_format, write_records
 
     if write is not None:
         resolve_output(write)
@@ -135,9 +135,7 @@ def schema_command(
         if not write_to_stdout:
             with open_output(None) as stream:
                 if fmt_ == "table":
-                    from rich.console import Console
-
-                    console = Console(file=stream)
+                    console = data_console(stream)
                     rows, columns = schema_rows(report, table=True)
                     print_rows(console, rows, columns, title=f"Schema of '{data}' ({report.n_rows} rows)")
                     if accepted is not None:
