@@ -679,7 +679,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
     ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
     from ..schema import ages_without_horizon, id_like_columns, sensitive_like_features
-    from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, no_labels_warning, sensitive_warning
+    from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, sensitive_warning
 
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
