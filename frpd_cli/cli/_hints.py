@@ -84,11 +84,9 @@ def no_favorable_hint(n_favorable: int, n_rows: int, model, highest: float) -> s
             f"--favorable{classes}, or lower --threshold below {highest:.4g}.")
 
 
-def no_labels_warning(n_labeled: int, n_rows: int, target: str, values, favorable, source: str) -> str | None:
+def no_labels_warning(target: str, values, favorable, source: str) -> str:
     """No training row is labelled favourable: the target column does not write the favourable class as the
     model does (``approved`` against the model's 1), so whatever learns from the labels learns nothing."""
-    if n_labeled or not n_rows:
-        return None
     shown = ", ".join(str(v) for v in values[:10]) + (", ..." if len(values) > 10 else "")
     return (f"Warning: no row of {source} has the favourable class {_plain(favorable)} in its target column "
             f"'{target}' (its values: {shown}). What learns from the labels finds no favourable example: "

@@ -696,13 +696,12 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
 def _no_labels(frame, training: TrainingSet, source: str) -> str | None:
     from ._hints import no_labels_warning
 
-    if training.labeled.any() or training.schema.target not in frame.columns:
+    if not training.n_rows or training.labeled.any() or training.schema.target not in frame.columns:
         return None
     import pandas as pd
 
     values = pd.unique(frame[training.schema.target].astype(object))
-    return no_labels_warning(0, training.n_rows, training.schema.target, list(values), training.schema.favorable,
-                             source)
+    return no_labels_warning(training.schema.target, list(values), training.schema.favorable, source)
 
 
 def read_applicants(path: Path, training: TrainingSet, id_column: str | None, *, encoding: str = "utf-8",
