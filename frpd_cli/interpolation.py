@@ -187,6 +187,10 @@ def interpolate_linear(
     bisection).
     A favourable stretch shorter than a grid step before the first favourable
     grid point can be missed; the point returned is then still favourable.
+    A closed bracket that still spans more than ``2 * tol`` of some numeric
+    feature's training range in raw units (a gap in the effort scale's
+    training values) is bisected further, at most :data:`RAW_ROUNDS` times
+    (:func:`raw_excess`); those calls score only such brackets.
 
     References
     ----------
@@ -243,20 +247,16 @@ def interpolate_linear(
             best_prob[seg[ok]] = sprob[at[ok]]
         return ok
 
-    while True:
-        active = np.flatnonzero(hi - lo > tol)
-        if active.size == 0:
-            break
-        lo_a, hi_a = lo[active], hi[active]
+    def bisect_twice(active):
+        lo_a, hi_a, tol_a = lo[active], hi[active], tols[active]
         mid = 0.5 * (lo_a + hi_a)
-        left = mid - lo_a > tol            # the bracket after a favourable midpoint is [lo, mid]
-        right = hi_a - mid > tol           # after an unfavourable one, [mid, hi]
+        left = mid - lo_a > tol_a          # the bracket after a favourable midpoint is [lo, mid]
+        right = hi_a - mid > tol_a         # after an unfavourable one, [mid, hi]
         mid_left = 0.5 * (lo_a + mid)
         mid_right = 0.5 * (mid + hi_a)
         n_left, n_right = int(left.sum()), int(right.sum())
         seg = np.concatenate([active, active[left], active[right]])
         scored, sprob = score(seg, np.concatenate([mid, mid_left[left], mid_right[right]]))
-        calls += 1
         at_left = np.full(active.size, -1, dtype=np.int64)
         at_left[left] = active.size + np.arange(n_left)
         at_right = np.full(active.size, -1, dtype=np.int64)
@@ -267,10 +267,92 @@ def interpolate_linear(
         if second.any():
             chosen = np.where(ok, mid_left, mid_right)[second]
             step(active[second], chosen, np.where(ok, at_left, at_right)[second], scored, sprob)
+
+    def ends(rows):
+        below = _decoded_columns(encoder, X0[rows] + lo[rows, None] * direction[rows], X0[rows],
+                                 {c: v[rows] for c, v in original.items()})
+        return below, {c: v[rows] for c, v in best.items()}
+
+    # A bracket shorter than tol can still span a wide stretch of a feature's raw values where the training
+    # values are sparse (the effort scale's gaps: a bracket between the last ordinary income and a few outliers),
+    # so closed brackets are checked in raw units and bisected further where they are too wide (tols).
+    tols, recheck = np.full(n, tol), np.flatnonzero(found)
+    for round_ in range(RAW_ROUNDS + 1):
+        while True:
+            active = np.flatnonzero(hi - lo > tols)
+            if active.size == 0:
+                break
+            bisect_twice(active)
+            calls += 1
+        if round_ == RAW_ROUNDS:
+            break
+        recheck = narrow_wide(encoder, tols, lo, hi, tol, recheck, ends)
+        if recheck.size == 0:
+            break
     # Each column holds values of one type (its feature's levels or numbers, and the applicants' own values), so
     # pandas gives the chosen rows the dtype it would give the whole grid.
     best_rows = pd.DataFrame(best)
     return LinearResult(rows=best_rows, t=hi, probability=best_prob, n_model_calls=calls, found=found)
+
+
+#: Rounds of further bisection on brackets too wide in raw units (each shrinks them to the width asked for where
+#: the decoded values are linear in t, as they are inside one gap of the effort scale's knots).
+RAW_ROUNDS = 4
+#: The shortest bracket the raw refinement asks for (a fraction of the segment).
+_TOL_FLOOR = 1e-12
+
+
+def raw_excess(encoder: Encoder, low: dict, high: dict, tol: float) -> np.ndarray:
+    """How many times too wide, in raw units, each bracket between the decoded rows ``low`` and ``high`` is.
+
+    A bracket of a search on a segment is closed when it is shorter than ``tol`` (a fraction of the segment);
+    under the minmax scale that bounds every numeric feature's raw width by ``tol`` times its training range
+    (max minus min). Under the effort scale a stretch of the range holding few training values (a gap between
+    the last ordinary incomes and a few outliers) is short in the encoded space and long in raw units: a bracket
+    closed there may still span a million. This is the largest, over the numeric features, of the raw width over
+    twice ``tol`` times the training range (1 and above: the bracket is bisected further; the factor two keeps
+    the minmax scale's brackets, and the effort scale's over evenly spread values, as they were).
+
+    Parameters
+    ----------
+    encoder : Encoder
+    low, high : dict of str to ndarray, or DataFrame
+        Decoded rows at both ends of each bracket (:func:`_decoded_columns`), by feature.
+    tol : float
+
+    Returns
+    -------
+    ratio : ndarray of float64, shape (n_brackets,)
+    """
+    ratio = np.zeros(len(low[encoder.schema.feature_names[0]]))
+    for j, f in enumerate(encoder.schema.features):
+        if not f.is_numeric:
+            continue
+        span = float(encoder.maximum[j] - encoder.minimum[j])
+        if not span > 0:
+            continue
+        width = np.abs(np.asarray(high[f.name], dtype=np.float64) - np.asarray(low[f.name], dtype=np.float64))
+        if f.kind == "integer":
+            width = np.where(width <= 1.0, 0.0, width)     # neighbouring whole numbers: as fine as it gets
+        ratio = np.maximum(ratio, width / (2.0 * tol * span))
+    return ratio
+
+
+def narrow_wide(encoder: Encoder, tols: np.ndarray, lo: np.ndarray, hi: np.ndarray, tol: float, rows: np.ndarray,
+                ends) -> np.ndarray:
+    """Narrow the tolerance ``tols`` of the closed brackets ``[lo, hi]`` of ``rows`` that are too wide in raw units
+    (:func:`raw_excess`), to the width that makes them fine where the decoded values are linear in t; return the
+    rows narrowed (the ones to check again once their brackets are closed).
+
+    ``ends(rows)`` gives the decoded rows at ``lo`` and ``hi`` of ``rows``.
+    """
+    rows = rows[hi[rows] > lo[rows]]
+    if rows.size == 0:
+        return rows
+    ratio = raw_excess(encoder, *ends(rows), tol)
+    rows, ratio = rows[ratio > 1], ratio[ratio > 1]
+    tols[rows] = np.maximum((hi[rows] - lo[rows]) / (2.0 * ratio), _TOL_FLOOR)
+    return rows
 
 
 # --------------------------------------------------------------------------

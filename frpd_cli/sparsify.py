@@ -94,7 +94,7 @@ import pandas as pd
 from ._frames import frame_of
 from .encoding import Encoder, _level_dtype
 from .exceptions import InputError
-from .interpolation import decode_from, keep_rules
+from .interpolation import RAW_ROUNDS, decode_from, keep_rules, narrow_wide
 from .model import score_columns
 
 __all__ = ["SparseResult", "sparsify_recourses", "changed_features", "COST_FACTOR", "MinimalResult", "minimal_recourses"]
@@ -706,10 +706,24 @@ class _SmallSupports:
         lo = np.zeros(idx.size)
         hi = self.cand_t[idx].copy()
         steps = np.arange(1, _SPLITS, dtype=np.float64) / _SPLITS
+
+        def ends(rows):
+            c = idx[rows]
+            return [self.columns(self.cand_seg[c], self.cand_sup[c], t, self.cand_lfeat[c], self.cand_level[c])[0]
+                    for t in (lo[rows], hi[rows])]
+
+        # narrowed where a closed bracket is too wide in raw units (interpolation.raw_excess)
+        tols, recheck, rounds = np.full(idx.size, self.tol), np.arange(idx.size), 0
         while True:
-            open_ = np.flatnonzero(hi - lo > self.tol)
+            open_ = np.flatnonzero(hi - lo > tols)
             if open_.size == 0:
-                break
+                if rounds == RAW_ROUNDS:
+                    break
+                rounds += 1
+                recheck = narrow_wide(self.encoder, tols, lo, hi, self.tol, recheck, ends)
+                if recheck.size == 0:
+                    break
+                continue
             c = idx[open_]
             width = hi[open_] - lo[open_]
             t = (lo[open_, None] + width[:, None] * steps[None, :]).reshape(-1)
@@ -1021,15 +1035,28 @@ class _Search:
             return
         lo = np.zeros(segs.size)
         hi = self.t_hi[segs].copy()
+        # narrowed where a closed bracket is too wide in raw units (interpolation.raw_excess)
+        tols, recheck, rounds = np.full(segs.size, self.tol), np.arange(segs.size), 0
+
+        def ends(rows):
+            s = segs[rows]
+            return self._decode(s, self._point(s, support[rows], lo[rows]))[0], self.best.frame(s)
+
         # t = 0: the categorical changes alone (rows without categorical changes are the applicant: skip)
         first = (support & self.is_cat).any(axis=1)
         candidates = [(np.flatnonzero(first), np.zeros(int(first.sum())))]
         while True:
             where, t = candidates.pop() if candidates else (None, None)
             if where is None:
-                where = np.flatnonzero(hi - lo > self.tol)
+                where = np.flatnonzero(hi - lo > tols)
                 if where.size == 0:
-                    break
+                    if rounds == RAW_ROUNDS:
+                        break
+                    rounds += 1
+                    recheck = narrow_wide(self.encoder, tols, lo, hi, self.tol, recheck, ends)
+                    if recheck.size == 0:
+                        break
+                    continue
                 t = 0.5 * (lo[where] + hi[where])
             if where.size == 0:
                 continue

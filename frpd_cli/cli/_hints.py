@@ -157,6 +157,26 @@ def age_horizon_hint(ages, source: str) -> str | None:
             f"--range {_quoted(name)}=+0:+5 (or [range] in the schema file), keeps the advice to it.")
 
 
+def outlier_bound_note(schema, encoder, source: str) -> str | None:
+    """Numeric features whose move bound is a share of less than their training range: a few outlying values
+    stretch the range (:func:`frpd_cli.schema.move_span`), and the bound says how far it lets the feature move."""
+    capped = []
+    for j, f in enumerate(schema.features):
+        if f.max_move is None or not f.max_move_share or not f.is_numeric:
+            continue
+        whole = float(encoder.maximum[j] - encoder.minimum[j])
+        if f.max_move < f.max_move_share * whole * (1 - 1e-9):
+            capped.append((f, encoder.minimum[j], encoder.maximum[j]))
+    if not capped:
+        return None
+    parts = [f"'{f.name}' (training values {low:.10g} to {high:.10g}: at most {f.max_move:.6g} either way)"
+             for f, low, high in capped[:5]]
+    more = f" and {len(capped) - 5} more" if len(capped) > 5 else ""
+    return (f"Note: a few outlying values of {source} stretch the training range of {', '.join(parts)}{more}; "
+            "--max-move takes its share of twice the range of the central 99% of the values instead, so that the "
+            "outliers do not widen the moves (docs/move-bound.md). --max-move COL=SHARE or COL=none sets it.")
+
+
 def _quoted(name: str) -> str:
     """A column name as typed in a shell: quoted when it holds anything but letters, digits, ``_`` and ``-``."""
     import shlex

@@ -320,7 +320,8 @@ MaxMoveOpt = Annotated[Optional[list[str]], typer.Option("--max-move", callback=
                                                          metavar="SHARE|COL=SHARE",
                                                          help="The most a recourse moves a numeric feature away "
                                                          "from the applicant's value, either way, as a share of its "
-                                                         "training range (an ordinal: of the steps between its "
+                                                         "training range (at most twice the range of its central "
+                                                         "99%: outliers do not widen it; an ordinal: of the steps between its "
                                                          "levels, rounded up to whole levels, at least one; "
                                                          "default 0.25 unless the schema file "
                                                          "declares max_move; none: no bound). COL=SHARE or COL=none "
@@ -679,7 +680,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
     ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
     from ..schema import ages_without_horizon, id_like_columns, sensitive_like_features
-    from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, sensitive_warning
+    from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, outlier_bound_note, sensitive_warning
 
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
@@ -688,6 +689,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
                     sensitive_warning(*sensitive_like_features(training.schema, vary=spec.vary), source),
                     age_horizon_hint(ages_without_horizon(training.schema, spec), source),
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest),
+                    outlier_bound_note(training.schema, training.encoder, source),
                     _no_labels(frame, training, source)):
         if message:
             echo_err(message)
