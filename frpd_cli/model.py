@@ -1130,11 +1130,13 @@ def _check_features(estimator, path: Path, feature_names: tuple[str, ...]) -> No
                 parts.append(f"missing from the data: {_names(missing)} (the model was trained with them)")
             if extra:
                 parts.append(f"in the data but unknown to the model: {_names(extra)}")
+            advice = "Use the data the model was trained on."
+            if extra:
+                from .schema import extra_columns_remedy
+
+                advice = f"Use the data the model was trained on. {extra_columns_remedy(extra)}"
             raise ModelError(
-                f"The model '{path}' and the data have different feature columns; "
-                + "; ".join(parts)
-                + ". Use the data the model was trained on, or declare extra columns as non-features "
-                "(target/ID) in the schema."
+                f"The model '{path}' and the data have different feature columns; " + "; ".join(parts) + f". {advice}"
             )
         return
     n_in = getattr(estimator, "n_features_in_", None)

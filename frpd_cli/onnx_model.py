@@ -309,10 +309,15 @@ def _layout(inputs: dict, feature_names: tuple[str, ...], metadata: dict, path: 
             parts.append(f"no input for the feature column(s) {_quoted(missing)}")
         if unknown:
             parts.append(f"input(s) {_quoted(unknown)} that are not feature columns of the data")
+        advice = ""
+        if missing:
+            from .schema import extra_columns_remedy
+
+            advice = f" {extra_columns_remedy(missing)}"
         raise ModelError(
             f"The ONNX model '{path}' does not match the data: it has {' and '.join(parts)} (its inputs: "
             f"{_quoted(names)}). Export the model from a pipeline fitted on the data's feature columns, one "
-            "input per column named like it, or declare extra columns as non-features (target/ID) in the schema.")
+            f"input per column named like it.{advice}")
     for name in names:
         kind, rank = inputs[name]
         if rank not in (1, 2):

@@ -53,6 +53,7 @@ from .names import did_you_mean
 
 __all__ = [
     "looks_like_id_name",
+    "extra_columns_remedy",
     "sensitive_like_features",
     "ages_without_horizon",
     "WHOLE_SHARE",
@@ -1347,6 +1348,34 @@ def looks_like_id_name(name: str) -> bool:
     [True, True, True, True, False, False, False]
     """
     return bool(_ID_NAME.search(str(name)))
+
+
+def extra_columns_remedy(names) -> str:
+    """What to do about columns of the data that the model was not trained with, as a sentence for an error.
+
+    An identifier is named with ``--id-column`` (the first of ``names`` named like one, :func:`looks_like_id_name`),
+    other columns that are not features with ``exclude`` in the schema file.
+
+    Examples
+    --------
+    >>> extra_columns_remedy(["applicant_id"]).split(" (or ")[0]
+    "'applicant_id' looks like an identifier: pass --id-column applicant_id"
+    >>> extra_columns_remedy(["notes"]).split("schema file ")[1]
+    '(exclude = ["notes"]).'
+    """
+    import shlex
+
+    names = [str(n) for n in names]
+    named = [n for n in names if looks_like_id_name(n)]
+    if not named:
+        return ("Pass --id-column COL if one of them is an identifier, or list the columns that are not features "
+                f"under exclude in the schema file (exclude = {_toml_array(names)}).")
+    name, others = named[0], [n for n in names if n != named[0]]
+    remedy = (f"'{name}' looks like an identifier: pass --id-column {shlex.quote(name)} (or id_column = "
+              f"{_toml_value(name)} in the schema file) to leave it out of the features.")
+    if others:
+        remedy += f" List the other columns that are not features under exclude (exclude = {_toml_array(others)})."
+    return remedy
 
 
 #: Words of a column name that name a characteristic a person cannot or must not be asked to change: the grounds

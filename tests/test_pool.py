@@ -502,3 +502,43 @@ def test_a_pool_of_another_version_gets_a_hint_and_the_same_plans(sample_paths, 
                       data=sample_paths["data"], model=sample_paths["model"], threshold=0.5)
     without = runner.invoke(app, [*args[:-1], str(bare)])
     assert without.exit_code == 0 and without.stdout == current.stdout and "Hint: the pool" not in without.stderr
+
+
+@pytest.fixture(scope="module")
+def credit_with_ids(tmp_path_factory, sample_paths):
+    """The sample data with an identifier column first (no schema file: --id-column alone names it)."""
+    frame = pd.read_csv(sample_paths["data"])
+    frame.insert(0, "applicant_id", [f"C{i:05d}" for i in range(len(frame))])
+    data = tmp_path_factory.mktemp("ids") / "credit.csv"
+    frame.to_csv(data, index=False)
+    return data
+
+
+def test_build_pool_leaves_the_id_column_out_and_plans_as_plan_does(sample_paths, credit_with_ids, tmp_path):
+    common = [str(credit_with_ids), "--model", str(sample_paths["model"]), "--immutable", "personal_status",
+              "--increasing", "age", "--id-column", "applicant_id"]
+    built = runner.invoke(app, ["build-pool", *common, "--out", str(tmp_path / "pool")])
+    assert built.exit_code == 0, built.stderr
+    encoder = read_artifact(tmp_path / "pool", kind=POOL_KIND, command_hint="-").load_json("encoder.json")
+    names = [f["name"] for f in encoder["schema"]["features"]]
+    assert "applicant_id" not in names and sorted(names) == sorted(pd.read_csv(sample_paths["data"]).columns[:-1])
+    args = ["plan", *common, "--applicants", str(sample_paths["applicants"]), "--format", "csv"]
+    without = runner.invoke(app, args)
+    with_pool = runner.invoke(app, [*args, "--pool", str(tmp_path / "pool")])
+    assert without.exit_code == 0 and with_pool.exit_code == 0, with_pool.stderr
+    assert with_pool.stdout == without.stdout and without.stdout.count("\n") > 20
+
+
+def test_build_pool_refuses_an_id_column_the_data_does_not_have(sample_paths, credit_with_ids, tmp_path):
+    result = runner.invoke(app, ["build-pool", str(credit_with_ids), "--model", str(sample_paths["model"]),
+                                 "--id-column", "applicant-id", "--out", str(tmp_path / "pool")])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "'--id-column'" in result.stderr and "Did you mean 'applicant_id'?" in result.stderr
+    assert not (tmp_path / "pool").exists()
+
+
+def test_an_id_column_unknown_to_the_model_is_named_with_id_column(sample_paths, credit_with_ids, tmp_path):
+    result = runner.invoke(app, ["build-pool", str(credit_with_ids), "--model", str(sample_paths["model"]),
+                                 "--out", str(tmp_path / "pool")])
+    assert result.exit_code == 1 and "unknown to the model: 'applicant_id'" in result.stderr
+    assert "pass --id-column applicant_id" in result.stderr

@@ -440,3 +440,30 @@ def test_load_model_loads_the_bytes_it_checked(hgb_setup, tmp_path):
     assert model.favorable_probability(pd.DataFrame({"x1": [9.0], "grade": ["c"]})).shape == (1,)
     with pytest.raises(ModelError, match="sha256"):
         load_model(path, favorable=1, feature_names=["x1", "grade"], sha256="0" * 64)
+
+
+def test_build_refits_leaves_the_id_column_out_and_plans_as_robust_does(setup, tmp_path):
+    # the same rows with an identifier column, in the data and the applicants: --id-column keeps it out of the
+    # features the refits are fitted on, and the saved refits plan as refitting in the run does
+    ids = SimpleNamespace(**vars(setup))
+    ids.data, ids.applicants = tmp_path / "train.csv", tmp_path / "applicants.csv"
+    for source, target, names in ((setup.data, ids.data, "R"), (setup.applicants, ids.applicants, "A")):
+        frame = pd.read_csv(source)
+        frame.insert(0, "applicant_id", [f"{names}{i}" for i in range(len(frame))])
+        frame.to_csv(target, index=False)
+    _, refits = _refits(ids, tmp_path / "refits", "--id-column", "applicant_id")
+    assert [list(r.feature_names_in_) for r in refits] == [FEATURES] * 4
+    saved = _plan(ids, "--id-column", "applicant_id", "--refits", tmp_path / "refits")
+    assert saved == _plan(ids, "--id-column", "applicant_id", "--robust", "4")
+    # and they are the plans of the data without the column, named by it
+    records = [json.loads(line) for line in saved.splitlines()]
+    plain = [json.loads(line) for line in _plan(setup, "--robust", "4").splitlines()]
+    assert [r.pop("applicant") for r in records] == [f"A{i}" for i in range(5)]
+    assert [r.pop("applicant") for r in plain] == [str(i) for i in range(5)] and records == plain
+
+
+def test_build_refits_refuses_an_id_column_the_data_does_not_have(setup, tmp_path):
+    result = _run(["build-refits", setup.data, "--model", setup.model, "--target", "y", "--robust", "2",
+                   "--id-column", "x4", "--out", tmp_path / "refits"], code=2)
+    assert "'--id-column'" in result.stderr and "Column 'x4' is not in" in result.stderr
+    assert not (tmp_path / "refits").exists()

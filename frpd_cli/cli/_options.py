@@ -30,7 +30,7 @@ __all__ = [
     "SchemaFlags", "SCHEMA_OPTIONS", "load_training", "read_applicants", "BackendOpt", "TolOpt", "SchemeOpt", "ThetaListOpt",
     "ManifoldOpt", "WeightOpt", "ScaleOpt", "SCALES", "RadiusOpt", "MaxStepOpt", "KdeBandwidthOpt", "OptionalThresholdOpt",
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
-    "LayoutOpt", "QuietOpt", "ExplainOpt", "LAYOUTS", "read_training",
+    "LayoutOpt", "QuietOpt", "ExplainOpt", "LAYOUTS", "read_training", "check_id_column",
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
     "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options", "resolve_margin",
     "ProximityOpt", "PROXIMITIES", "check_proximity",
@@ -555,7 +555,7 @@ def load_training(data: Path, model_path: Path, flags: SchemaFlags, *, quiet: bo
 
 def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold: float = 0.5,
                   encoding: str = "utf-8", trusted_types=None, pool: Path | None = None, robust=None,
-                  on_frame=None, status=None, stage=None):
+                  on_frame=None, status=None, stage=None, id_in_data: bool = False):
     """Read the training CSV, infer the schema, load and check the model, score the rows.
 
     With ``pool`` (a folder from ``frpd build-pool``) the encoded rows and their scores are read from it,
@@ -566,7 +566,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     called with the CSV as read (``build-pool`` keeps it in the pool). ``status``, when given, replaces the text
     of a terminal's status line while the model is refitted (``--robust``). ``stage``
     (:class:`frpd_cli.dataset.RowStage`, without ``pool`` or ``robust``): the encoded rows and constraint codes are
-    written there block by block and held memory-mapped (``build-pool``).
+    written there block by block and held memory-mapped (``build-pool``). ``id_in_data``: ``--id-column`` must
+    name a column of the data file (:func:`check_id_column`; commands that read no applicants).
 
     Returns
     -------
@@ -599,6 +600,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
                      f"keeps it: {POOL_HINT}.")
     if frame is None:
         frame = read_training_frame(data, encoding=encoding)
+    if id_in_data:
+        check_id_column(flags, frame, data)
     if on_frame is not None:
         on_frame(frame)
     if schema is None:
@@ -654,6 +657,26 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
                                       encoded=encoded, progress=scoring, stage=stage)
     _warn_about_training(frame, training, model, source=f"'{data}'", id_like=id_like, spec=spec)
     return training, model, spec
+
+
+def check_id_column(flags: SchemaFlags, frame, data: Path) -> None:
+    """Refuse an ``--id-column`` that is not a column of the data file (a usage error, exit 2).
+
+    For the commands that read no applicants (``build-pool``, ``build-refits``), where the identifier column is
+    only the data file's column left out of the features. The schema file's ``id_column`` is not checked: one
+    file serves every command, and the applicants file may be the only one holding that column.
+    """
+    from ..exceptions import OptionError
+    from ..names import did_you_mean
+
+    name = flags.id_column
+    if name is None or name in frame.columns:
+        return
+    columns = [str(c) for c in frame.columns]
+    raise OptionError("--id-column", f"Column '{name}' is not in '{data}'.{did_you_mean(name, columns)} Its columns "
+                                     f"are: {', '.join(columns)}. This command reads no applicants: --id-column names "
+                                     "the data file's identifier column, which is left out of the features; leave "
+                                     "the option out when the data has none.")
 
 
 def _judge_progress(robust, status):

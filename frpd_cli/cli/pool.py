@@ -17,7 +17,7 @@ __all__ = ["build_pool_command"]
 
 @app.command("build-pool")
 @handle_errors
-@o.SCHEMA_OPTIONS.without("id_column")
+@o.SCHEMA_OPTIONS
 def build_pool_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -54,7 +54,7 @@ def build_pool_command(
         stage = RowStage(folder)
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                  trusted_types=trust_type, quiet=quiet, on_frame=read.append,
-                                                 stage=stage)
+                                                 stage=stage, id_in_data=True)
         # the rest takes about a third of the run (the copies table, population shares, parsed columns, hashes)
         with busy(f"writing the pool to '{out}' ({training.n_rows:,} rows)", quiet=quiet):
             scorer = scorer_state(loaded, training.frame, training.probability)

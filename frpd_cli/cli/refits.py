@@ -18,7 +18,7 @@ __all__ = ["build_refits_command"]
 
 @app.command("build-refits")
 @handle_errors
-@o.SCHEMA_OPTIONS.only("schema", "target", "favorable", "categorical", "continuous")
+@o.SCHEMA_OPTIONS.only("schema", "target", "favorable", "categorical", "continuous", "id_column")
 def build_refits_command(
     data: o.DataArg,
     model: o.ModelOpt,
@@ -59,6 +59,7 @@ def build_refits_command(
     with lock_outputs(folders=(out,)):
         start = time.perf_counter()
         frame = read_training_frame(data, encoding=encoding)
+        o.check_id_column(flags, frame, data)
         try:
             spec = infer_schema(frame, flags.spec(), source=f"'{data}'")
         except DeclarationError as exc:
