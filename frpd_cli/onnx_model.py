@@ -13,7 +13,11 @@ Two input layouts are understood:
 * **one input per feature column**, named like the column (what skl2onnx exports for a
   ``Pipeline`` starting with a ``ColumnTransformer``): each column is fed with the input's
   element type (``float``, ``double``, ``int64``, ``int32``, ``string``, ``bool``), shaped
-  ``(n_rows, 1)`` or ``(n_rows,)`` as the input declares;
+  ``(n_rows, 1)`` or ``(n_rows,)`` as the input declares. An input is matched to the column
+  of its own name first, else to the column whose name skl2onnx turns into it
+  (:func:`exported_input_name`: ``credit amount`` -> ``credit_amount``), one input per column;
+  columns that share such a name the graph has are refused unless each has an input of its own
+  name (which input reads which column could not be told);
 * **one numeric tensor** of shape ``(n_rows, n_features)``: the raw feature columns in the
   order of the model's metadata entry ``frpd.columns`` (a JSON list of column names), or,
   without it, in the data's feature order. Every feature must then be numeric.
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +42,7 @@ import pandas as pd
 
 from .exceptions import ModelError
 
-__all__ = ["COLUMNS_KEY", "CLASSES_KEY", "ONNX_SUFFIXES", "OnnxClassifier", "load_onnx"]
+__all__ = ["COLUMNS_KEY", "CLASSES_KEY", "ONNX_SUFFIXES", "OnnxClassifier", "load_onnx", "exported_input_name"]
 
 ONNX_SUFFIXES = (".onnx",)
 
@@ -145,8 +150,8 @@ class OnnxClassifier:
                 values[:, j] = _column(frame[column], kind, input_name=name, column=column, path=self.path)
             return {name: values}
         feeds = {}
-        for name, (kind, rank) in self._inputs.items():
-            values = _column(frame[name], kind, input_name=name, column=name, path=self.path)
+        for (name, (kind, rank)), column in zip(self._inputs.items(), self.feature_names_in_):
+            values = _column(frame[column], kind, input_name=name, column=column, path=self.path)
             feeds[name] = values.reshape(-1, 1) if rank == 2 else values
         return feeds
 
@@ -283,14 +288,14 @@ def _refuse_external_data(proto, path: Path) -> None:
 
 
 def _layout(inputs: dict, feature_names: tuple[str, ...], metadata: dict, path: Path):
-    """Per-column inputs, or one numeric tensor: ("columns" | "tensor", the columns read)."""
+    """Per-column inputs, or one numeric tensor: ("columns" | "tensor", the columns read, in input order)."""
     names = list(inputs)
-    features = set(feature_names)
     for name, (kind, _rank) in inputs.items():
         if kind not in _ELEMENT_TYPES:
             raise ModelError(f"The ONNX model '{path}' has an input '{name}' of type {kind}; frpd feeds only "
                              f"{', '.join(_ELEMENT_TYPES)}. Export the model with one of these input types.")
-    if len(names) == 1 and names[0] not in features:
+    read_by = _input_columns(names, feature_names)
+    if len(names) == 1 and names[0] not in read_by:
         name = names[0]
         kind, rank = inputs[name]
         if rank != 2 or kind == "tensor(string)":
@@ -301,8 +306,10 @@ def _layout(inputs: dict, feature_names: tuple[str, ...], metadata: dict, path: 
                 "with one input per column (see the ONNX recipe in docs/models.md).")
         columns = _declared_columns(metadata, feature_names, path) or feature_names
         return "tensor", tuple(columns)
-    missing = [c for c in feature_names if c not in inputs]
-    unknown = [n for n in names if n not in features]
+    _refuse_clashes(names, feature_names, path)
+    matched = set(read_by.values())
+    missing = [c for c in feature_names if c not in matched]
+    unknown = [n for n in names if n not in read_by]
     if missing or unknown:
         parts = []
         if missing:
@@ -323,7 +330,61 @@ def _layout(inputs: dict, feature_names: tuple[str, ...], metadata: dict, path: 
         if rank not in (1, 2):
             raise ModelError(f"The ONNX model '{path}' has an input '{name}' of rank {rank}; a feature column is "
                              "fed as shape (rows, 1) or (rows,).")
-    return "columns", tuple(names)
+    return "columns", tuple(read_by[name] for name in names)
+
+
+def exported_input_name(column: str) -> str:
+    """The name skl2onnx gives the graph input of a DataFrame column.
+
+    Every character that is neither a word character (a letter or digit of any script, or ``_``) nor ``+``
+    becomes ``_``, and a name that then starts with a digit 0-9 gets a leading ``_``. (skl2onnx also appends
+    a number to a name already taken by an earlier input; :func:`load_onnx` refuses data whose columns share
+    a renamed input name, so that case never needs guessing.)
+
+    Examples
+    --------
+    >>> [exported_input_name(c) for c in ("credit amount", "age (years)", "2nd-account", "x+y", "âge", "a_b")]
+    ['credit_amount', 'age__years_', '_2nd_account', 'x+y', 'âge', 'a_b']
+    """
+    name = _NOT_IN_INPUT_NAMES.sub("_", str(column))
+    return "_" + name if name[:1] in _ASCII_DIGITS else name
+
+
+_NOT_IN_INPUT_NAMES = re.compile(r"[^\w+]")
+_ASCII_DIGITS = frozenset("0123456789")
+
+
+def _input_columns(names, feature_names) -> dict:
+    """Input name -> the feature column it reads: the column of the same name, else the column whose exported
+    name (:func:`exported_input_name`) it is, each column read by one input at most."""
+    inputs = set(names)
+    read_by = {c: c for c in feature_names if c in inputs}
+    for column in feature_names:
+        if column in read_by:
+            continue
+        name = exported_input_name(column)
+        if name in inputs and name not in read_by:
+            read_by[name] = column
+    return read_by
+
+
+def _refuse_clashes(names, feature_names, path: Path) -> None:
+    """Refuse feature columns that share an exported input name the graph has, unless each of them has an
+    input of its own name: which input reads which column cannot be told."""
+    inputs = set(names)
+    groups: dict = {}
+    for column in feature_names:
+        groups.setdefault(exported_input_name(column), []).append(column)
+    for name, columns in groups.items():
+        if len(columns) > 1 and name in inputs and not all(c in inputs for c in columns):
+            listed = _quoted(columns) if len(columns) > 2 else " and ".join(f"'{c}'" for c in columns)
+            raise ModelError(
+                f"The ONNX model '{path}' cannot be matched to the data: the feature columns {listed} "
+                f"{'all' if len(columns) > 2 else 'both'} export as the input name '{name}' (skl2onnx replaces "
+                "every character other than a letter, digit, '_' or '+' by '_', and adds a number to a name "
+                "already used), so which input reads which column cannot be told. Rename the columns so that "
+                "they differ in letters, digits or '_' (in the training data and the applicants), then train and "
+                "export the model again.")
 
 
 def _declared_columns(metadata: dict, feature_names: tuple[str, ...], path: Path):

@@ -370,3 +370,111 @@ def test_columns_fed_with_each_input_type(tmp_path):
     assert np.allclose(model.favorable_probability(rows.astype({"n": float})), expected, rtol=0, atol=1e-12)
     with pytest.raises(ModelError, match=r"reads column 'n' as integers .* got 2\.5"):
         model.favorable_probability(pd.DataFrame({"x": [0.0], "n": [2.5]}))
+
+
+# ------------------------------------------------------------------ columns whose names an exporter renames
+
+PUNCTUATED = ["credit amount", "age (years)", "2nd-account"]
+
+
+def _punctuated_frame(seed: int, n: int) -> pd.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"credit amount": rng.uniform(500, 9000, n).round(2),
+                         "age (years)": rng.integers(20, 70, n),
+                         "2nd-account": rng.choice(["none", "savings", "checking"], n)})
+
+
+def _punctuated_pipeline(frame: pd.DataFrame, label):
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    numeric = [c for c in frame.columns if frame[c].dtype.kind in "if"]
+    text = [c for c in frame.columns if c not in numeric]
+    pre = ColumnTransformer([("num", MinMaxScaler(), numeric), ("cat", OneHotEncoder(), text)])
+    return Pipeline([("pre", pre), ("lr", LogisticRegression(C=10.0, max_iter=2000))]).fit(frame, label)
+
+
+@pytest.fixture(scope="module")
+def punctuated(tmp_path_factory) -> dict:
+    """Data whose column names hold spaces and punctuation, a pipeline fitted on them, pickled and exported."""
+    folder = tmp_path_factory.mktemp("punctuated")
+    frame = _punctuated_frame(3, 600)
+    score = frame["credit amount"] / 3000 - frame["age (years)"] / 40 + (frame["2nd-account"] == "savings")
+    label = (score > 0.5).astype(int)
+    pipeline = _punctuated_pipeline(frame, label)
+    frame.assign(label=label).to_csv(folder / "train.csv", index=False)
+    joblib.dump(pipeline, folder / "model.pkl")
+    onnx_path = _export(pipeline, frame, folder / "model.onnx", zipmap=True)
+    candidates = _punctuated_frame(4, 200)
+    denied = candidates[pipeline.predict_proba(candidates)[:, 1] < 0.4].head(6)
+    denied.to_csv(folder / "applicants.csv", index=False)
+    return {"frame": frame, "pipeline": pipeline, "data": folder / "train.csv", "pickle": folder / "model.pkl",
+            "onnx": onnx_path, "applicants": folder / "applicants.csv", "n_denied": len(denied)}
+
+
+def test_punctuated_columns_are_fed_to_their_renamed_inputs(punctuated):
+    # the graph's inputs are not the column names: skl2onnx renamed them
+    names = [i.name for i in onnx.load(str(punctuated["onnx"])).graph.input]
+    assert names == ["credit_amount", "age__years_", "_2nd_account"]
+    exported = load_model(punctuated["onnx"], favorable=1, feature_names=PUNCTUATED)
+    assert list(exported.estimator.feature_names_in_) == PUNCTUATED
+    rows = punctuated["frame"][PUNCTUATED[::-1]]                  # the frame's column order does not matter
+    expected = punctuated["pipeline"].predict_proba(punctuated["frame"])[:, 1]
+    assert np.max(np.abs(exported.favorable_probability(rows) - expected)) <= 1e-5
+
+
+def test_plans_with_the_exported_punctuated_model_are_the_pickles(punctuated):
+    assert punctuated["n_denied"] >= 3
+
+    def plan(model):
+        result = runner.invoke(app, ["plan", str(punctuated["data"]), "--model", str(model), "--applicants",
+                                     str(punctuated["applicants"]), "--format", "csv", "--max-move", "none"])
+        assert result.exit_code == 0, result.stderr
+        return list(csv.DictReader(io.StringIO(result.stdout)))
+
+    expected, got = plan(punctuated["pickle"]), plan(punctuated["onnx"])
+    assert len(got) == len(expected) and {r["status"] for r in got} == {"ok"}
+    for e, g in zip(expected, got):
+        assert {k: v for k, v in g.items() if k != "probability"} == {k: v for k, v in e.items() if k != "probability"}
+        assert abs(float(g["probability"]) - float(e["probability"])) <= 1e-5 and float(g["probability"]) >= 0.5
+
+
+def test_columns_that_export_as_the_same_input_name_are_refused(punctuated, tmp_path):
+    # 'credit amount' and 'credit_amount' both export as 'credit_amount' (skl2onnx names the second
+    # 'credit_amount1'): feeding by name would give the graph's 'credit_amount' the wrong column
+    frame = punctuated["frame"].assign(credit_amount=punctuated["frame"]["credit amount"] * 0.5)
+    label = (frame["credit_amount"] > 2000).astype(int)
+    path = _export(_punctuated_pipeline(frame, label), frame, tmp_path / "clash.onnx", zipmap=True)
+    with pytest.raises(ModelError) as caught:
+        load_model(path, favorable=1, feature_names=list(frame.columns))
+    message = str(caught.value)
+    assert "'credit amount' and 'credit_amount' both export as the input name 'credit_amount'" in message
+    frame.assign(label=label).to_csv(tmp_path / "train.csv", index=False)
+    result = runner.invoke(app, ["schema", str(tmp_path / "train.csv"), "--model", str(path)])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith("Error: ") and "'credit amount' and 'credit_amount'" in result.stderr
+
+
+def test_an_input_of_the_columns_own_name_wins_over_a_renamed_one(tmp_path):
+    # inputs 'a b' and 'a_b' named exactly like their columns, and 'c_d', the renamed 'c d': each column is fed
+    # to its own input (a graph built by hand, with names skl2onnx would not give)
+    names = ["a b", "a_b", "c_d"]
+    weights = helper.make_tensor("W", TensorProto.DOUBLE, [3, 2], [1.0, 0.0, 0.0, 2.0, -3.0, 0.0])
+    nodes = [helper.make_node("Concat", names, ["all"], axis=1), helper.make_node("MatMul", ["all", "W"], ["z"]),
+             helper.make_node("Softmax", ["z"], ["probabilities"], axis=1)]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(n, TensorProto.DOUBLE, [None, 1])
+                                           for n in names],
+                              [helper.make_tensor_value_info("probabilities", TensorProto.DOUBLE, [None, 2])],
+                              initializer=[weights])
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    proto.ir_version = 8
+    helper.set_model_props(proto, {"frpd.classes": "[0, 1]"})
+    path = tmp_path / "named.onnx"
+    onnx.save(proto, str(path))
+    model = load_model(path, favorable=1, feature_names=["c d", "a_b", "a b"])
+    rows = pd.DataFrame({"a b": [0.5, -1.0, 2.0], "a_b": [1.5, 0.25, -0.5], "c d": [0.1, 0.7, -0.3]})
+    z0 = rows["a b"].to_numpy() - 3.0 * rows["c d"].to_numpy()
+    z1 = 2.0 * rows["a_b"].to_numpy()
+    assert np.allclose(model.favorable_probability(rows), 1.0 / (1.0 + np.exp(z0 - z1)), rtol=0, atol=1e-12)
