@@ -117,6 +117,10 @@ WIDER = 1
 #: Subsets of one size tried per recourse; beyond, the greedy search takes over.
 _MAX_SUBSETS = 128
 
+#: How much more than the budget over the decoded cost a budget point is shrunk by, try after try, when rounding
+#: the decoded values put its cost over the budget: first by a hair (a tie with the plain recourse's cost, as when
+#: the one feature the model needs carries almost all of it), last by 0.1% (an integer rounded up).
+_SHRINKS = (1 - 1e-9, 1 - 1e-6, 1 - 1e-3)
 #: Brackets per model call in the search for the first accepted point (4: the points of bisection, two
 #: levels per call; a 1e-3 bracket in 5 calls).
 _SPLITS = 4
@@ -535,13 +539,13 @@ class _SmallSupports:
             t = np.where(num_sq > 0, np.sqrt(np.maximum(room, 0.0) / num_sq), 1.0)
         t = np.minimum(t, np.where(np.isfinite(reach), reach, 1.0))
         limit = budget[segs] * (1 + 1e-12) + _EPS
-        for _ in range(3):          # integer rounding can push the decoded cost past the budget: shrink t
+        for shrink in _SHRINKS + (None,):     # rounding can push the decoded cost past the budget: shrink t
             columns, sq = self.columns(segs, sup, t, lfeat, level)
             cost = np.sqrt(sq.sum(axis=1))
             over = cost > limit
-            if not over.any():
+            if shrink is None or not over.any():
                 break
-            t = np.where(over, t * np.minimum(budget[segs] / np.maximum(cost, _EPS), 1.0) * 0.999, t)
+            t = np.where(over, t * np.minimum(budget[segs] / np.maximum(cost, _EPS), 1.0) * shrink, t)
         p = self._score(columns)
         ok = (cost <= limit) & (p >= self.model.threshold)
         self._append(seg=segs, sup=sup, t=t, p=p, cost=cost, ok=ok, act=sq > _EPS * _EPS, lfeat=lfeat, level=level)
@@ -1001,11 +1005,11 @@ class _Search:
                 continue
             rows, cost = self._decode(segs, self._point(segs, support, t))
             if budget:
-                for _ in range(3):      # integer rounding can push the decoded cost past the budget: shrink t
+                for shrink in _SHRINKS:     # rounding can push the decoded cost past the budget: shrink t
                     over = cost > self.budget[segs] * (1 + 1e-12) + _EPS
                     if not over.any():
                         break
-                    t = np.where(over, t * np.minimum(self.budget[segs] / np.maximum(cost, _EPS), 1.0) * 0.999, t)
+                    t = np.where(over, t * np.minimum(self.budget[segs] / np.maximum(cost, _EPS), 1.0) * shrink, t)
                     rows, cost = self._decode(segs, self._point(segs, support, t))
                 ok_cost = cost <= self.budget[segs] * (1 + 1e-12) + _EPS
             else:

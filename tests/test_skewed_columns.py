@@ -134,3 +134,29 @@ def test_plan_on_a_skewed_column_bounds_moves_without_the_outliers(tmp_path):
             assert model.predict_proba(lower)[0, 1] < 0.5 + margin
             checked += 1
     assert checked == 6
+
+
+@pytest.mark.parametrize("scale", ["effort", "minmax"])
+def test_sparse_recourse_drops_a_small_change_the_model_does_not_need(scale):
+    """The plain recourse raises income and, on the way to its prototype, age by a year or two; the model needs
+    only income, so the sparse recourse changes income alone (its one-feature point costs almost the plain
+    recourse's whole budget: a tie that rounding must not break against it)."""
+    rng = np.random.default_rng(5)
+    n = 2_000
+    frame = pd.DataFrame({"income": np.round(rng.uniform(10_000, 400_000, n), 0), "age": rng.integers(20, 70, n),
+                          "label": rng.integers(0, 2, n)})
+    schema = infer_schema(frame, SchemaSpec(target="label"))
+    encoder = fit_encoder(schema, frame, scale=scale)
+    m = 40
+    applicants = pd.DataFrame({"income": np.round(rng.uniform(20_000, 200_000, m), 0),
+                               "age": rng.integers(25, 60, m)})
+    prototypes = pd.DataFrame({"income": np.round(rng.uniform(300_000, 400_000, m), 0),
+                               "age": applicants["age"].to_numpy() + rng.integers(1, 3, m)})
+    model = IncomeModel()
+    X0, XK = encoder.encode(applicants), encoder.encode(prototypes)
+    line = interpolate_linear(encoder, model, X0, XK, applicants)
+    assert line.found.all()
+    sparse = sparsify_recourses(encoder, model, X0, XK, applicants, line.rows, line.probability, found=line.found)
+    assert (model.favorable_probability(sparse.rows) >= 0.5).all()
+    moved_age = sparse.rows["age"].to_numpy() != applicants["age"].to_numpy()
+    assert not moved_age.any(), sparse.rows[moved_age]
