@@ -51,6 +51,7 @@ bench: sample_data/model.pkl
 	$(BIN)/python benchmarks/bench_startup.py
 	$(BIN)/python benchmarks/bench_select_cli.py
 	$(BIN)/python benchmarks/bench_onnx.py
+	$(BIN)/python benchmarks/bench_skewed.py
 
 # The paper's tables, the sparsity/margin comparison with DiCE and the audits on the real datasets (../shared/datasets); slow,
 # not part of `make test`.
