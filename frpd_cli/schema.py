@@ -56,6 +56,9 @@ __all__ = [
     "extra_columns_remedy",
     "sensitive_like_features",
     "ages_without_horizon",
+    "MANY_LEVELS",
+    "many_level_features",
+    "location_like_features",
     "WHOLE_SHARE",
     "whole_share",
     "FEATURE_KINDS",
@@ -1443,6 +1446,64 @@ def sensitive_like_features(schema: Schema, *, vary=()) -> tuple[list[str], list
     return sensitive, ages
 
 
+#: An unordered categorical feature free to take more levels than this draws a warning: a recourse may move it to
+#: any of them, and with hundreds of levels (zip codes, branch offices) the move to one becomes the main advice.
+MANY_LEVELS = 50
+
+#: Words of a column name that name where a person lives: a recourse that changes one asks the applicant to move.
+_LOCATION_WORDS = frozenset({"zip", "zipcode", "postcode", "postcodes", "postal", "city", "county", "state",
+                             "region", "address"})
+
+
+def many_level_features(schema: Schema, *, max_levels: int = MANY_LEVELS) -> list[tuple[str, int]]:
+    """Unordered categorical features a recourse may move to more than ``max_levels`` levels.
+
+    Each as ``(name, n_levels)``: the levels a recourse may choose (the allowed levels of ``--range COL=a,b``, or
+    every training level). Immutable features and ordinals (their moves are bounded in levels) are not reported.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"zip": [f"z{i}" for i in range(60)], "job": ["a", "b"] * 30, "label": [0, 1] * 30})
+    >>> many_level_features(infer_schema(df))
+    [('zip', 60)]
+    >>> many_level_features(infer_schema(df, SchemaSpec(immutable=("zip",))))
+    []
+    """
+    out = []
+    for f in schema.features:
+        if f.kind != "categorical" or f.mutability == "immutable":
+            continue
+        n_levels = len(f.allowed) if f.allowed else len(f.levels)
+        if n_levels > max_levels:
+            out.append((f.name, n_levels))
+    return out
+
+
+def location_like_features(schema: Schema, *, vary=()) -> list[str]:
+    """Features free to change whose names say where a person lives (``zip``, ``postcode``, ``postal``, ``city``,
+    ``county``, ``state``, ``region``, ``address``, as whole words of the name): a recourse that changes one asks
+    the applicant to move.
+
+    As :func:`sensitive_like_features`, a feature is reported when nothing was declared about it (mutability
+    ``free``, no ``--range``, not listed in ``vary``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> names = ["zip_code", "homeCity", "Postal Code", "statement", "estate", "status", "label"]
+    >>> df = pd.DataFrame({n: [0, 1, 0, 1] for n in names})
+    >>> location_like_features(infer_schema(df))
+    ['zip_code', 'homeCity', 'Postal Code']
+    >>> location_like_features(infer_schema(df, SchemaSpec(immutable=("zip_code",))), vary=())
+    ['homeCity', 'Postal Code']
+    """
+    declared = set(vary)
+    return [f.name for f in schema.features
+            if f.mutability == "free" and not f.has_declared_range and f.name not in declared
+            and _LOCATION_WORDS.intersection(_name_words(f.name))]
+
+
 def ages_without_horizon(schema: Schema, spec: "SchemaSpec") -> list[tuple[str, float | None]]:
     """Features named like an age that may only increase, with no limit on how far but the built-in move bound.
 
@@ -1548,6 +1609,10 @@ class SchemaReport:
         Features that look like row identifiers (:func:`id_like_columns`).
     sensitive, ages : list of str
         Free features named like a protected characteristic or an age (:func:`sensitive_like_features`).
+    many_levels : list of (str, int)
+        Unordered categorical features a recourse may move to many levels (:func:`many_level_features`).
+    locations : list of str
+        Free features named like a place of residence (:func:`location_like_features`).
     decimals : dict of str to int
         Decimals of each numeric feature (:func:`column_decimals`).
     """
@@ -1560,6 +1625,8 @@ class SchemaReport:
     decimals: dict = field(default_factory=dict)
     sensitive: list = field(default_factory=list)
     ages: list = field(default_factory=list)
+    many_levels: list = field(default_factory=list)
+    locations: list = field(default_factory=list)
 
 
 def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
@@ -1632,7 +1699,9 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
             row["role"] = "id"
         rows.append(row)
     return SchemaReport(schema=schema, columns=rows, n_rows=len(frame), n_incomplete=int(incomplete.sum()),
-                        id_like=id_like, decimals=decimals, sensitive=sensitive, ages=ages)
+                        id_like=id_like, decimals=decimals, sensitive=sensitive, ages=ages,
+                        many_levels=many_level_features(schema),
+                        locations=location_like_features(schema, vary=spec.vary))
 
 
 def _percent(share: float) -> str:

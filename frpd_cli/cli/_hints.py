@@ -4,7 +4,8 @@ nothing reaches, an identifier used as a feature). Each function returns the mes
 from __future__ import annotations
 
 __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
-           "ignored_columns_warning", "sensitive_warning", "age_horizon_hint"]
+           "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
+           "location_warning", "schema_shape_warnings"]
 
 
 def _plain(value):
@@ -134,6 +135,47 @@ def sensitive_warning(sensitive, ages, source: str) -> str | None:
             f"--increasing {name} (with a horizon: --range {name}=+0:+5) or --immutable {name}, or increasing = "
             "[...] in the schema file.")
     return "\n".join(parts) or None
+
+
+def many_levels_warning(many, source: str) -> str | None:
+    """Unordered categorical features a recourse may move to many levels
+    (:func:`frpd_cli.schema.many_level_features`): one line per feature, or None."""
+    from ..schema import MANY_LEVELS
+
+    lines = []
+    for name, n_levels in many:
+        quoted = _quoted(name)
+        lines.append(
+            f"Warning: feature '{name}' of {source} is a categorical feature without an order with {n_levels} levels "
+            f"(more than {MANY_LEVELS}) and may change: a recourse may move it to any of them, and the move to one "
+            f"level ('change {name} to ...') can become the main advice. Declare it immutable (--immutable {quoted}, "
+            f"or immutable = [...] in the schema file), or limit the levels a recourse may choose (--range "
+            f"{quoted}=LEVEL,LEVEL, or [range] in the schema file).")
+    return "\n".join(lines) or None
+
+
+def location_warning(names, source: str) -> str | None:
+    """Free features named like a place of residence (:func:`frpd_cli.schema.location_like_features`)."""
+    if not names:
+        return None
+    one = len(names) == 1
+    flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
+    return (f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {'reads' if one else 'read'} "
+            f"like a location (zip, postcode, postal, city, county, state, region, address) and may change: "
+            f"recourse would ask the applicant to move. Declare {'it' if one else 'them'} immutable ({flags}, or "
+            f"immutable = [...] in the schema file); to let {'it' if one else 'them'} change on purpose, list "
+            f"{'it' if one else 'them'} in --vary (vary = [...]) or limit {'its' if one else 'their'} values with "
+            "--range.")
+
+
+def schema_shape_warnings(schema, source: str, *, vary=()) -> list[str]:
+    """The warnings on the features themselves that every command reading a schema prints: many levels, and names
+    of a place of residence."""
+    from ..schema import location_like_features, many_level_features
+
+    messages = (many_levels_warning(many_level_features(schema), source),
+                location_warning(location_like_features(schema, vary=vary), source))
+    return [m for m in messages if m]
 
 
 def age_horizon_hint(ages, source: str) -> str | None:

@@ -703,7 +703,8 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
     ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
     from ..schema import ages_without_horizon, id_like_columns, sensitive_like_features
-    from ._hints import age_horizon_hint, id_like_warning, no_favorable_hint, outlier_bound_note, sensitive_warning
+    from ._hints import (age_horizon_hint, id_like_warning, no_favorable_hint, outlier_bound_note, schema_shape_warnings,
+                         sensitive_warning)
 
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
@@ -713,7 +714,8 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
                     age_horizon_hint(ages_without_horizon(training.schema, spec), source),
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest),
                     outlier_bound_note(training.schema, training.encoder, source),
-                    _no_labels(frame, training, source)):
+                    _no_labels(frame, training, source),
+                    *schema_shape_warnings(training.schema, source, vary=spec.vary)):
         if message:
             echo_err(message)
 

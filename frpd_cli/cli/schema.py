@@ -100,7 +100,7 @@ def schema_command(
     from ..dataset import read_training_frame
     from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
     from ..schema import inspect_schema, schema_to_toml
-    from ._hints import id_like_warning, sensitive_warning
+    from ._hints import id_like_warning, location_warning, many_levels_warning, sensitive_warning
     from ._output import data_console, open_output, print_rows, resolve_format, write_records
 
     if write is not None:
@@ -125,6 +125,10 @@ def schema_command(
         sensitive = sensitive_warning(report.sensitive, report.ages, f"'{data}'")
         if sensitive:
             echo_err(sensitive)
+        for message in (many_levels_warning(report.many_levels, f"'{data}'"),
+                        location_warning(report.locations, f"'{data}'")):
+            if message:
+                echo_err(message)
         if report.n_incomplete:
             echo_err(f"Warning: {report.n_incomplete} of {report.n_rows} rows of '{data}' have missing feature values "
                      "(counted under 'missing'); the schema is inferred from the other rows, and plan refuses the "

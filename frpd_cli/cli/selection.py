@@ -31,7 +31,7 @@ from ..population import PopulationShares, fit_population, population_of, with_l
 from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._hints import already_favorable_hint
+from ._hints import already_favorable_hint, schema_shape_warnings
 from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console, write_records
 from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs, judge_for, robust_params
 from .app import app
@@ -310,7 +310,10 @@ def interpolate_command(
                              "selection made on the graph's reachable candidates: select --graph DIR, then "
                              "interpolate --scheme graph --graph DIR.")
         encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
-        _check_same_schema(encoder.schema, o.declared_only(flags).spec(), selection)
+        declared = o.declared_only(flags).spec()
+        _check_same_schema(encoder.schema, declared, selection)
+        for message in schema_shape_warnings(encoder.schema, f"the selection '{selection}'", vary=declared.vary):
+            echo_err(message)
         names = list(encoder.schema.feature_names)
         margin = selected_at if margin is None else float(margin)   # default: the margin the selection was made at
         o.check_margin_options(params["threshold"] if threshold is None else threshold, margin, max_changes,

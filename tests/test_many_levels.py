@@ -1,0 +1,129 @@
+"""Features whose moves make poor advice: categoricals with hundreds of levels, and names of a place of residence."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+from frpd_cli.schema import MANY_LEVELS, SchemaSpec, infer_schema, location_like_features, many_level_features
+
+runner = CliRunner()
+
+FEATURES = ["income", "zip", "job"]
+
+
+@pytest.fixture(scope="module")
+def zips(tmp_path_factory):
+    """900 rows: income, zip (300 levels, the last digit above 6 raises the score) and job (5 levels); a logistic
+    pipeline; three applicants it turns down."""
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    n = 900
+    frame = pd.DataFrame({"income": np.round(rng.uniform(10, 90, n), 1),
+                          "zip": [f"z{i % 300:03d}" for i in range(n)],
+                          "job": rng.choice(list("abcde"), n)})
+    frame["label"] = ((frame["income"] + 30 * (frame["zip"].str[-1].astype(int) > 6)) > 60).astype(int)
+    model = Pipeline([("prep", ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"), ["zip", "job"]),
+                                                  ("numbers", MinMaxScaler(), ["income"])])),
+                      ("clf", LogisticRegression(max_iter=1000))]).fit(frame[FEATURES], frame["label"])
+    folder = tmp_path_factory.mktemp("zips")
+    data, model_path, applicants = folder / "train.csv", folder / "model.pkl", folder / "applicants.csv"
+    frame.to_csv(data, index=False)
+    joblib.dump(model, model_path)
+    denied = frame[FEATURES][model.predict_proba(frame[FEATURES])[:, 1] < 0.5].head(3)
+    denied.to_csv(applicants, index=False)
+    return {"data": data, "model": model_path, "applicants": applicants, "folder": folder}
+
+
+def _levels_warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("Warning:") and " levels (more than " in line]
+
+
+def _location_warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("Warning:") and "like a location" in line]
+
+
+def test_many_levels_and_locations_are_found_by_whole_words():
+    frame = pd.DataFrame({"zip": [f"z{i}" for i in range(MANY_LEVELS + 1)] * 2,
+                          "few": [f"f{i}" for i in range(MANY_LEVELS)] * 2 + ["f0", "f1"],
+                          "income": np.arange(2 * MANY_LEVELS + 2, dtype=float), "label": [0, 1] * (MANY_LEVELS + 1)})
+    schema = infer_schema(frame)
+    assert many_level_features(schema) == [("zip", MANY_LEVELS + 1)]           # a threshold of levels, not rows
+    allowed = infer_schema(frame, SchemaSpec(ranges={"zip": "z1,z2"}))
+    assert many_level_features(allowed) == []                                  # the levels a recourse may choose
+    names = {"zip": True, "zip_code": True, "ZipCode": True, "postcode": True, "Postal Code": True,
+             "home_city": True, "homeCity": True, "county": True, "state": True, "us-state": True, "region": True,
+             "address": True, "statement": False, "estate": False, "status": False, "capacity": False,
+             "regional_sales": False, "zipper": False, "income": False}
+    frame = pd.DataFrame({n: [0, 1, 2, 3] for n in names} | {"label": [0, 1, 0, 1]})
+    assert location_like_features(infer_schema(frame)) == [n for n, located in names.items() if located]
+    declared = SchemaSpec(immutable=("zip",), increasing=("county",), ranges={"state": "0:2"})
+    quiet = location_like_features(infer_schema(frame, declared), vary=declared.vary)
+    assert not {"zip", "county", "state"} & set(quiet) and {"region", "address"} <= set(quiet)
+    varied = SchemaSpec(vary=("region", "income"))           # region free on purpose, the others immutable
+    assert location_like_features(infer_schema(frame, varied), vary=varied.vary) == []
+
+
+def test_schema_warns_and_its_records_are_unchanged(zips):
+    result = runner.invoke(app, ["schema", str(zips["data"]), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    (levels,) = _levels_warnings(result.stderr)
+    assert "'zip'" in levels and "300 levels" in levels and "--immutable zip" in levels
+    assert "--range zip=LEVEL,LEVEL" in levels
+    (location,) = _location_warnings(result.stderr)
+    assert "'zip'" in location and "recourse would ask the applicant to move" in location
+    assert "job" not in levels + location                                      # 5 levels, not a place
+    rows = {row["column"]: row for row in json.loads(result.stdout)}
+    assert len(rows["zip"]["levels"]) == 300 and len(rows["job"]["levels"]) == 5
+    assert "Warning" not in result.stdout
+    silenced = runner.invoke(app, ["schema", str(zips["data"]), "--format", "json", "--immutable", "zip"])
+    assert silenced.exit_code == 0, silenced.stderr
+    assert _levels_warnings(silenced.stderr) == [] and _location_warnings(silenced.stderr) == []
+    assert {r["column"]: r["mutability"] for r in json.loads(silenced.stdout)}["zip"] == "immutable"
+
+
+def _plan(zips, *flags):
+    return runner.invoke(app, ["plan", str(zips["data"]), "--model", str(zips["model"]), "--applicants",
+                               str(zips["applicants"]), "--format", "csv", *flags])
+
+
+def test_plan_warns_once_on_stderr_and_immutable_silences_it(zips):
+    free = _plan(zips)
+    assert free.exit_code == 0, free.stderr
+    assert len(_levels_warnings(free.stderr)) == 1 and len(_location_warnings(free.stderr)) == 1
+    plans = pd.read_csv(io.StringIO(free.stdout), dtype={"zip": str})
+    assert list(plans.columns[:8]) == ["applicant", "status", "reason", "rank", "method", *FEATURES]
+    assert sorted(plans["applicant"].unique()) == [0, 1, 2]
+    declared = _plan(zips, "--immutable", "zip")
+    assert declared.exit_code == 0, declared.stderr
+    assert _levels_warnings(declared.stderr) == [] and _location_warnings(declared.stderr) == []
+    kept = pd.read_csv(io.StringIO(declared.stdout), dtype={"zip": str})
+    ok = kept[kept["status"] == "ok"]
+    own = pd.read_csv(zips["applicants"])["zip"]
+    assert (ok["zip"].to_numpy() == own.loc[ok["applicant"]].to_numpy()).all()
+
+
+def test_select_and_interpolate_warn_once_each(zips):
+    out = zips["folder"] / "selection"
+    selected = runner.invoke(app, ["select", str(zips["data"]), "--model", str(zips["model"]), "--applicants",
+                                   str(zips["applicants"]), "--out", str(out)])
+    assert selected.exit_code == 0, selected.stderr
+    assert len(_levels_warnings(selected.stderr)) == 1 and len(_location_warnings(selected.stderr)) == 1
+    interpolated = runner.invoke(app, ["interpolate", "--selection", str(out), "--model", str(zips["model"]),
+                                       "--out", str(zips["folder"] / "plans"), "--format", "csv"])
+    assert interpolated.exit_code == 0, interpolated.stderr
+    assert len(_levels_warnings(interpolated.stderr)) == 1 and len(_location_warnings(interpolated.stderr)) == 1
+    assert "Warning" not in interpolated.stdout
+    assert len(pd.read_csv(io.StringIO(interpolated.stdout))) >= 3
+
