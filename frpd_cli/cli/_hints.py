@@ -5,7 +5,7 @@ from __future__ import annotations
 
 __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
            "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
-           "location_warning", "schema_shape_warnings"]
+           "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints"]
 
 
 def _plain(value):
@@ -71,6 +71,71 @@ def robust_infeasible_hint(model, margin: float) -> str | None:
                         f"nearest (the highest is {highest:.4g}): --robust-support-level {support.threshold:g} "
                         f"plus --margin {margin:g} leaves every applicant without a plan.")
     return message
+
+
+def margin_hint(highest: float, threshold: float, margin: float) -> str:
+    """``--margin`` above the highest probability of the candidate training rows: no applicant has a candidate,
+    whatever its constraints."""
+    import math
+
+    room = math.floor((highest - threshold) * 1e4) / 1e4      # rounded down: a margin this small keeps a row
+    lower = (f"a --margin of at most {room:g} keeps some" if room > 0 else
+             "no --margin keeps any (--margin 0 plans at the model's threshold)")
+    return (f"Hint: lower --margin: the highest probability reachable is {highest:.4g} (the most the model gives any "
+            f"favourable training row), below the {threshold + margin:g} that --threshold {threshold:g} plus "
+            f"--margin {margin:g} asks for, so no applicant has a candidate, whatever its constraints; {lower} of "
+            "them favourable.")
+
+
+#: How many causes of infeasible plans :func:`infeasible_hints` names (the others are counted).
+_CAUSES_SHOWN = 3
+
+
+def infeasible_hints(causes, schema, *, policy: str) -> list[str]:
+    """What to relax for the applicants left without enough candidates, one line per cause (the rule that removed
+    the most candidates of each applicant: a move bound, a range, an immutable or monotone feature).
+
+    ``causes``: dicts with ``rule`` (``max-move``, ``range``, ``immutable``, ``increasing``, ``decreasing`` or
+    ``other``), ``n`` (applicants) and, but for ``other``, ``feature``, ``applicant``, ``removed``, ``n_pool``,
+    ``detail`` (a range's text), most applicants first. ``policy``: the immutable policy in effect.
+    """
+    lines = []
+    for cause in causes[:_CAUSES_SHOWN]:
+        lines.append(_cause_hint(cause, schema, policy))
+    rest = sum(c["n"] for c in causes[_CAUSES_SHOWN:])
+    if rest:
+        lines.append(f"Hint: {rest} other applicant(s) have too few candidates for other reasons (see each plan's "
+                     "reason).")
+    return [line for line in lines if line]
+
+
+def _cause_hint(cause: dict, schema, policy: str) -> str:
+    n, rule = cause["n"], cause["rule"]
+    who = f"{n} applicant(s) have too few candidates"
+    if rule == "other":
+        return f"Hint: {who} (see each plan's reason)."
+    name = cause["feature"]
+    quoted = _quoted(name)
+    removed = (f"it removed {cause['removed']} of the {cause['n_pool']} favourable training rows (candidates) of "
+               f"applicant {cause['applicant']}")
+    if rule == "max-move":
+        feature = schema.feature(name) if name in schema.feature_names else None
+        share = getattr(feature, "max_move_share", None)
+        of = "levels" if getattr(feature, "kind", "") == "ordinal" else "training range"
+        now = f" (now {share:g} of its {of})" if share is not None else ""
+        return (f"Hint: {who}, most limited by how far {name} may move: raise --max-move {quoted}=SHARE{now}, or "
+                f"[max_move] in the schema file; --max-move {quoted}=none lifts the bound: {removed}.")
+    if rule == "range":
+        detail = f" ({cause['detail']})" if cause.get("detail") else ""
+        return (f"Hint: {who}, most limited by the range of {name}{detail}: widen --range {quoted}=... or [range] "
+                f"in the schema file: {removed}.")
+    what = {"immutable": "which may not change", "increasing": "which may only increase",
+            "decreasing": "which may only decrease"}[rule]
+    if policy == "filter":
+        return (f"Hint: {who}, most limited by {name}, {what} ({removed}); try --immutable-policy project, or "
+                "declare fewer immutable or monotone features (see each plan's reason).")
+    return (f"Hint: {who} even with projection, most limited by {name}, {what} ({removed}); declare fewer "
+            "immutable or monotone features (see each plan's reason).")
 
 
 def no_favorable_hint(n_favorable: int, n_rows: int, model, highest: float) -> str | None:

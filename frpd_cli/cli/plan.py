@@ -21,7 +21,7 @@ from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
 from ..planning import TASK_APPLICANTS, PlanSettings, plan_stream
 from . import _options as o
 from ._errors import echo_err, handle_errors
-from ._hints import already_favorable_hint, ignored_columns_warning, robust_infeasible_hint
+from ._hints import already_favorable_hint, ignored_columns_warning, infeasible_hints, robust_infeasible_hint
 from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
 from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs
 from ._robust import robust_params as _robust_params
@@ -155,6 +155,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     start = time.perf_counter()
     counts: dict = {}
     reasons: dict = {}
+    causes = _CauseTally(training.schema.feature_names)
     pruned = _PruningTally()
     console = stderr_console()
     shown = not quiet and scan.n_rows > 1 and console.is_terminal
@@ -177,6 +178,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             if p.pruning is not None:
                 pruned.add(p.pruning)
             if p.status == "infeasible":
+                causes.add(p)
                 key = _reason_key(p.reason)
                 reasons[key] = reasons.get(key, 0) + 1
         progress.update(task, completed=done)
@@ -252,16 +254,70 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         robust_hint = robust_infeasible_hint(model, settings.margin)
         if robust_hint:                 # besides the constraints' hint: either may be what leaves them without
             echo_err(robust_hint)
-        if graph is not None:
+        margin_hint = _margin_hint(training, model, settings)
+        if margin_hint:                 # nothing is favourable at the margin: every other cause is moot
+            echo_err(margin_hint)
+        elif graph is not None:
             echo_err("Hint: many applicants reach too few favourable rows on the graph; rebuild it with a larger "
                      "--neighbors or a --radius (see each plan's reason).")
-        elif effective_policy(training.schema, settings.immutable_policy) == "filter":
-            echo_err("Hint: many applicants have too few candidates; try --immutable-policy project, or declare "
-                     "fewer immutable or monotone features (see each plan's reason).")
         else:
-            echo_err("Hint: many applicants have too few candidates even with projection; declare fewer "
-                     "immutable or monotone features (see each plan's reason).")
+            policy = effective_policy(training.schema, settings.immutable_policy)
+            for message in infeasible_hints(causes.groups(), training.schema, policy=policy):
+                echo_err(message)
     return True
+
+
+#: The first (largest) count of a candidate shortfall's reason (``frpd_cli.candidates``): how many of the
+#: favourable training rows one rule removed, the rule and the feature (matched against the feature names, which
+#: may hold spaces), and a range's text in parentheses.
+_CAUSE = r"of (\d+) favourable training rows, (\d+) (differ in|have lower|have higher|are outside the range of|move) "
+_RULE_KINDS = {"differ in": "immutable", "have lower": "increasing", "have higher": "decreasing",
+               "are outside the range of": "range", "move": "max-move"}
+
+
+class _CauseTally:
+    """What left each infeasible applicant without candidates, read from its reason: per (rule, feature), how many
+    applicants and the first one's counts (the removed rows and the favourable rows they are of)."""
+
+    def __init__(self, names):
+        names = sorted((str(n) for n in names), key=len, reverse=True)
+        alternatives = "|".join(re.escape(n) for n in names) or "(?!)"
+        self._pattern = re.compile(_CAUSE + rf"({alternatives})(?=[ ;,)]|$)(?: \(([^)]*)\))?")
+        self._groups: dict = {}
+        self.n_other = 0
+
+    def add(self, plan) -> None:
+        match = self._pattern.search(plan.reason or "")
+        if not match:
+            self.n_other += 1
+            return
+        n_pool, removed, rule, feature, detail = match.groups()
+        key = (_RULE_KINDS[rule], feature)
+        if key in self._groups:
+            self._groups[key]["n"] += 1
+        else:
+            self._groups[key] = {"rule": key[0], "feature": feature, "n": 1, "applicant": plan.applicant,
+                                 "removed": int(removed), "n_pool": int(n_pool), "detail": detail}
+
+    def groups(self) -> list[dict]:
+        """The causes, most applicants first (ties in the order first seen), and ``other`` for the rest."""
+        out = sorted(self._groups.values(), key=lambda g: -g["n"])
+        if self.n_other:
+            out.append({"rule": "other", "n": self.n_other})
+        return out
+
+
+def _margin_hint(training, model, settings) -> str | None:
+    """``--margin`` asks for more than any candidate row's probability: no applicant can have a candidate."""
+    margin = float(settings.margin or 0.0)
+    if not margin:
+        return None
+    pool = training.pool(settings.candidates)
+    if not pool.any() or training.pool(settings.candidates, threshold=float(model.threshold) + margin).any():
+        return None
+    from ._hints import margin_hint
+
+    return margin_hint(float(training.probability[pool].max()), float(model.threshold), margin)
 
 
 class _PruningTally:

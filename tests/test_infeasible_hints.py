@@ -1,0 +1,139 @@
+"""The hint after a plan run with many infeasible applicants names what left them without candidates."""
+
+from __future__ import annotations
+
+import io
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from frpd_cli.cli.app import app
+
+runner = CliRunner()
+
+FEATURES = ["income", "job"]
+
+
+@pytest.fixture(scope="module")
+def income_only(tmp_path_factory):
+    """405 rows whose label is income > 60 (job plays no part); a logistic pipeline; three applicants with incomes
+    near 20, which the model turns down."""
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    rng = np.random.default_rng(3)
+    n = 400
+    frame = pd.DataFrame({"income": np.round(rng.uniform(10, 90, n), 1), "job": rng.choice(["a", "b", "c"], n)})
+    # five rows of a job no favourable row has: applicants of that job, held to it, have no candidate
+    frame = pd.concat([frame, pd.DataFrame({"income": [12.0, 14.0, 16.0, 18.0, 20.0], "job": ["d"] * 5})],
+                      ignore_index=True)
+    frame["label"] = (frame["income"] > 60).astype(int)
+    model = Pipeline([("prep", ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"), ["job"]),
+                                                  ("numbers", MinMaxScaler(), ["income"])])),
+                      ("clf", LogisticRegression(C=1.0, max_iter=1000))]).fit(frame[FEATURES], frame["label"])
+    folder = tmp_path_factory.mktemp("income_only")
+    data, model_path, applicants = folder / "train.csv", folder / "model.pkl", folder / "applicants.csv"
+    frame.to_csv(data, index=False)
+    joblib.dump(model, model_path)
+    denied = pd.DataFrame({"income": [20.0, 22.5, 25.0], "job": ["a", "b", "c"]})
+    assert (model.predict_proba(denied)[:, 1] < 0.5).all()
+    denied.to_csv(applicants, index=False)
+    denied.assign(job="d").to_csv(folder / "job_d.csv", index=False)
+    probability = model.predict_proba(frame[FEATURES])[:, 1]
+    return {"data": data, "model": model_path, "applicants": applicants, "frame": frame, "denied": denied,
+            "probability": probability, "folder": folder}
+
+
+def _plan(case, *flags):
+    result = runner.invoke(app, ["plan", str(case["data"]), "--model", str(case["model"]), "--applicants",
+                                 str(case["applicants"]), "--format", "csv", "--scale", "minmax", *flags])
+    assert result.exit_code == 0, result.stderr
+    plans = pd.read_csv(io.StringIO(result.stdout))
+    assert (plans["status"] == "infeasible").all()
+    return result.stderr
+
+
+def _hints(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("Hint:")]
+
+
+def test_a_margin_above_every_probability_says_lower_the_margin(income_only):
+    favourable = income_only["probability"][income_only["probability"] >= 0.5]
+    highest = float(favourable.max())
+    margin = round(highest - 0.5 + (1.0 - highest) / 2, 6)          # above the highest, below 1
+    (hint,) = _hints(_plan(income_only, "--margin", str(margin), "--max-move", "none"))
+    assert hint.startswith("Hint: lower --margin: the highest probability reachable is ")
+    assert f"is {highest:.4g} " in hint and f"--margin {margin:g} asks for" in hint
+    room = float(re.search(r"a --margin of at most (\S+) keeps", hint).group(1))
+    assert room <= highest - 0.5 and highest - 0.5 - room < 1e-4        # a margin that keeps the best row
+    assert "immutable" not in hint
+    assert _hints(_plan(income_only, "--margin", str(margin), "--max-move", "none", "--immutable", "job")) == [hint]
+
+
+def _removed(case, outside) -> tuple[int, int]:
+    """Oracle: of the favourable training rows (at the threshold, --margin 0), how many the rule
+    ``outside(income, applicant_income)`` removes, for the first applicant."""
+    favourable = case["frame"][case["probability"] >= 0.5]
+    own = float(case["denied"]["income"].iloc[0])
+    income = favourable["income"].to_numpy()
+    return int((outside(income, own) & (income != own)).sum()), len(favourable)
+
+
+def test_a_move_bound_that_removes_every_candidate_says_raise_it(income_only):
+    span = float(income_only["frame"]["income"].max() - income_only["frame"]["income"].min())
+    (hint,) = _hints(_plan(income_only, "--max-move", "income=0.1", "--margin", "0"))
+    removed, n_pool = _removed(income_only, lambda income, own: np.abs(income - own) > 0.1 * span)
+    assert removed == n_pool
+    assert "raise --max-move income=SHARE (now 0.1 of its training range)" in hint
+    assert f"it removed {removed} of the {n_pool} favourable training rows (candidates) of applicant 0" in hint
+    assert hint.startswith("Hint: 3 applicant(s) have too few candidates, most limited by how far income may move")
+    assert "fewer immutable" not in hint and "--immutable-policy" not in hint
+
+
+def test_a_range_that_removes_every_candidate_says_widen_it(income_only):
+    (hint,) = _hints(_plan(income_only, "--range", "income=0:50", "--max-move", "none", "--margin", "0"))
+    removed, n_pool = _removed(income_only, lambda income, own: (income < 0) | (income > 50))
+    assert removed == n_pool
+    assert "most limited by the range of income (0:50): widen --range income=... or [range]" in hint
+    assert f"it removed {removed} of the {n_pool} favourable training rows (candidates) of applicant 0" in hint
+    assert "fewer immutable" not in hint and "--immutable-policy" not in hint
+
+
+def test_an_immutable_feature_keeps_its_advice(income_only):
+    # applicants of job d, held to it: every favourable row differs in job
+    case = {**income_only, "applicants": income_only["folder"] / "job_d.csv"}
+    (hint,) = _hints(_plan(case, "--immutable", "job", "--immutable-policy", "filter", "--margin", "0"))
+    n_pool = int((income_only["probability"] >= 0.5).sum())
+    assert hint.startswith("Hint: 3 applicant(s) have too few candidates, most limited by job, which may not change")
+    assert f"it removed {n_pool} of the {n_pool} favourable training rows (candidates) of applicant 0" in hint
+    assert "try --immutable-policy project, or declare fewer immutable or monotone features" in hint
+    assert "--max-move" not in hint and "--margin" not in hint
+
+
+def test_causes_are_read_with_the_feature_names_as_written():
+    from types import SimpleNamespace
+
+    from frpd_cli.cli.plan import _CauseTally
+
+    tally = _CauseTally(["Credit", "Credit amount", "age"])
+    for applicant, reason in [
+        ("a", "only 0 candidate row(s), need 3: of 40 favourable training rows, 31 move Credit amount by more "
+              "than 900, --max-move 0.25 of its training range (applicant: 1200); 3 differ in age (applicant: 30)"),
+        ("b", "only 1 candidate row(s): of 40 favourable training rows, 39 are outside the range of Credit (0:5); "
+              "2 move Credit amount by more than 900"),
+        ("c", "only 0 candidate row(s), need 3: of 40 favourable training rows, 20 move Credit amount by more "
+              "than 900"),
+        ("d", "3 prototype(s) are not predicted favourable once decoded"),
+    ]:
+        tally.add(SimpleNamespace(applicant=applicant, reason=reason))
+    groups = tally.groups()
+    assert [(g["rule"], g.get("feature"), g["n"]) for g in groups] == [
+        ("max-move", "Credit amount", 2), ("range", "Credit", 1), ("other", None, 1)]
+    assert (groups[0]["applicant"], groups[0]["removed"], groups[0]["n_pool"]) == ("a", 31, 40)
+    assert groups[1]["detail"] == "0:5"
