@@ -37,7 +37,7 @@ import pandas as pd
 
 from .constraints import ConstraintCodes
 from .exceptions import InputError, SchemaError
-from .schema import Feature, Schema
+from .schema import Feature, Schema, levels_list
 
 __all__ = ["Encoder", "fit_encoder", "category_key", "check_magnitude", "MAX_MAGNITUDE", "SCALES", "DEFAULT_SCALE"]
 
@@ -251,7 +251,7 @@ class Encoder:
             value = values.iloc[r]
             if _missing(value):
                 raise InputError(f"Column '{f.name}' of {source} has a missing value in {_where(values.index, r)}.")
-            shown = ", ".join(str(level) for level in f.levels)
+            shown = levels_list(f.levels)
             raise InputError(
                 f"Column '{f.name}' of {source} holds {_shown(value)} in {_where(values.index, r)}, a category never seen "
                 f"in training. Known categories: {shown}."

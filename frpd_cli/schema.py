@@ -57,6 +57,8 @@ __all__ = [
     "sensitive_like_features",
     "ages_without_horizon",
     "MANY_LEVELS",
+    "LEVELS_SHOWN",
+    "levels_list",
     "many_level_features",
     "location_like_features",
     "WHOLE_SHARE",
@@ -602,7 +604,7 @@ def parse_range(feature: Feature, value) -> Feature:
     if feature.is_categorical and isinstance(value, str) and is_relative_range(value):
         raise DeclarationError("--range", name,
             f"Limits relative to the applicant (+N, -N, N%) apply to numeric features; '{name}' is categorical. "
-            f"List its allowed levels instead ({', '.join(str(v) for v in feature.levels)}). Got {value!r}.")
+            f"List its allowed levels instead ({levels_list(feature.levels)}). Got {value!r}.")
     if feature.is_categorical:
         from .encoding import category_key
 
@@ -613,7 +615,7 @@ def parse_range(feature: Feature, value) -> Feature:
         if not items or unknown:
             raise DeclarationError("--range", name,
                 f"The range of the categorical feature '{name}' must list allowed levels of its training "
-                f"vocabulary ({', '.join(str(v) for v in feature.levels)}). Got "
+                f"vocabulary ({levels_list(feature.levels)}). Got "
                 f"{', '.join(unknown) if unknown else repr(value)} instead."
             )
         allowed = tuple(dict.fromkeys(known[category_key(v)] for v in items))
@@ -980,6 +982,23 @@ def _with_max_levels(feature: Feature, share: float) -> Feature:
         return replace(feature, max_move_share=float(share))
     levels = max(1, math.ceil(share * steps - 1e-9))
     return replace(feature, max_move_share=float(share), max_levels=levels if levels < steps else None)
+
+
+#: How many levels a message lists before it says how many more there are.
+LEVELS_SHOWN = 10
+
+
+def levels_list(levels, *, limit: int = LEVELS_SHOWN) -> str:
+    """The levels for a message, the first ``limit`` of them and how many more: ``a, b, c ... and 297 more``.
+
+    Examples
+    --------
+    >>> levels_list(["a", "b", "c"]), levels_list([f"z{i}" for i in range(300)], limit=3)
+    ('a, b, c', 'z0, z1, z2 ... and 297 more')
+    """
+    levels = [str(level) for level in levels]
+    shown = ", ".join(levels[:limit])
+    return shown if len(levels) <= limit else f"{shown} ... and {len(levels) - limit} more"
 
 
 def levels_text(n: int) -> str:

@@ -127,3 +127,30 @@ def test_select_and_interpolate_warn_once_each(zips):
     assert "Warning" not in interpolated.stdout
     assert len(pd.read_csv(io.StringIO(interpolated.stdout))) >= 3
 
+
+
+def test_an_unseen_category_names_the_value_and_ten_of_the_levels(zips):
+    applicants = zips["folder"] / "unseen.csv"
+    pd.DataFrame({"income": [20.0, 30.0], "zip": ["z001", "zz-unseen"], "job": ["a", "b"]}).to_csv(applicants,
+                                                                                                 index=False)
+    result = runner.invoke(app, ["plan", str(zips["data"]), "--model", str(zips["model"]), "--applicants",
+                                 str(applicants), "--format", "csv", "--immutable", "zip"])
+    assert result.exit_code == 1 and result.stdout == ""
+    (error,) = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    first = ", ".join(f"z{i:03d}" for i in range(10))
+    assert error == (f"Error: Column 'zip' of the applicants file '{applicants}' holds 'zz-unseen' in data row 2 "
+                     f"(line 3), a category never seen in training. Known categories: {first} ... and 290 more.")
+    # a column with few levels still lists every one
+    pd.DataFrame({"income": [20.0], "zip": ["z001"], "job": ["f"]}).to_csv(applicants, index=False)
+    few = runner.invoke(app, ["plan", str(zips["data"]), "--model", str(zips["model"]), "--applicants",
+                              str(applicants), "--format", "csv", "--immutable", "zip"])
+    assert few.exit_code == 1
+    assert few.stderr.strip().splitlines()[-1].endswith("'f' in data row 1 (line 2), a category never seen in "
+                                                         "training. Known categories: a, b, c, d, e.")
+
+
+def test_a_range_of_unknown_levels_lists_ten_of_them(zips):
+    result = _plan(zips, "--range", "zip=nowhere")
+    assert result.exit_code == 2 and result.stdout == ""
+    first = ", ".join(f"z{i:03d}" for i in range(10))
+    assert f"vocabulary ({first} ... and 290 more). Got nowhere instead." in " ".join(result.stderr.split())
