@@ -61,6 +61,7 @@ __all__ = [
     "levels_list",
     "many_level_features",
     "location_like_features",
+    "ranges_outside_training",
     "WHOLE_SHARE",
     "whole_share",
     "FEATURE_KINDS",
@@ -1521,6 +1522,35 @@ def location_like_features(schema: Schema, *, vary=()) -> list[str]:
     return [f.name for f in schema.features
             if f.mutability == "free" and not f.has_declared_range and f.name not in declared
             and _LOCATION_WORDS.intersection(_name_words(f.name))]
+
+
+def ranges_outside_training(schema: Schema, frame: pd.DataFrame) -> list[tuple[str, float | None, float | None,
+                                                                           float, float]]:
+    """Numeric features whose absolute range (``--range COL=LO:HI``, ``[range]``) holds no training value: it lies
+    wholly below the training minimum or above the maximum.
+
+    Each as ``(name, low, high, minimum, maximum)`` (``low`` or ``high`` None for an open end). Relative limits
+    and the move bound are not ranges of values and are not checked.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"income": [1e4, 2e5], "age": [20, 60], "label": [0, 1]})
+    >>> spec = SchemaSpec(ranges={"income": "5e6:6e6", "age": "18:30"})
+    >>> ranges_outside_training(infer_schema(df, spec), df)
+    [('income', 5000000.0, 6000000.0, 10000.0, 200000.0)]
+    """
+    out = []
+    for f in schema.features:
+        if not f.is_numeric or (f.low is None and f.high is None) or f.name not in frame.columns:
+            continue
+        values = pd.to_numeric(frame[f.name], errors="coerce")
+        low, high = values.min(), values.max()
+        if pd.isna(low):
+            continue
+        if (f.high is not None and float(f.high) < float(low)) or (f.low is not None and float(f.low) > float(high)):
+            out.append((f.name, f.low, f.high, float(low), float(high)))
+    return out
 
 
 def ages_without_horizon(schema: Schema, spec: "SchemaSpec") -> list[tuple[str, float | None]]:

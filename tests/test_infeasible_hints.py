@@ -137,3 +137,33 @@ def test_causes_are_read_with_the_feature_names_as_written():
         ("max-move", "Credit amount", 2), ("range", "Credit", 1), ("other", None, 1)]
     assert (groups[0]["applicant"], groups[0]["removed"], groups[0]["n_pool"]) == ("a", 31, 40)
     assert groups[1]["detail"] == "0:5"
+
+
+def _range_warnings(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("Warning: the range of")]
+
+
+def test_a_range_outside_every_training_value_is_warned_about(income_only):
+    income = income_only["frame"]["income"]
+    for declared, shown, side in [("5e6:6e6", "5e+06:6e+06", "above"), (":5", ":5", "below"), ("95:", "95:", "above")]:
+        (warning,) = _range_warnings(_plan(income_only, "--range", f"income={declared}", "--max-move", "none"))
+        assert warning.startswith(f"Warning: the range of 'income' ({shown}, from --range or [range] in the schema "
+                                  f"file) lies wholly {side} its values in '{income_only['data']}' "
+                                  f"(min {income.min():g}, max {income.max():g})")
+    # a range holding a training value, if only at one end, is not
+    for declared in ("50:1e9", f":{income.min():g}", f"{income.max():g}:", "30:40"):
+        result = runner.invoke(app, ["plan", str(income_only["data"]), "--model", str(income_only["model"]),
+                                     "--applicants", str(income_only["applicants"]), "--format", "csv",
+                                     "--range", f"income={declared}"])
+        assert result.exit_code == 0, result.stderr
+        assert _range_warnings(result.stderr) == [], declared
+
+
+def test_schema_warns_about_a_range_of_the_schema_file(income_only, tmp_path):
+    schema = tmp_path / "schema.toml"
+    schema.write_text('[range]\nincome = "5e6:6e6"\n', encoding="utf-8")
+    result = runner.invoke(app, ["schema", str(income_only["data"]), "--schema", str(schema), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    (warning,) = _range_warnings(result.stderr)
+    assert "'income' (5e+06:6e+06," in warning and "wholly above" in warning
+    assert "Warning" not in result.stdout

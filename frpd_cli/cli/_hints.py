@@ -5,7 +5,8 @@ from __future__ import annotations
 
 __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
            "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
-           "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints"]
+           "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints",
+           "range_outside_warning"]
 
 
 def _plain(value):
@@ -231,6 +232,21 @@ def location_warning(names, source: str) -> str | None:
             f"immutable = [...] in the schema file); to let {'it' if one else 'them'} change on purpose, list "
             f"{'it' if one else 'them'} in --vary (vary = [...]) or limit {'its' if one else 'their'} values with "
             "--range.")
+
+
+def range_outside_warning(outside, source: str) -> str | None:
+    """Absolute ranges that hold no training value (:func:`frpd_cli.schema.ranges_outside_training`): one line
+    per feature, or None."""
+    lines = []
+    for name, low, high, minimum, maximum in outside:
+        declared = f"{'' if low is None else f'{low:g}'}:{'' if high is None else f'{high:g}'}"
+        side = "above" if low is not None and low > maximum else "below"
+        lines.append(
+            f"Warning: the range of '{name}' ({declared}, from --range or [range] in the schema file) lies wholly "
+            f"{side} its values in {source} (min {minimum:g}, max {maximum:g}): no training row is inside it, so no "
+            f"prototype can change '{name}' and applicants outside it are likely left without a plan. Check the "
+            "range's units (a typing error?) or widen it.")
+    return "\n".join(lines) or None
 
 
 def schema_shape_warnings(schema, source: str, *, vary=()) -> list[str]:

@@ -702,9 +702,16 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     """Warnings and hints about inputs that are likely a mistake (see ``_hints``); ``spec``, the declarations the
     schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
     ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
-    from ..schema import ages_without_horizon, id_like_columns, sensitive_like_features
-    from ._hints import (age_horizon_hint, id_like_warning, no_favorable_hint, outlier_bound_note, schema_shape_warnings,
-                         sensitive_warning)
+    from ..schema import ages_without_horizon, id_like_columns, ranges_outside_training, sensitive_like_features
+    from ._hints import (
+        age_horizon_hint,
+        id_like_warning,
+        no_favorable_hint,
+        outlier_bound_note,
+        range_outside_warning,
+        schema_shape_warnings,
+        sensitive_warning,
+    )
 
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
@@ -715,7 +722,8 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest),
                     outlier_bound_note(training.schema, training.encoder, source),
                     _no_labels(frame, training, source),
-                    *schema_shape_warnings(training.schema, source, vary=spec.vary)):
+                    *schema_shape_warnings(training.schema, source, vary=spec.vary),
+                    range_outside_warning(ranges_outside_training(training.schema, frame), source)):
         if message:
             echo_err(message)
 

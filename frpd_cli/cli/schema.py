@@ -99,8 +99,8 @@ def schema_command(
     """
     from ..dataset import read_training_frame
     from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
-    from ..schema import inspect_schema, schema_to_toml
-    from ._hints import id_like_warning, location_warning, many_levels_warning, sensitive_warning
+    from ..schema import inspect_schema, ranges_outside_training, schema_to_toml
+    from ._hints import id_like_warning, location_warning, many_levels_warning, range_outside_warning, sensitive_warning
     from ._output import data_console, open_output, print_rows, resolve_format, write_records
 
     if write is not None:
@@ -126,7 +126,8 @@ def schema_command(
         if sensitive:
             echo_err(sensitive)
         for message in (many_levels_warning(report.many_levels, f"'{data}'"),
-                        location_warning(report.locations, f"'{data}'")):
+                        location_warning(report.locations, f"'{data}'"),
+                        range_outside_warning(ranges_outside_training(report.schema, frame), f"'{data}'")):
             if message:
                 echo_err(message)
         if report.n_incomplete:
