@@ -28,7 +28,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .evaluation import _audit_rules, _check_records, _ks, _method_of, checked_applicants, record_rows, score_records
+from .evaluation import (
+    _audit_rules,
+    _check_records,
+    _ks,
+    _method_of,
+    _statuses_without_values,
+    checked_applicants,
+    record_rows,
+    score_records,
+)
 from .exceptions import InputError
 
 __all__ = [
@@ -38,6 +47,7 @@ __all__ = [
     "plot_audit",
     "broken_rules",
     "MIN_GROUP",
+    "UNKNOWN_GROUP",
     "N_BOOTSTRAP",
     "SIZE_EDGES",
     "TOP_COVERAGE",
@@ -60,6 +70,9 @@ TOP_COVERAGE = (1, 3, 10)
 #: Pairs are searched among this many actions of highest coverage.
 PAIR_POOL = 10
 MISSING_GROUP = "(missing)"
+#: The group of denied applicants whose values the plans do not hold (plans without recourse, read without the
+#: applicants file): counted, but in no group of their values.
+UNKNOWN_GROUP = "(values unknown)"
 
 GROUP_COLUMNS = ("method", "by", "group", "denied", "full", "partial", "none", "with recourse", "cost mean",
                  "cost median", "cost low", "cost high", "changed", "probability", "gap", "gap low", "gap high",
@@ -69,7 +82,7 @@ ACTION_COLUMNS = ("method", "rank", "action", "feature", "from", "to", "directio
 PAIR_COLUMNS = ("method", "by", "group", "denied", "first", "second", "coverage", "best single",
                 "single coverage")
 SUMMARY_COLUMNS = ("method", "plans", "denied", "already favorable", "recourses not counted", "actions",
-                   *(f"top {n} coverage" for n in TOP_COVERAGE))
+                   *(f"top {n} coverage" for n in TOP_COVERAGE), "values unknown")
 
 _ATOL = 1e-9
 _CHUNK = 65536          # rows per model call
@@ -253,7 +266,7 @@ class _Batch:
 
 def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *, groups: Mapping | None = None,
                 k: int | None = None, actions: bool = False, pairs: bool = False, min_group: int = MIN_GROUP,
-                n_bootstrap: int = N_BOOTSTRAP, seed: int = 0, n_jobs: int = 1) -> Audit:
+                n_bootstrap: int = N_BOOTSTRAP, seed: int = 0, n_jobs: int = 1, without_values=()) -> Audit:
     """Audit plan records by group and by action.
 
     Parameters
@@ -287,6 +300,13 @@ def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *,
         seed only.
     n_jobs : int, default=1
         Threads for the coverage predictions; results do not depend on it.
+    without_values : collection of str, optional
+        Ids of applicants whose raw values are not in ``applicants`` (plans read without the applicants file,
+        :func:`frpd_cli.evaluation.applicants_from_records`); their plans hold no recourse and their ``status``
+        says whether they were denied (``infeasible``) or already favourable, as in
+        :func:`frpd_cli.evaluation.evaluate_plans`. A denied one counts among the method's denied applicants, in
+        the group :data:`UNKNOWN_GROUP` of every ``by`` column (no plan, no cost) and in the denominator of
+        every coverage, covered by no action (no action can be tried without its values).
 
     Returns
     -------
@@ -307,6 +327,7 @@ def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *,
     ``n_bootstrap x n_denied`` indices per method.
     """
     records = _check_records(records)
+    methods = list(dict.fromkeys(_method_of(rec) for rec in records))
     for name, value, low in (("min_group", min_group, 1), ("n_bootstrap", n_bootstrap, 1), ("n_jobs", n_jobs, 1),
                              ("seed", seed, 0)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
@@ -319,25 +340,34 @@ def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *,
         if len(labels) != len(applicants):
             raise InputError(f"The group column {column!r} has {len(labels)} values for {len(applicants)} "
                              "applicants; pass one value per applicant row.")
+    assumed = _statuses_without_values(records, without_values, ids)     # record index -> already favourable
+    unknown = [(_method_of(records[i]), str(records[i]["applicant"]), already) for i, already in assumed.items()]
+    ks = _ks(records, k)
+    records = [rec for i, rec in enumerate(records) if i not in assumed]
     rows_of = np.asarray(record_rows(records, ids, len(applicants)), dtype=np.int64)
     scored = score_records(records, training, model, applicants)
-    batch = _batch(records, rows_of, scored, training, model, _ks(records, k))
+    batch = _batch(records, rows_of, scored, training, model, ks)
 
-    methods = list(dict.fromkeys(batch.method.tolist()))
     group_rows, action_rows, pair_rows, summary_rows = [], [], [], []
     for mi, method in enumerate(methods):
         mine = batch.method == method
+        n_unknown = len({a for m, a, already in unknown if m == method and not already})
         for ci, (column, (labels, order)) in enumerate(groups.items()):
             group_rows += _group_table(batch, mine, method, column, np.asarray(labels, dtype=object), order,
                                        min_group=min_group, n_bootstrap=n_bootstrap, seed=(seed, mi, ci))
-        summary = {"method": method, "plans": int(mine.sum()), "denied": _n_denied(batch, mine),
-                   "already favorable": int((mine & ~batch.denied).sum()),
+            if n_unknown:
+                group_rows.append(_unknown_group_row(method, column, n_unknown))
+        summary = {"method": method, "plans": int(mine.sum()) + sum(m == method for m, _, _ in unknown),
+                   "denied": _n_denied(batch, mine) + n_unknown,
+                   "already favorable": int((mine & ~batch.denied).sum()) + sum(
+                       m == method and already for m, _, already in unknown),
                    "recourses not counted": int(np.sum(~batch.valid & mine[batch.owner] & batch.denied[batch.owner])),
-                   "actions": None, **{f"top {n} coverage": None for n in TOP_COVERAGE}}
+                   "actions": None, **{f"top {n} coverage": None for n in TOP_COVERAGE}, "values unknown": n_unknown}
         if actions or pairs:
             table, covered, denied_rows, inverse, weights, base = _action_table(batch, mine, scored, training,
-                                                                                model, n_jobs=n_jobs)
-            n_denied = max(len(denied_rows), 1)
+                                                                                model, n_jobs=n_jobs,
+                                                                                n_unknown=n_unknown)
+            n_denied = max(len(denied_rows) + n_unknown, 1)
             for rank, row in enumerate(table, start=1):
                 row.update({"method": method, "rank": rank})
             union = np.zeros(len(weights), dtype=bool)
@@ -353,11 +383,21 @@ def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *,
                 for column, (labels, order) in groups.items():
                     pair_rows += _pair_table(table, covered, base, training, model, denied_rows, inverse,
                                              np.asarray(labels, dtype=object), order, method, column, n_jobs=n_jobs)
+                    if n_unknown:
+                        pair_rows.append({**dict.fromkeys(PAIR_COLUMNS), "method": method, "by": column,
+                                          "group": UNKNOWN_GROUP, "denied": n_unknown})
         summary_rows.append(summary)
     return Audit(groups=pd.DataFrame(group_rows, columns=list(GROUP_COLUMNS)),
                  actions=pd.DataFrame(action_rows, columns=list(ACTION_COLUMNS)),
                  pairs=pd.DataFrame(pair_rows, columns=list(PAIR_COLUMNS)),
                  summary=pd.DataFrame(summary_rows, columns=list(SUMMARY_COLUMNS)))
+
+
+def _unknown_group_row(method, column, n_unknown: int) -> dict:
+    """The groups-table row of the denied applicants whose values the plans do not hold: no plan, no cost."""
+    return {**dict.fromkeys(GROUP_COLUMNS), "method": method, "by": column, "group": UNKNOWN_GROUP,
+            "denied": n_unknown, "full": 0.0, "partial": 0.0, "none": 1.0, "with recourse": 0,
+            "note": "plans without recourse and without the applicants' values: pass --applicants to group them"}
 
 
 def _n_denied(batch: _Batch, mine: np.ndarray) -> int:
@@ -476,8 +516,9 @@ def _size_label(b: int) -> str:
     return f"> {lo:g}" if math.isinf(hi) else f"{lo:g}–{hi:g}"
 
 
-def _action_table(batch: _Batch, mine, scored, training, model, *, n_jobs: int):
-    """Every action of the method's valid recourses (of denied applicants) with its coverage.
+def _action_table(batch: _Batch, mine, scored, training, model, *, n_jobs: int, n_unknown: int = 0):
+    """Every action of the method's valid recourses (of denied applicants) with its coverage (over the denied
+    applicants and ``n_unknown`` more, whose values are not known: covered by no action).
 
     Returns the rows (by decreasing coverage), the covered mask of each over the distinct denied rows, the
     denied applicant rows, the map from them to the distinct rows, each distinct row's multiplicity and the
@@ -524,7 +565,7 @@ def _action_table(batch: _Batch, mine, scored, training, model, *, n_jobs: int):
                               "plans": int(part["plan"].nunique()), "cost": float(part["cost"].mean()),
                               "_apply": (j, part["a"].iloc[0], part["b"].iloc[0])})
     covered = _coverage([a["_apply"] for a in found], base, training, model, n_jobs=n_jobs)
-    n_denied = max(len(denied_rows), 1)
+    n_denied = max(len(denied_rows) + n_unknown, 1)
     for a, hits in zip(found, covered):
         a["covered"] = int(weights[hits].sum())
         a["coverage"] = a["covered"] / n_denied

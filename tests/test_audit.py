@@ -410,3 +410,61 @@ def test_cli_errors(constructed, extra, code, message):
     result = runner.invoke(app, _args(constructed, *extra))
     assert result.exit_code == code
     assert message in result.stderr and result.stdout == ""
+
+
+def test_plans_without_recourse_and_without_values_are_counted():
+    model = StepModel()
+    training = _training(model)
+    applicants, records, groups = _batch(np.array([1.0, 2.0, 3.0, 4.0]), ["A", "A", "B", "B"])
+    records = records + [{"applicant": "u1", "method": "m", "status": "infeasible", "recourses": []},
+                         {"applicant": "u2", "method": "m", "status": "infeasible", "recourses": []},
+                         {"applicant": "u3", "method": "m", "status": "already-favorable", "recourses": []}]
+    audit = audit_plans(records, training, model, applicants, groups=groups, actions=True, pairs=True,
+                        without_values=["u1", "u2", "u3"])
+    summary = audit.summary.iloc[0]
+    assert (summary["plans"], summary["denied"], summary["already favorable"], summary["values unknown"]) == \
+        (7, 6, 1, 2)
+    rows = audit.groups.set_index("group")
+    assert list(rows.index) == ["A", "B", "(values unknown)"]
+    assert rows["denied"].sum() == 6
+    assert rows.loc["(values unknown)", ["full", "partial", "none"]].tolist() == [0.0, 0.0, 1.0]
+    assert rows.loc["A", "denied"] == 2 and rows.loc["A", "full"] == 1.0      # the other groups as before
+    # coverage: over all six denied applicants; the two without values are covered by no action
+    x0 = applicants["x"].to_numpy()
+    for action in audit.actions.to_dict("records"):
+        assert action["coverage"] == pytest.approx(action["covered"] / 6)
+        assert action["covered"] <= 4
+    best = audit.actions.iloc[0]
+    step = best["step"] * 10.0                                                 # min-max: the range of x is 10
+    assert best["covered"] == int(np.sum(x0 + step >= 5.0 - 1e-9))
+    assert audit.pairs.set_index("group").loc["(values unknown)", "denied"] == 2
+
+
+def test_cli_without_applicants_counts_the_plans_without_recourse(constructed, tmp_path):
+    # the last ten applicants' plans hold no recourse: without the applicants file their values are unknown
+    lines = (constructed / "plans.jsonl").read_text().splitlines()
+    infeasible = [json.loads(line) for line in lines[50:]]
+    kept = lines[:50] + [json.dumps({**rec, "status": "infeasible", "recourses": [], "reason": "none"})
+                         for rec in infeasible]
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text("\n".join(kept) + "\n")
+    base = ["audit", str(constructed / "train.csv"), "--model", str(constructed / "model.pkl"), "--target",
+            "label", "--continuous", "x", "--continuous", "y", "--plans", str(plans), "--scale", "minmax"]
+    alone = runner.invoke(app, [*base, "--actions", "--format", "csv"])
+    assert alone.exit_code == 0, alone.output
+    assert "Audited 60 plan(s) of method m: 60 denied applicant(s)" in alone.stderr
+    assert "Note: 10 denied applicant(s) have a plan without recourse" in alone.stderr
+    actions = list(csv.DictReader(io.StringIO(alone.stdout)))
+    assert actions and all(float(a["coverage"]) == pytest.approx(int(a["covered"]) / 60) for a in actions)
+    # with the applicants file the same applicants are scored: denied the same, each action tried on all 60
+    with_file = runner.invoke(app, [*base, "--applicants", str(constructed / "applicants.csv"), "--id-column", "id",
+                                    "--actions", "--format", "csv"])
+    assert with_file.exit_code == 0, with_file.output
+    assert "Audited 60 plan(s) of method m: 60 denied applicant(s)" in with_file.stderr
+    scored = {a["action"]: int(a["covered"]) for a in csv.DictReader(io.StringIO(with_file.stdout))}
+    assert all(int(a["covered"]) <= scored[a["action"]] for a in actions)
+    groups = runner.invoke(app, [*base, "--by", "y", "--bins", "2", "--format", "json"])
+    assert groups.exit_code == 0, groups.output
+    rows = json.loads(groups.stdout)
+    assert sum(r["denied"] for r in rows) == 60 and rows[-1]["group"] == "(values unknown)"
+    assert rows[-1]["denied"] == 10 and rows[-1]["none"] == 1.0

@@ -75,7 +75,7 @@ def audit_command(
     Example: frpd audit sample_data/credit.csv --model sample_data/model.pkl --schema sample_data/schema.toml
     --applicants sample_data/applicants.csv --plans plans.jsonl --by housing --actions
     """
-    from ..audit import audit_plans, group_labels, plot_audit
+    from ..audit import UNKNOWN_GROUP, audit_plans, group_labels, plot_audit
 
     if not by and not actions:
         raise OptionError("--by", "Nothing to audit: pass --by COL (a group report) and/or --actions.")
@@ -98,8 +98,8 @@ def audit_command(
             raise InputError(f"--by {others[0]!r} is not a feature, and without --applicants only the features are "
                              f"known (features: {', '.join(features)}). Pass --applicants with the file that has "
                              "the column.")
-        records, frame, ids, _ = read_plans_with_applicants(plans, applicants, training, spec.id_column,
-                                                            encoding=encoding, used=by)
+        records, frame, ids, without = read_plans_with_applicants(plans, applicants, training, spec.id_column,
+                                                                  encoding=encoding, used=by, keep_without_values=True)
         columns = _group_columns(applicants, others, len(frame), encoding) if others else {}
         groups = {}
         for c in by:
@@ -111,7 +111,7 @@ def audit_command(
         with busy("auditing the plans", quiet=quiet):
             result = audit_plans(records, training, loaded, frame, ids, groups=groups, k=k,
                                  actions=actions or pairs, pairs=pairs, min_group=min_group, n_bootstrap=bootstrap,
-                                 seed=seed, n_jobs=jobs)
+                                 seed=seed, n_jobs=jobs, without_values=without)
         shown_actions = result.actions if top == 0 else \
             result.actions[result.actions["rank"] <= top]
         if plot is not None:
@@ -151,7 +151,13 @@ def audit_command(
                     cover = ", ".join(f"{100 * r[f'top {n} coverage']:.1f}%" for n in (1, 3, 10))
                     line += f"; {r['actions']} action(s); the top 1, 3 and 10 cover {cover} of the denied"
                 echo_err(line + ".")
-        tiny = result.groups[result.groups["note"].str.startswith("tiny")] if len(result.groups) else []
+        unknown = int(result.summary["values unknown"].max()) if len(result.summary) else 0
+        if unknown:
+            echo_err(f"Note: {unknown} denied applicant(s) have a plan without recourse in '{plans}', which does not "
+                     f"hold their values: they count as denied without a recourse (group '{UNKNOWN_GROUP}'), and no "
+                     "action can be tried on them, so coverage counts them as not covered. Pass --applicants to "
+                     "group them and try every action on them.")
+        tiny = result.groups[result.groups["note"].fillna("").str.startswith("tiny")] if len(result.groups) else []
         if len(tiny):
             echo_err(f"Note: {len(tiny)} tiny group(s) (fewer than {min_group} denied applicants with a recourse) "
                      "are reported without interval.")
