@@ -154,3 +154,16 @@ def test_a_range_of_unknown_levels_lists_ten_of_them(zips):
     assert result.exit_code == 2 and result.stdout == ""
     first = ", ".join(f"z{i:03d}" for i in range(10))
     assert f"vocabulary ({first} ... and 290 more). Got nowhere instead." in " ".join(result.stderr.split())
+
+
+def test_an_identifier_gets_the_identifier_warning_only(zips, tmp_path):
+    # a text column with a different value in every row is reported as an identifier, not once more for its levels
+    frame = pd.read_csv(zips["data"])
+    frame.insert(0, "ref", [f"r{i:04d}" for i in range(len(frame))])
+    data = tmp_path / "with_ref.csv"
+    frame.to_csv(data, index=False)
+    result = runner.invoke(app, ["schema", str(data), "--format", "json"])
+    assert result.exit_code == 0, result.stderr
+    assert [line for line in result.stderr.splitlines() if "'ref'" in line and "like an identifier" in line]
+    levels = _levels_warnings(result.stderr)
+    assert len(levels) == 1 and "'zip'" in levels[0] and "'ref'" not in levels[0]

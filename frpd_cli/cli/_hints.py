@@ -249,12 +249,13 @@ def range_outside_warning(outside, source: str) -> str | None:
     return "\n".join(lines) or None
 
 
-def schema_shape_warnings(schema, source: str, *, vary=()) -> list[str]:
-    """The warnings on the features themselves that every command reading a schema prints: many levels, and names
-    of a place of residence."""
+def schema_shape_warnings(schema, source: str, *, vary=(), id_like=()) -> list[str]:
+    """The warnings on the features themselves that every command reading a schema prints: many levels (but for
+    the ``id_like`` features, which :func:`id_like_warning` reports), and names of a place of residence."""
     from ..schema import location_like_features, many_level_features
 
-    messages = (many_levels_warning(many_level_features(schema), source),
+    many = [(name, n) for name, n in many_level_features(schema) if name not in set(id_like)]
+    messages = (many_levels_warning(many, source),
                 location_warning(location_like_features(schema, vary=vary), source))
     return [m for m in messages if m]
 

@@ -722,7 +722,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest),
                     outlier_bound_note(training.schema, training.encoder, source),
                     _no_labels(frame, training, source),
-                    *schema_shape_warnings(training.schema, source, vary=spec.vary),
+                    *schema_shape_warnings(training.schema, source, vary=spec.vary, id_like=id_like),
                     range_outside_warning(ranges_outside_training(training.schema, frame), source)):
         if message:
             echo_err(message)

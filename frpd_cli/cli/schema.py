@@ -125,7 +125,8 @@ def schema_command(
         sensitive = sensitive_warning(report.sensitive, report.ages, f"'{data}'")
         if sensitive:
             echo_err(sensitive)
-        for message in (many_levels_warning(report.many_levels, f"'{data}'"),
+        many = [(name, n) for name, n in report.many_levels if name not in set(report.id_like)]
+        for message in (many_levels_warning(many, f"'{data}'"),
                         location_warning(report.locations, f"'{data}'"),
                         range_outside_warning(ranges_outside_training(report.schema, frame), f"'{data}'")):
             if message:
