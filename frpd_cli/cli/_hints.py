@@ -105,7 +105,7 @@ def infeasible_hints(causes, schema, *, policy: str) -> list[str]:
         lines.append(_cause_hint(cause, schema, policy))
     rest = sum(c["n"] for c in causes[_CAUSES_SHOWN:])
     if rest:
-        lines.append(f"Hint: {rest} other applicant(s) have too few candidates for other reasons (see each plan's "
+        lines.append(f"Hint: {rest} other applicant(s) have no recourse for other reasons (see each plan's "
                      "reason).")
     return [line for line in lines if line]
 
@@ -114,7 +114,7 @@ def _cause_hint(cause: dict, schema, policy: str) -> str:
     n, rule = cause["n"], cause["rule"]
     who = f"{n} applicant(s) have too few candidates"
     if rule == "other":
-        return f"Hint: {who} (see each plan's reason)."
+        return f"Hint: {n} applicant(s) have no recourse (see each plan's reason)."
     name = cause["feature"]
     quoted = _quoted(name)
     removed = (f"it removed {cause['removed']} of the {cause['n_pool']} favourable training rows (candidates) of "
