@@ -73,10 +73,26 @@ def test_resume_refuses_other_parameters(sample_paths, tmp_path):
     assert result.exit_code == 1 and "other inputs or parameters" in result.stderr
 
 
-def test_resume_needs_a_streamable_output(sample_paths, tmp_path):
-    result = runner.invoke(app, _args(sample_paths, sample_paths["applicants"], "--format", "json", "--resume",
-                                      "--output", str(tmp_path / "x.json")))
-    assert result.exit_code == 1 and "--resume needs" in result.stderr
+@pytest.mark.parametrize("extra,needle", [
+    ((), "--output FILE"),
+    (("--output", "-", "--format", "csv"), "--output FILE"),
+    (("--output", "x.fifo", "--format", "jsonl"), "regular file"),
+    (("--format", "json", "--output", "x.json"), "--format json is written in one piece"),
+    (("--format", "table", "--output", "x.txt"), "--format table is written in one piece"),
+    (("--format", "text", "--output", "x.txt"), "--format text is written in one piece"),
+], ids=["stdout", "dash", "device", "json", "table", "text"])
+def test_resume_without_a_line_oriented_output_file_is_a_usage_error(sample_paths, tmp_path, extra, needle):
+    # only csv and jsonl written to a regular file are checkpointed (and so resumable)
+    extra = [str(tmp_path / e) if e.startswith("x.") else e for e in extra]
+    fifo = tmp_path / "x.fifo"
+    if str(fifo) in extra:
+        os.mkfifo(fifo)                     # refused without being opened
+    result = runner.invoke(app, _args(sample_paths, sample_paths["applicants"], *extra, "--resume"))
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stdout == "" and [p for p in tmp_path.iterdir() if p != fifo] == []
+    message = " ".join(result.stderr.split())
+    assert "Invalid value for '--resume'" in message and needle in message and "csv" in message, message
+    assert "jsonl" in message and "unexpected" not in message
 
 
 def test_jobs_and_dask_outputs_byte_identical(sample_paths, tmp_path):
@@ -99,7 +115,30 @@ def test_same_seed_same_bytes_twice(sample_paths, tmp_path):
 
 def test_scheduler_needs_dask_backend(sample_paths):
     result = runner.invoke(app, _args(sample_paths, sample_paths["applicants"], "--scheduler", "tcp://127.0.0.1:1"))
-    assert result.exit_code == 1 and "--backend dask" in result.stderr
+    assert result.exit_code == 2 and result.stdout == ""
+    message = " ".join(result.stderr.split())
+    assert "Invalid value for '--scheduler'" in message and "needs --backend dask" in message, message
+
+
+@pytest.mark.parametrize("address", ["foo", "tcp://foo", "tcp://host:0", "tcp://host:70000", "tcp://host:port",
+                                     "http://host:8786", "tcp://:8786", "tcp://host:8786/x", ""])
+@pytest.mark.parametrize("backend", [(), ("--backend", "dask")], ids=["loky", "dask"])
+def test_scheduler_that_is_no_address_is_a_usage_error(sample_paths, address, backend):
+    # 'foo' ended in Dask's own ValueError ("missing port number"), reported as an unexpected error
+    result = runner.invoke(app, _args(sample_paths, sample_paths["applicants"], *backend, "--scheduler", address))
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stdout == ""
+    message = " ".join(result.stderr.split())
+    assert "Invalid value for '--scheduler'" in message and "tcp://HOST:PORT" in message, message
+    assert repr(address) in message and "unexpected" not in message
+
+
+@pytest.mark.parametrize("address", ["tcp://127.0.0.1:8786", "tcp://scheduler.example.org:1", "127.0.0.1:8786",
+                                     "tcp://[::1]:8786", "tls://10.0.0.5:65535"])
+def test_scheduler_addresses_dask_reads_are_accepted(address):
+    from frpd_cli.cli.plan import _check_scheduler
+
+    assert _check_scheduler(address) == address
 
 
 def test_drop_missing_reports_invalid_input(sample_paths, tmp_path):

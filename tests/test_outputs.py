@@ -366,7 +366,8 @@ def test_plan_into_a_fifo(sample_paths, tmp_path):
     assert got == [plain.stdout.encode()] and stat.S_ISFIFO(os.stat(fifo).st_mode)
     assert _others(tmp_path, "plans.csv") == []
     refused = runner.invoke(app, _plan(sample_paths, "--format", "csv", "--output", str(fifo), "--resume"))
-    assert refused.exit_code == 1 and "--resume needs --output FILE (a regular file" in refused.stderr
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert "Invalid value for '--resume'" in refused.stderr and "a regular file" in refused.stderr
 
 
 @pytest.mark.parametrize("name", ["data", "model", "applicants", "schema"])

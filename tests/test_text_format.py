@@ -187,7 +187,8 @@ def test_text_is_only_for_plans_and_cannot_resume(sample_paths, tmp_path):
             str(sample_paths["schema"]), "--applicants", str(sample_paths["applicants"]), "--format", "text",
             "--output", str(tmp_path / "p.txt"), "--resume"]
     result = runner.invoke(app, args)
-    assert result.exit_code == 1 and "--resume needs" in result.stderr
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "Invalid value for '--resume'" in result.stderr and "--format text is written in one piece" in result.stderr
 
 
 def _schema() -> Schema:

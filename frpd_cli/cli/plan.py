@@ -27,7 +27,7 @@ from ._robust import ROBUST_OPTIONS, RobustModels, extra_inputs
 from ._robust import robust_params as _robust_params
 from .app import app
 
-__all__ = ["check_provenance_output", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
+__all__ = ["check_provenance_output", "check_run_options", "plan_command", "run_plan", "summarize_plans", "write_provenance"]
 
 #: With a progress bar, applicants are planned in about PROGRESS_STEPS tasks of at least PROGRESS_MIN_TASK
 #: applicants, so that the bar advances (plans do not depend on the tasks; each task costs a few model calls,
@@ -381,6 +381,49 @@ def write_provenance(provenance: Path, record: dict) -> None:
     echo_err(f"Provenance written to '{provenance}'.")
 
 
+#: What --scheduler accepts: a Dask scheduler's address, PROTOCOL://HOST:PORT (tcp, or tls when Dask's
+#: configuration sets it up) or HOST:PORT, which Dask reads as tcp; HOST may be an IPv6 address in brackets.
+_SCHEDULER_ADDRESS = re.compile(r"(?:(?:tcp|tls)://)?(?:\[[0-9A-Fa-f:.]+\]|[^\s:/\[\]@]+):([0-9]{1,5})")
+
+
+def _check_scheduler(value: str | None) -> str | None:
+    """A callback: --scheduler (when given) must be a Dask scheduler address with a port."""
+    if value is None:
+        return value
+    match = _SCHEDULER_ADDRESS.fullmatch(value)
+    if match is None or not 0 < int(match.group(1)) < 65536:
+        raise typer.BadParameter(f"The 'scheduler' option takes a Dask scheduler address tcp://HOST:PORT (e.g. "
+                                 f"tcp://10.0.0.5:8786, as the scheduler prints when it starts). Got {value!r} "
+                                 "instead.")
+    return value
+
+
+def check_run_options(*, resume: bool, fmt: str | None, output: Path | None, backend: str,
+                      scheduler: str | None) -> None:
+    """Usage errors (exit 2) of --resume and --scheduler, before any input is read."""
+    from ..exceptions import OptionError
+
+    if scheduler is not None and backend != "dask":
+        raise OptionError("--scheduler", f"--scheduler names a Dask scheduler, so it needs --backend dask (--backend "
+                          f"{backend} runs the work in local processes). Add --backend dask, or leave out "
+                          "--scheduler.")
+    if not resume:
+        return
+    if output is None or is_stdio(output):
+        raise OptionError("--resume", "--resume continues a run that writes its plans to a file (--output FILE, in "
+                          "csv or jsonl); plans written to stdout cannot be continued. Add --output FILE, or leave "
+                          "out --resume.")
+    if resolve_output(output).kind != "file":
+        raise OptionError("--resume", f"--resume continues a run written to a regular file (in csv or jsonl); "
+                          f"--output '{output}' is a device, a FIFO or a file descriptor, written directly. Give a file "
+                          "name, or leave out --resume.")
+    fmt_ = resolve_format(fmt, output, PLAN_FORMATS)
+    if fmt_ not in _RECORD_COUNTERS:
+        raise OptionError("--resume", f"--resume continues csv and jsonl outputs only (written and checkpointed line "
+                          f"by line); --format {fmt_} is written in one piece. Use --format csv or --format jsonl, "
+                          "or leave out --resume.")
+
+
 def _check_outputs(output: Path | None, inputs: dict) -> None:
     """Refuse an --output (or its partial/progress file) that is one of the inputs, before writing anything."""
     outputs = {"--output": output}
@@ -439,7 +482,7 @@ def plan_command(
                                          "A run with it that fails on an error keeps its partial files too.",
                                          rich_help_panel=o.RUNS_PANEL)] = False,
     backend: o.BackendOpt = "loky",
-    scheduler: Annotated[Optional[str], typer.Option("--scheduler", help="Dask scheduler address "
+    scheduler: Annotated[Optional[str], typer.Option("--scheduler", callback=_check_scheduler, help="Dask scheduler address "
                                                      "(tcp://HOST:PORT); without it --backend dask starts a "
                                                      "loopback cluster of --jobs workers.",
                                                      rich_help_panel=o.RUNS_PANEL)] = None,
@@ -473,6 +516,7 @@ def plan_command(
     check_provenance_output(provenance, {"--output": output}, {"data": data, "model": model, "applicants": applicants,
                                                               "schema": flags.schema, "graph": graph, "pool": pool,
                                                               **extra_inputs(others)})
+    check_run_options(resume=resume, fmt=fmt, output=output, backend=backend, scheduler=scheduler)
     # the output locks come first: a second writer is refused before any input is read
     with lock_outputs(files=(output, provenance)):
         margin = o.resolve_margin(margin, threshold)
@@ -483,8 +527,6 @@ def plan_command(
                                 max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
                                 margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity,
                                 max_candidates=max_candidates).validate()
-        if scheduler is not None and backend != "dask":
-            raise InputError("--scheduler needs --backend dask.")
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
         loaded_graph = None
