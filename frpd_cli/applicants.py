@@ -230,7 +230,11 @@ class ApplicantFile:
                 f"the model was trained with them.{hints}"
             )
         if self.id_column is not None and self.id_column not in frame.columns:
-            raise InputError(
+            from .schema import DeclarationError
+
+            # a usage error when --id-column named it, an input error when the schema file did (the CLI tells)
+            raise DeclarationError(
+                "--id-column", self.id_column,
                 f"The id column '{self.id_column}' is not in {self._source}."
                 f"{did_you_mean(self.id_column, frame.columns)} Its columns are: {', '.join(map(str, frame.columns))}."
             )

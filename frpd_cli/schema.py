@@ -93,6 +93,8 @@ FEATURE_KINDS = ("continuous", "integer", "categorical", "ordinal")
 MUTABILITIES = ("free", "immutable", "increasing", "decreasing")
 _KIND_KEYS = ("categorical", "continuous", "integer")
 _MUTABILITY_KEYS = ("immutable", "increasing", "decreasing")
+#: The command-line flag of each schema key that names columns and has one (integer and exclude are file keys)
+_FLAG_OF = {key: f"--{key}" for key in (*_MUTABILITY_KEYS, "categorical", "continuous")}
 _FILE_KEYS = {"target", "favorable", "id_column", "exclude", "ordinal", "vary", "range", "weight", "max_move",
               *_KIND_KEYS, *_MUTABILITY_KEYS}
 #: Largest feature weight: encoded columns are scaled by sqrt(weight), and squared distances must stay finite.
@@ -103,7 +105,11 @@ DEFAULT_MAX_MOVE = 0.25
 
 
 class DeclarationError(SchemaError):
-    """A ``vary``, ``range`` or ``weight`` declaration that does not fit the data.
+    """A declaration that names a column and does not fit the data: a column that is not there, or a
+    ``vary``, ``range``, ``weight`` or move bound that does not fit the column.
+
+    The same declaration may come from a command-line flag (a usage error) or from the schema file (an error
+    naming the file); the command line tells which from ``option`` and ``column``.
 
     Attributes
     ----------
@@ -804,12 +810,12 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
     columns = [str(c) for c in frame.columns]
     existing = ", ".join(columns)
 
-    def check_exists(name, role):
+    def check_exists(name, role, option=None):
         if name not in columns:
-            raise SchemaError(
-                f"Column '{name}' (declared {role}) is not in {source}.{did_you_mean(name, columns)} The columns "
-                f"are: {existing}."
-            )
+            message = (f"Column '{name}' (declared {role}) is not in {source}.{did_you_mean(name, columns)} The "
+                       f"columns are: {existing}.")
+            # a role a command-line flag declares: the command line tells a flag's column from the file's
+            raise SchemaError(message) if option is None else DeclarationError(option, name, message)
 
     target = spec.target
     if target is None:
@@ -819,13 +825,13 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                 "Pass --target COLUMN or set target in the schema file."
             )
         target = "label"
-    check_exists(target, "as the target")
+    check_exists(target, "as the target", "--target")
     if spec.id_column is not None and spec.id_column in columns and spec.id_column == target:
         raise SchemaError(f"Column '{target}' cannot be both the target and the id column.")
 
     for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "exclude"):
         for name in getattr(spec, key):
-            check_exists(name, key if key != "exclude" else "as excluded")
+            check_exists(name, key if key != "exclude" else "as excluded", _FLAG_OF.get(key))
             if name == target:
                 raise SchemaError(f"Column '{name}' is the target; it cannot also be declared {key}.")
     for name in spec.ordinal:

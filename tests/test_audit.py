@@ -397,13 +397,13 @@ def test_cli_without_applicants_groups_by_features_only(constructed):
     assert alone.exit_code == 0, alone.output
     assert alone.stdout == with_file.stdout          # the applicants rebuilt from the jsonl recourses
     refused = runner.invoke(app, [*args, "--by", "region"])
-    assert refused.exit_code == 1 and "Pass --applicants" in refused.stderr and refused.stdout == ""
+    assert refused.exit_code == 2 and "--applicants with the file" in refused.stderr and refused.stdout == ""
 
 
 @pytest.mark.parametrize("extra, code, message", [
     ((), 2, "Nothing to audit"),
     (("--pairs",), 2, "--by"),
-    (("--by", "nope"), 1, "'nope' is not a column"),
+    (("--by", "nope"), 2, "'nope' is not a column"),
     (("--by", "region", "--format", "xml"), 2, "xml"),
 ])
 def test_cli_errors(constructed, extra, code, message):

@@ -177,6 +177,91 @@ def test_invalid_option_values_of_every_command_are_usage_errors(sample_paths, t
     assert not (tmp_path / "o").exists() and result.stdout == ""
 
 
+@pytest.fixture(scope="module")
+def reviewed(sample_paths, tmp_path_factory) -> dict:
+    """A plans file and a selection artifact of the sample applicants, for the commands that read them."""
+    folder = tmp_path_factory.mktemp("reviewed")
+    common = [str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+              str(sample_paths["schema"]), "--applicants", str(sample_paths["applicants"])]
+    plans, selection = folder / "plans.jsonl", folder / "sel"
+    made = runner.invoke(app, ["plan", *common, "--format", "jsonl", "--output", str(plans)])
+    assert made.exit_code == 0, made.stderr
+    made = runner.invoke(app, ["select", *common, "--out", str(selection), "--format", "csv"])
+    assert made.exit_code == 0, made.stderr
+    return {"plans": plans, "selection": selection}
+
+
+def _command(name, paths, reviewed, out):
+    """The command line of one command, writing every output it has into the folder ``out``."""
+    data, model, schema, applicants = (str(paths[k]) for k in ("data", "model", "schema", "applicants"))
+    inputs = [data, "--model", model, "--schema", schema]
+    return {
+        "plan": ["plan", *inputs, "--applicants", applicants, "--output", str(out / "plans.csv")],
+        "select": ["select", *inputs, "--applicants", applicants, "--out", str(out / "sel")],
+        "build-graph": ["build-graph", *inputs, "--out", str(out / "graph")],
+        "build-pool": ["build-pool", *inputs, "--out", str(out / "pool")],
+        "evaluate": ["evaluate", *inputs, "--plans", str(reviewed["plans"]), "--output", str(out / "metrics.csv")],
+        "audit": ["audit", *inputs, "--plans", str(reviewed["plans"]), "--applicants", applicants, "--actions",
+                  "--output", str(out / "audit.csv")],
+        "schema": ["schema", data, "--schema", schema, "--write", str(out / "schema.toml")],
+        "build-refits": ["build-refits", data, "--model", model, "--schema", schema, "--robust", "2", "--out",
+                         str(out / "refits")],
+        "interpolate": ["interpolate", "--selection", str(reviewed["selection"]), "--model", model, "--out",
+                        str(out / "plans")],
+    }[name]
+
+
+_SCHEMA_COMMANDS = ["plan", "select", "build-graph", "build-pool", "evaluate", "audit", "schema"]
+_COLUMN_FLAGS = [("--immutable", "agee", "age"), ("--increasing", "agee", "age"), ("--decreasing", "dration", "duration"),
+                 ("--categorical", "housng", "housing"), ("--continuous", "Credit_Amount", "credit_amount"),
+                 ("--target", "lable", "label")]
+_UNKNOWN_COLUMNS = [
+    *[(command, *flag) for command in _SCHEMA_COMMANDS for flag in _COLUMN_FLAGS],
+    *[("build-refits", *flag) for flag in _COLUMN_FLAGS if flag[0] in ("--categorical", "--continuous", "--target")],
+    *[("interpolate", *flag) for flag in _COLUMN_FLAGS if flag[0] in ("--immutable", "--increasing", "--decreasing")],
+    *[(command, "--id-column", "aplicant_id", "applicant_id") for command in ("plan", "select", "audit")],
+    ("audit", "--by", "housng", "housing"),
+]
+
+
+@pytest.mark.parametrize("command,flag,column,match", _UNKNOWN_COLUMNS,
+                         ids=[f"{c}{f}" for c, f, _, _ in _UNKNOWN_COLUMNS])
+def test_an_unknown_column_in_a_flag_is_a_usage_error(sample_paths, reviewed, tmp_path, command, flag, column,
+                                                      match):
+    # they exited 1 as input errors, unlike --vary, --range, --weight and --max-move (and, in frpd schema, those too)
+    out = tmp_path / "out"
+    out.mkdir()
+    result = runner.invoke(app, [*_command(command, sample_paths, reviewed, out), flag, column])
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stdout == ""
+    errors = [line for line in result.stderr.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1 and errors[0].startswith(f"Error: Invalid value for '{flag}': "), result.stderr
+    assert f"'{column}'" in errors[0] and f"Did you mean '{match}'?" in errors[0], errors[0]
+    assert "Traceback" not in result.stderr and list(out.iterdir()) == []     # nothing written, no lock left
+
+
+@pytest.mark.parametrize("flag,value", [("--vary", "agee"), ("--range", "agee=1:2"), ("--weight", "agee=2"),
+                                        ("--max-move", "agee=0.1")])
+def test_schema_command_refuses_an_unknown_column_as_the_other_commands_do(sample_paths, reviewed, tmp_path, flag,
+                                                                           value):
+    out = tmp_path / "out"
+    out.mkdir()
+    result = runner.invoke(app, [*_command("schema", sample_paths, reviewed, out), flag, value])
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stdout == "" and list(out.iterdir()) == []
+    assert f"Error: Invalid value for '{flag}': Column 'agee'" in result.stderr
+    assert "Did you mean 'age'?" in result.stderr
+
+
+def test_audit_by_an_unknown_column_without_applicants_is_a_usage_error(sample_paths, reviewed, tmp_path):
+    args = ["audit", str(sample_paths["data"]), "--model", str(sample_paths["model"]), "--schema",
+            str(sample_paths["schema"]), "--plans", str(reviewed["plans"]), "--by", "housng"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "Error: Invalid value for '--by': --by 'housng' is not a feature" in result.stderr
+    assert "Did you mean 'housing'?" in result.stderr and "--applicants" in result.stderr
+
+
 def test_help_lists_the_choices():
     result = runner.invoke(app, ["plan", "--help"], env={"COLUMNS": "200"})
     text = " ".join(result.stdout.replace("│", " ").split())

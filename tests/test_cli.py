@@ -149,11 +149,19 @@ def test_same_inputs_byte_identical_for_jobs_1_and_2(sample_paths):
 
 
 def test_domain_error_exits_1_without_traceback(sample_paths, tmp_path):
-    result = runner.invoke(app, _plan_args(sample_paths, "--immutable", "no_such_column"))
+    # a column the schema file names is an input error (exit 1); the same column given with --immutable is a
+    # usage error (exit 2), naming the flag
+    schema = tmp_path / "schema.toml"
+    schema.write_text(sample_paths["schema"].read_text().replace('immutable = ["personal_status"]',
+                                                                 'immutable = ["no_such_column"]'))
+    result = runner.invoke(app, _plan_args({**sample_paths, "schema": schema}))
     assert result.exit_code == 1
     assert result.stdout == ""
     assert result.stderr.startswith("Error: ") and "no_such_column" in result.stderr
-    assert "Traceback" not in result.stderr
+    assert "Traceback" not in result.stderr and "Invalid value" not in result.stderr
+    flagged = runner.invoke(app, _plan_args(sample_paths, "--immutable", "no_such_column"))
+    assert flagged.exit_code == 2 and flagged.stdout == ""
+    assert "Error: Invalid value for '--immutable': Column 'no_such_column'" in flagged.stderr
 
 
 def test_missing_applicant_column_named(sample_paths, tmp_path):

@@ -7,6 +7,9 @@ place in the signature typer reads, so ``--help``, defaults, panels and shell co
 ``Annotated`` options; when the command runs, the options' values are gathered into the object.
 
 Adding an option to a group touches one place: its ``Annotated`` declaration and the class's field.
+
+An object with a ``usage_error(exc)`` method also decides which errors raised while the command runs are the
+group's usage errors: the exception it returns (e.g. an ``OptionError`` naming the flag) is raised instead.
 """
 
 from __future__ import annotations
@@ -79,8 +82,17 @@ class OptionGroup:
         @functools.wraps(func)
         def command(**kwargs):
             values = {name: kwargs.pop(name) for name in names}
-            kwargs[target] = make(**values, **{name: kwargs[name] for name in shared})
-            return func(**kwargs)
+            group = kwargs[target] = make(**values, **{name: kwargs[name] for name in shared})
+            usage_error = getattr(group, "usage_error", None)
+            if usage_error is None:
+                return func(**kwargs)
+            try:
+                return func(**kwargs)
+            except Exception as exc:
+                usage = usage_error(exc)
+                if usage is None:
+                    raise
+                raise usage from None
 
         command.__signature__ = signature.replace(parameters=parameters)
         return command

@@ -495,12 +495,27 @@ class SchemaFlags:
         return replace(spec, max_move=DEFAULT_MAX_MOVE)
 
     def usage_error(self, exc):
-        """An :class:`OptionError` (exit 2) for a declaration error caused by these flags, else None."""
-        from ..exceptions import OptionError
+        """An :class:`OptionError` (exit 2) for a declaration error caused by these flags, else None.
 
-        option, column = getattr(exc, "option", None), getattr(exc, "column", None)
+        A :class:`~frpd_cli.schema.DeclarationError` is a usage error when the column it names was given with
+        the flag it names (``--immutable agee``); the same column from the schema file stays an input error.
+        """
+        from ..exceptions import OptionError
+        from ..schema import DeclarationError
+
+        if not isinstance(exc, DeclarationError):
+            return None
+        option, column = exc.option, exc.column
         given = {"--range": parse_assignments(self.ranges), "--weight": _weights(self.weights),
-                 "--vary": dict.fromkeys(self.vary or ()), "--max-move": _max_moves(self.max_moves)[1]}.get(option, {})
+                 "--vary": dict.fromkeys(self.vary or ()), "--max-move": _max_moves(self.max_moves)[1],
+                 "--immutable": dict.fromkeys(self.immutable or ()),
+                 "--increasing": dict.fromkeys(self.increasing or ()),
+                 "--decreasing": dict.fromkeys(self.decreasing or ()),
+                 "--categorical": dict.fromkeys(self.categorical or ()),
+                 "--continuous": dict.fromkeys(self.continuous or ()),
+                 "--target": dict.fromkeys(() if self.target is None else (self.target,)),
+                 "--id-column": dict.fromkeys(() if self.id_column is None else (self.id_column,)),
+                 }.get(option, {})
         if option == "--vary" and self.vary:
             return OptionError(option, str(exc))
         if column in given:

@@ -95,9 +95,12 @@ def audit_command(
         features = list(training.schema.feature_names)
         others = [c for c in by if c not in features]
         if others and applicants is None:
-            raise InputError(f"--by {others[0]!r} is not a feature, and without --applicants only the features are "
-                             f"known (features: {', '.join(features)}). Pass --applicants with the file that has "
-                             "the column.")
+            from ..names import did_you_mean
+
+            raise OptionError("--by", f"--by {others[0]!r} is not a feature, and without --applicants only the "
+                              f"features are known.{did_you_mean(others[0], features)} (features: "
+                              f"{', '.join(features)}). Pass a feature, or --applicants with the file that has the "
+                              "column.")
         records, frame, ids, without = read_plans_with_applicants(plans, applicants, training, spec.id_column,
                                                                   encoding=encoding, used=by, keep_without_values=True)
         columns = _group_columns(applicants, others, len(frame), encoding) if others else {}
@@ -176,8 +179,8 @@ def _group_columns(path: Path, columns: list[str], n_rows: int, encoding: str) -
     if missing:
         from ..names import did_you_mean
 
-        raise InputError(f"--by {missing[0]!r} is not a column of '{path}'.{did_you_mean(missing[0], header)} "
-                         f"(columns: {', '.join(header)}). Pass a column of the applicants file.")
+        raise OptionError("--by", f"--by {missing[0]!r} is not a column of '{path}'.{did_you_mean(missing[0], header)} "
+                          f"(columns: {', '.join(header)}). Pass a column of the applicants file.")
     table = pd.read_csv(path, usecols=columns, dtype=str, keep_default_na=False, encoding=encoding)
     if len(table) != n_rows:
         raise InputError(f"'{path}' has {len(table)} data rows but {n_rows} applicants were read from it; check "

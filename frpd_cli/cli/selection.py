@@ -310,6 +310,7 @@ def interpolate_command(
                              "selection made on the graph's reachable candidates: select --graph DIR, then "
                              "interpolate --scheme graph --graph DIR.")
         encoder = Encoder.from_dict(artifact.load_json("encoder.json"))
+        _check_flag_features(flags, encoder.schema, selection)
         declared = o.declared_only(flags).spec()
         _check_same_schema(encoder.schema, declared, selection)
         for message in schema_shape_warnings(encoder.schema, f"the selection '{selection}'", vary=declared.vary):
@@ -451,6 +452,20 @@ def _write_interpolate_provenance(provenance, artifact, *, selection, model, gra
                {"path": "-" if output is None else str(output), "format": fmt,
                 "sha256": plans_sha256(output, digest)}]
     write_provenance(provenance, provenance_record("interpolate", inputs=inputs, settings=settings, outputs=outputs))
+
+
+def _check_flag_features(flags, stored, selection: Path) -> None:
+    """Usage error (exit 2): an --immutable, --increasing or --decreasing flag naming no feature of the selection."""
+    from ..exceptions import OptionError
+    from ..names import did_you_mean
+
+    names = list(stored.feature_names)
+    for mutability in ("immutable", "increasing", "decreasing"):
+        for name in getattr(flags, mutability) or ():
+            if name not in names:
+                raise OptionError(f"--{mutability}", f"Column '{name}' (declared {mutability}) is not a feature of "
+                                  f"the selection '{selection}'.{did_you_mean(name, names)} Its features are: "
+                                  f"{', '.join(names)}.")
 
 
 def _check_same_schema(stored, spec, selection: Path) -> None:
