@@ -205,6 +205,7 @@ class ResumableOutput:
         self._count = count_records
         self.done = 0
         self.resumed_offset = 0
+        self._offset = 0                # the partial file's length at the last checkpoint its progress file holds
         self.note = None
         self.kept = False
         self.stream = None
@@ -366,7 +367,7 @@ class ResumableOutput:
         self._offset = self.resumed_offset
         self.stream = _HashingText(self._raw, digest, self._shown(self.partial))
         if self.state == "fresh":
-            self._save()
+            self._save(self.done, self._offset)
 
     def _load_checkpoint(self, state: dict, digest) -> None:
         redo = "Run again without --resume to start over."
@@ -409,9 +410,10 @@ class ResumableOutput:
         self.resumed_offset = offset
 
     # ---------------------------------------------------------------- writing
-    def _save(self) -> None:
-        """Replace the progress file atomically with a new one (created exclusively) holding the checkpoint."""
-        state = {"version": _VERSION, "fingerprint": self.fingerprint, "done": self.done, "offset": self._offset,
+    def _save(self, done: int, offset: int) -> None:
+        """Replace the progress file atomically with a new one (created exclusively) holding the checkpoint: ``done``
+        applicants complete in the first ``offset`` bytes of the partial file (all the bytes hashed so far)."""
+        state = {"version": _VERSION, "fingerprint": self.fingerprint, "done": done, "offset": offset,
                  "sha256": self.stream.digest.hexdigest()}
         data = json.dumps(state, sort_keys=True, indent=1).encode("utf-8")
         tmp = None
@@ -436,19 +438,24 @@ class ResumableOutput:
                 except OSError:
                     pass
 
-    def _sync(self) -> None:
+    def _sync(self) -> int:
+        """Flush and fsync the partial file; return its length."""
         try:
             self._raw.flush()
             os.fsync(self._raw.fileno())
+            return self._raw.tell()
         except OSError as exc:
             raise output_error(self._shown(self.partial), exc) from None
-        self._offset = self._raw.tell()
 
     def checkpoint(self, n_done: int) -> None:
-        """Record that the first ``n_done`` applicants are complete in the partial file."""
-        self._sync()
-        self.done = int(n_done)
-        self._save()
+        """Record that the first ``n_done`` applicants are complete in the partial file.
+
+        :attr:`done` (and the offset kept for ``resume``) change only once the progress file holds them: after a
+        failed progress write they still describe the last checkpoint written.
+        """
+        offset = self._sync()
+        self._save(int(n_done), offset)
+        self.done, self._offset = int(n_done), offset
 
     def finish(self) -> None:
         """Rename the complete partial file over the destination, remove the progress file, release the lock."""
@@ -476,10 +483,35 @@ class ResumableOutput:
     def abort(self) -> None:
         """Stop after a failure: keep the partial and progress files with ``resume``, else remove them."""
         if self.resume:
-            self.close()
+            self._keep()
             self.kept = self.partial.exists()
         else:
             self._discard()
+
+    def _keep(self) -> None:
+        """Close, cutting the partial file back to the last checkpoint its progress file records (what a resume
+        keeps: bytes written after it, a chunk whose checkpoint was never written, are planned again), and unlock.
+
+        The file is cut through a duplicate of this run's own descriptor once the stream is closed (its last
+        buffered bytes flushed or dropped), never through its path; if the cut fails the resume does it.
+        """
+        fd = None
+        if self._raw is not None and not self._raw.closed:
+            try:
+                fd = os.dup(self._raw.fileno())
+            except OSError:
+                pass
+        self._close_raw()
+        if fd is not None:
+            try:
+                if os.fstat(fd).st_size > self._offset:
+                    os.ftruncate(fd, self._offset)
+                    os.fsync(fd)
+            except OSError:
+                pass
+            finally:
+                os.close(fd)
+        self._stack.close()
 
     def _discard(self) -> None:
         """Close and remove the partial and progress files this run made (never another file), then unlock."""
@@ -508,7 +540,7 @@ class ResumableOutput:
             self.close()
         elif issubclass(exc_type, KeyboardInterrupt) and self.done > 0:
             # interrupted (Ctrl-C, SIGTERM, SIGHUP) after a checkpoint: keep the work for --resume
-            self.close()
+            self._keep()
             self.kept = True
         else:
             self.abort()

@@ -95,6 +95,53 @@ def test_resume_without_a_line_oriented_output_file_is_a_usage_error(sample_path
     assert "jsonl" in message and "unexpected" not in message
 
 
+def test_a_failed_progress_write_keeps_and_reports_what_a_resume_continues_from(sample_paths, tmp_path, monkeypatch):
+    # the count said "N applicant(s) complete" for the chunk whose progress file could not be written, so the
+    # message promised a chunk the resume then planned again
+    import errno
+    import re
+    import tempfile
+    from types import SimpleNamespace
+
+    import frpd_cli.streaming as streaming
+
+    args = ["--format", "jsonl", "--chunk-size", "5"]
+    reference = tmp_path / "reference.jsonl"
+    made = runner.invoke(app, _args(sample_paths, sample_paths["applicants"], *args, "--output", str(reference)))
+    assert made.exit_code == 0, made.stderr
+    expected = reference.read_bytes().splitlines(keepends=True)
+    assert len(expected) == 20                      # one line per applicant: 4 chunks of 5
+
+    calls = []
+
+    def mkstemp(*a, **k):                           # the third progress file (after 10 applicants) cannot be made
+        calls.append(1)
+        if len(calls) == 3:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return tempfile.mkstemp(*a, **k)
+
+    out = tmp_path / "out.jsonl"
+    with monkeypatch.context() as patch:
+        patch.setattr(streaming, "tempfile", SimpleNamespace(mkstemp=mkstemp))   # the progress writer's only use
+        failed = runner.invoke(app, _args(sample_paths, sample_paths["applicants"], *args, "--output", str(out),
+                                          "--resume"))
+    assert len(calls) == 3 and failed.exit_code == 1, failed.stderr
+    assert failed.stdout == "" and not out.exists()
+    kept = re.search(r"\((\d+) applicant\(s\) complete\)", failed.stderr)
+    assert kept is not None, failed.stderr
+    said = int(kept.group(1))
+    progress = json.loads(sidecar_path(out).read_text())
+    lines = partial_path(out).read_bytes().splitlines(keepends=True)
+    # the message, the progress file and the partial file agree: those applicants' records, byte for byte
+    assert said == progress["done"] == len(lines) == 5
+    assert lines == expected[:said] and progress["offset"] == len(b"".join(lines))
+    resumed = runner.invoke(app, _args(sample_paths, sample_paths["applicants"], *args, "--output", str(out),
+                                       "--resume"))
+    assert resumed.exit_code == 0, resumed.stderr
+    assert f"Resuming '{out}' after {said} complete applicant(s)." in resumed.stderr
+    assert out.read_bytes() == reference.read_bytes()
+
+
 def test_jobs_and_dask_outputs_byte_identical(sample_paths, tmp_path):
     pytest.importorskip("dask.distributed")
     applicants, _ = _big_applicants(sample_paths, tmp_path, 3)
