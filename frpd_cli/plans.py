@@ -278,6 +278,7 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
     if stripped[0] in "{[":
         return _read_json_plans(path, stripped)
     frame = pd.read_csv(path, dtype={"applicant": str}, keep_default_na=False, **EXACT_FLOATS)
+    frame.columns = [unescape_csv_text(c) for c in frame.columns]     # header cells are escaped as text cells
     required = {"applicant", "status", "reason", "rank", "method", "cost", "probability"}
     missing = sorted(required - set(frame.columns))
     if missing:

@@ -227,3 +227,63 @@ def test_an_empty_csv_output_is_its_header():
     writer = PlanWriter(out, "csv", ["a", "b"], projected=True)
     writer.close()
     assert out.getvalue() == ",".join(csv_columns(["a", "b"], projected=True)) + "\n"
+
+
+def _formula_named_credit(folder, tiny_credit):
+    """The small credit problem with two columns named like spreadsheet formulas (``=income``, ``+sector``)."""
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    base = tiny_credit(folder, seed=3, n=160, cut=60.0, below=0.4, n_applicants=6)
+    names = {"income": "=income", "sector": "+sector"}
+    frame = base["frame"].rename(columns=names)
+    features = ["=income", "years", "+sector", "debt"]
+    model = Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["+sector"]),
+                                    ("num", MinMaxScaler(), ["=income", "years", "debt"])])),
+        ("clf", LogisticRegression(C=50.0, max_iter=2000)),
+    ]).fit(frame[features], frame["label"])
+    paths = {"data": folder / "named.csv", "model": folder / "named.pkl", "applicants": folder / "named-apps.csv"}
+    frame.to_csv(paths["data"], index=False)
+    joblib.dump(model, paths["model"])
+    base["raw"].rename(columns=names).to_csv(paths["applicants"], index=False)
+    return paths
+
+
+def test_csv_header_cells_are_escaped_and_read_back(tmp_path, tiny_credit):
+    """A feature named like a formula is escaped in the header as a text cell would be; evaluate maps it back."""
+    paths = _formula_named_credit(tmp_path, tiny_credit)
+    common = [str(paths["data"]), "--model", str(paths["model"])]
+    texts = {}
+    for fmt in ("csv", "jsonl"):
+        result = runner.invoke(app, ["plan", *common, "--applicants", str(paths["applicants"]), "--format", fmt])
+        assert result.exit_code == 0, result.stderr
+        texts[fmt] = _write(tmp_path / f"plans.{fmt}", result.stdout)
+    header = next(csv.reader(io.StringIO(texts["csv"].read_text(encoding="utf-8"))))
+    assert header[5:9] == ["'=income", "years", "'+sector", "debt"]
+    assert [c for c in header if c[:1] in "=+-@\t\r"] == []
+    # the csv file reads back to the same plans as the jsonl one, the escaped header mapped to its column
+    by_csv, by_jsonl = read_plans(texts["csv"]), read_plans(texts["jsonl"])
+    assert [r["applicant"] for r in by_csv] == [r["applicant"] for r in by_jsonl]
+    assert any(r["recourses"] for r in by_csv)
+    for a, b in zip(by_csv, by_jsonl):            # csv cells of a column with empty cells are read as text
+        assert [{k: str(v) for k, v in r["features"].items()} for r in a["recourses"]] == \
+            [{k: str(v) for k, v in r["features"].items()} for r in b["recourses"]]
+    outputs = []
+    for fmt in ("csv", "jsonl"):
+        result = runner.invoke(app, ["evaluate", *common, "--applicants", str(paths["applicants"]),
+                                     "--plans", str(texts[fmt]), "--format", "csv"])
+        assert result.exit_code == 0, result.stderr
+        outputs.append(result.stdout)
+    assert outputs[0] == outputs[1]
+
+
+def test_record_tables_escape_their_header_cells():
+    from frpd_cli.cli._output import write_records
+
+    out = io.StringIO()
+    write_records(out, "csv", [{"=group": "@a", "n": 1}], ["=group", "n"])
+    assert out.getvalue() == "'=group,n\n'@a,1\n"

@@ -120,11 +120,16 @@ class PlanWriter:
         if fmt == "csv":
             self._csv = CsvWriter(stream)
 
+    def _header(self) -> list[str]:
+        """The csv header: feature names come from the user's columns, so they are escaped as text cells are."""
+        return [escape_csv_text(c) for c in csv_columns(self.feature_names, projected=self.projected,
+                                                         models=self.models)]
+
     def write(self, plans: Iterable[Plan]) -> None:
         plans = list(plans)
         if self.fmt == "csv":
             if not self._started:
-                self._csv.writerow(csv_columns(self.feature_names, projected=self.projected, models=self.models))
+                self._csv.writerow(self._header())
             rows = []
             for plan in plans:
                 rows.extend(plan_csv_rows(plan, self.feature_names, projected=self.projected, models=self.models))
@@ -158,7 +163,7 @@ class PlanWriter:
             if legend is not None:
                 self._table_console.print(legend)
         if self.fmt == "csv" and not self._started:
-            self._csv.writerow(csv_columns(self.feature_names, projected=self.projected, models=self.models))
+            self._csv.writerow(self._header())
         if self.fmt == "json":
             self.stream.write("\n]\n" if self._started else "[]\n")
         self.stream.flush()
@@ -547,7 +552,7 @@ def write_records(stream, fmt: str, rows: list[dict], columns: list[str], *, tit
     """Write flat records (summary tables, prototype lists) in any format."""
     if fmt == "csv":
         writer = CsvWriter(stream)
-        writer.writerow(columns)
+        writer.writerow([escape_csv_text(c) for c in columns])     # names may come from the user's columns
         writer.writerows([[escape_csv_text(python_value(r.get(c, ""))) for c in columns] for r in rows])
     elif fmt == "jsonl":
         for r in rows:
