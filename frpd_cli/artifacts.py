@@ -56,7 +56,7 @@ from ._digests import remembered_digest
 from .data import EXACT_FLOATS
 from .exceptions import ArtifactError, InputError, StaleArtifactError
 from .outputs import fsync_folder as fsync_dir
-from .outputs import output_lock, signals_held
+from .outputs import output_lock, replaced_file_mode, signals_held
 
 __all__ = [
     "Artifact",
@@ -128,7 +128,9 @@ def atomic_write_bytes(path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder, fsync, ``os.replace``.
 
     Readers see the old file or the new one, never a partial one. On failure the
-    temporary file is removed and an existing ``path`` is left untouched.
+    temporary file is removed and an existing ``path`` is left untouched. The new file
+    keeps the permission bits of the regular file it replaces (a 0600 file stays 0600);
+    a new one gets 0666 minus the umask, as ``open`` gives.
     """
     path = Path(path)
     tmp = None
@@ -139,7 +141,7 @@ def atomic_write_bytes(path, data: bytes) -> None:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, _FILE_MODE)
+        os.chmod(tmp, replaced_file_mode(path, follow_symlinks=False))     # os.replace replaces a link itself
         os.replace(tmp, path)
     except BaseException:
         if tmp is not None:

@@ -74,6 +74,7 @@ __all__ = [
     "output_path",
     "own_file_identity",
     "remove_own",
+    "replaced_file_mode",
     "resolve_output",
     "signals_held",
     "spool_input",
@@ -118,6 +119,19 @@ _NEW_FILE_MODE = 0o666 & ~_read_umask()  # read once at import: os.umask is proc
 def default_file_mode() -> int:
     """Permission bits of a new output file (0o666 minus the umask, as ``open`` would give)."""
     return _NEW_FILE_MODE
+
+
+def replaced_file_mode(path, *, follow_symlinks: bool = True) -> int:
+    """Permission bits for a file about to replace ``path``: those of ``path`` when it is a regular file (a
+    user's 0600 plans file stays 0600), else :func:`default_file_mode`.
+
+    ``follow_symlinks=False`` when the rename replaces a symlink at ``path`` itself rather than its target.
+    """
+    try:
+        st = os.stat(path, follow_symlinks=follow_symlinks)
+    except (OSError, ValueError):
+        return _NEW_FILE_MODE
+    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else _NEW_FILE_MODE
 
 
 # ---------------------------------------------------------------------------- signals

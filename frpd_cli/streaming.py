@@ -43,13 +43,13 @@ from typing import Callable
 
 from .exceptions import InputError
 from .outputs import (
-    default_file_mode,
     foreign_file_error,
     fsync_folder,
     output_error,
     output_lock,
     own_file_identity,
     remove_own,
+    replaced_file_mode,
     resolve_output,
     signals_held,
     terminate_on_signals,
@@ -350,7 +350,7 @@ class ResumableOutput:
             with signals_held():    # the file exists only once its identity is known to the cleanup
                 try:
                     fd = os.open(self.partial, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-                                 default_file_mode())
+                                 0o600)
                 except FileExistsError:
                     raise InputError(f"Cannot write '{self.path}': '{self.partial.name}' appeared while frpd was "
                                      "starting (another program writes there). Run again.") from None
@@ -360,8 +360,8 @@ class ResumableOutput:
                 self._partial_id = (mine.st_dev, mine.st_ino)
                 self._made_partial = True
             self._raw = os.fdopen(fd, "wb")
-            try:
-                os.fchmod(fd, default_file_mode())
+            try:        # the mode of the file it will replace: a 0600 target's plans are never more readable
+                os.fchmod(fd, replaced_file_mode(self.target))
             except OSError:
                 pass
         self._offset = self.resumed_offset
@@ -424,7 +424,7 @@ class ResumableOutput:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
-                os.fchmod(handle.fileno(), default_file_mode())
+                os.fchmod(handle.fileno(), replaced_file_mode(self.target))
                 mine = os.fstat(handle.fileno())
             os.replace(tmp, self.sidecar)
             tmp = None

@@ -4,6 +4,7 @@ import errno
 import hashlib
 import json
 import os
+import stat
 import zipfile
 
 import numpy as np
@@ -582,3 +583,16 @@ def test_disk_full_while_staging_names_the_artifact_folder(tmp_path):
             artifacts.write_npy_blocks(folder / "X.npy", (4, 3), np.float64, blocks())
     assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(out)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+@pytest.mark.parametrize("mode", [0o600, 0o640])
+def test_atomic_write_bytes_keeps_the_mode_of_the_file_it_replaces(tmp_path, mode):
+    path = tmp_path / "plans.csv"
+    path.write_bytes(b"old")
+    os.chmod(path, mode)
+    before = os.stat(path)
+    atomic_write_bytes(path, b"new")
+    after = os.stat(path)
+    assert path.read_bytes() == b"new" and after.st_ino != before.st_ino       # a new file took its place
+    assert stat.S_IMODE(after.st_mode) == stat.S_IMODE(before.st_mode) == mode

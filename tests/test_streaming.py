@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import stat
 
 import pytest
 
@@ -199,3 +201,22 @@ def test_second_writer_refused_while_the_first_runs(tmp_path):
 def test_missing_folder(tmp_path):
     with pytest.raises(InputError, match="does not exist"):
         ResumableOutput(tmp_path / "no" / "out.csv", fingerprint=FP)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+@pytest.mark.parametrize("mode", [0o600, 0o640])
+def test_a_run_keeps_the_mode_of_the_file_it_replaces_and_its_side_files_never_exceed_it(tmp_path, mode):
+    path = tmp_path / "out.csv"
+    path.write_text("previous\n")
+    os.chmod(path, mode)
+    before = os.stat(path)
+    out = ResumableOutput(path, fingerprint=FP)
+    out.stream.write("h\na1\n")
+    out.checkpoint(2)
+    # while the run writes, the plans written so far and the progress file are no more readable than the target
+    assert stat.S_IMODE(os.stat(partial_path(path)).st_mode) == mode
+    assert stat.S_IMODE(os.stat(sidecar_path(path)).st_mode) == mode
+    out.finish()
+    after = os.stat(path)
+    assert path.read_text() == "h\na1\n" and after.st_ino != before.st_ino
+    assert stat.S_IMODE(after.st_mode) == stat.S_IMODE(before.st_mode) == mode
