@@ -1035,6 +1035,12 @@ def _infer_kind(name: str, values: pd.Series, spec: SchemaSpec, source: str):
         levels = _coerce_levels(declared, values)
         observed = set(_python_values(values.unique()))
         missing = sorted(str(v) for v in observed - set(levels))
+        if missing and _is_boolean_column(values):
+            raise SchemaError(
+                f"Column '{name}' of {source} holds booleans (True/False) but its declared order "
+                f"({', '.join(str(v) for v in declared)}) names other levels. Declare it as [ordinal] "
+                f"{name} = [false, true] (or [\"False\", \"True\"]), lowest first."
+            )
         if missing:
             raise SchemaError(
                 f"Column '{name}' of {source} has value(s) {', '.join(missing)} that are not in its declared "
@@ -1089,8 +1095,31 @@ def whole_share(values) -> float:
     return float(np.mean(array == np.round(array))) if array.size else 1.0
 
 
+#: Texts of a declared level that mean a boolean column's values (compared without case).
+_BOOL_TEXTS = {"true": True, "false": False}
+
+
+def _is_boolean_column(values: pd.Series) -> bool:
+    """A column of booleans: bool dtype, or objects that are all booleans but for missing cells (pandas reads a
+    ``True``/``False`` column with empty cells so)."""
+    if pd.api.types.is_bool_dtype(values):
+        return True
+    if not pd.api.types.is_object_dtype(values):
+        return False
+    present = values.dropna()
+    return len(present) > 0 and all(isinstance(v, (bool, np.bool_)) for v in present.unique())
+
+
 def _coerce_levels(declared, values: pd.Series) -> list:
-    """Declared levels (strings or numbers from TOML) in the column's own type."""
+    """Declared levels (strings or numbers from TOML) in the column's own type.
+
+    A boolean column's levels are booleans: TOML ``false``/``true``, or their text in any case (``"False"``,
+    ``"true"``); other declared levels are kept as they are (and reported as not in the column's values).
+    """
+    if _is_boolean_column(values):
+        return [bool(level) if isinstance(level, bool)
+                else _BOOL_TEXTS.get(level.strip().lower(), level) if isinstance(level, str) else level
+                for level in declared]
     if pd.api.types.is_numeric_dtype(values):
         out = []
         for level in declared:

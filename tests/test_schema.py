@@ -120,3 +120,19 @@ def test_round_trip_dict(frame):
     schema = infer_schema(frame, SchemaSpec(ordinal={"savings": ("none", "little", "rich")},
                                             immutable=("job",)))
     assert Schema.from_dict(schema.to_dict()) == schema
+
+
+@pytest.mark.parametrize("declared", [(False, True), ("False", "True"), ("false", "TRUE")])
+@pytest.mark.parametrize("dtype", [bool, object])
+def test_a_boolean_column_declared_ordinal_keeps_booleans_as_levels(declared, dtype):
+    flag = pd.Series([True, False, True, False], dtype=dtype)
+    frame = pd.DataFrame({"flag": flag, "x": [1.0, 2.0, 3.0, 4.0], "label": [0, 1, 1, 0]})
+    f = infer_schema(frame, SchemaSpec(ordinal={"flag": declared}, increasing=("flag",))).feature("flag")
+    assert f.kind == "ordinal" and f.mutability == "increasing"
+    assert f.levels == (False, True) and all(type(level) is bool for level in f.levels)
+
+
+def test_a_boolean_column_declared_with_other_levels_says_how_to_declare_it():
+    frame = pd.DataFrame({"flag": [True, False, True], "label": [0, 1, 1]})
+    with pytest.raises(SchemaError, match=r"holds booleans .* flag = \[false, true\]"):
+        infer_schema(frame, SchemaSpec(ordinal={"flag": ("no", "yes")}))

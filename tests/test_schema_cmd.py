@@ -11,6 +11,7 @@ import tomllib
 import joblib
 import numpy as np
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -266,3 +267,53 @@ def test_schema_warns_when_every_feature_may_move_either_way(sample_paths):
     assert "every feature may change in either direction" in bare.stderr and "--range age=+0:+12" in bare.stderr
     assert "either direction" not in declared.stderr and "either direction" not in limited.stderr
     assert "Warning" not in bare.stdout and bare.stdout.splitlines()[0] == declared.stdout.splitlines()[0]
+
+
+def _boolean_credit(folder):
+    """Income and a True/False column the model rewards; applicants are refused rows with flag False."""
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"income": np.round(rng.uniform(10, 90, 240), 1), "flag": rng.random(240) < 0.5})
+    frame["label"] = (frame["income"] + 30 * frame["flag"] > 70).astype(int)
+    model = Pipeline([
+        ("prep", ColumnTransformer([("cat", OneHotEncoder(handle_unknown="ignore"), ["flag"]),
+                                    ("num", MinMaxScaler(), ["income"])])),
+        ("clf", LogisticRegression(C=50.0, max_iter=2000)),
+    ]).fit(frame[["income", "flag"]], frame["label"])
+    proba = model.predict_proba(frame[["income", "flag"]])[:, 1]
+    applicants = frame[["income", "flag"]][(proba < 0.3) & ~frame["flag"]].head(5)
+    paths = {"data": folder / "bool.csv", "model": folder / "bool.pkl", "applicants": folder / "bool-apps.csv",
+             "schema": folder / "bool.toml"}
+    frame.to_csv(paths["data"], index=False)
+    joblib.dump(model, paths["model"])
+    applicants.to_csv(paths["applicants"], index=False)
+    return paths, model
+
+
+def test_a_boolean_column_declared_ordinal_plans_and_round_trips(tmp_path):
+    paths, model = _boolean_credit(tmp_path)
+    for declared in ('[false, true]', '["False", "True"]'):
+        paths["schema"].write_text(f'increasing = ["flag"]\n\n[ordinal]\nflag = {declared}\n', encoding="utf-8")
+        written = tmp_path / "written.toml"
+        result = runner.invoke(app, _schema_args(paths, "--write", str(written), "--format", "csv"))
+        assert result.exit_code == 0, result.stderr
+        row = next(r for r in csv.DictReader(io.StringIO(result.stdout)) if r["column"] == "flag")
+        assert (row["kind"], row["mutability"]) == ("ordinal", "increasing")
+        assert tomllib.loads(written.read_text(encoding="utf-8"))["ordinal"]["flag"] == [False, True]
+        result = runner.invoke(app, ["plan", str(paths["data"]), "--model", str(paths["model"]), "--schema",
+                                     str(written), "--applicants", str(paths["applicants"]), "--format", "jsonl"])
+        assert result.exit_code == 0, result.stderr
+        records = [json.loads(line) for line in result.stdout.splitlines()]
+        recourses = [r for rec in records for r in rec["recourses"]]
+        assert len(records) == 5 and recourses
+        for r in recourses:
+            assert type(r["features"]["flag"]) is bool        # a level of the column, not its text or a number
+            row = pd.DataFrame([r["features"]])
+            assert model.predict_proba(row)[0, 1] == pytest.approx(r["probability"], abs=1e-6)
+            assert r["probability"] >= 0.5
+        # flag only goes up (False to True): some recourses take that step
+        assert any(r["features"]["flag"] for r in recourses)
