@@ -402,9 +402,79 @@ class Model:
             )
         if not all(isinstance(c, str) for c in rows.columns):
             rows = rows.rename(columns=str)
-        if tuple(rows.columns) == columns:
-            return rows                 # already the estimator's columns, in its order: no copy (read only)
-        return rows.loc[:, list(columns)]
+        if tuple(rows.columns) != columns:
+            rows = rows.loc[:, list(columns)]
+        categories = _pandas_categories(self.estimator)
+        if categories is not None:
+            rows = self._as_categories(rows, categories)
+        return rows                     # the estimator's columns, in its order (read only: may be the caller's)
+
+    def _as_categories(self, rows: pd.DataFrame, categories) -> pd.DataFrame:
+        """The rows with the columns a LightGBM model was trained on as pandas ``category`` columns given that
+        dtype, with the model's own categories in the model's order (LightGBM refuses text columns, and maps
+        the codes of a ``category`` column to the training categories, a value it never saw to missing)."""
+        if isinstance(categories, str):     # the model's categorical columns could not be told apart
+            text = [c for c in rows.columns if not pd.api.types.is_numeric_dtype(rows[c])
+                    and not isinstance(rows[c].dtype, pd.CategoricalDtype)]
+            if not text:
+                return rows
+            raise ModelError(f"The LightGBM model '{self.path}' was trained on pandas 'category' columns, but "
+                             f"{categories} Column(s) {_names(text)} reach it as text, which LightGBM refuses. "
+                             "Save a Pipeline that encodes the text columns itself (an OrdinalEncoder before the "
+                             "classifier), or train with every categorical column of 'category' dtype.")
+        converted = {name: pd.Categorical(rows[name].to_numpy(dtype=object), categories=levels)
+                     for name, levels in categories.items()
+                     if name in rows.columns and not isinstance(rows[name].dtype, pd.CategoricalDtype)}
+        return rows.assign(**converted) if converted else rows     # a new frame: the caller's is left as is
+
+
+_CATEGORIES = weakref.WeakKeyDictionary()       # estimator -> _find_pandas_categories(estimator)
+_NO_CATEGORIES = object()
+
+
+def _pandas_categories(estimator):
+    """A LightGBM model's pandas categories, ``{column: categories}`` (found once per estimator); a sentence
+    saying why they cannot be matched to its columns; or None (not such a model)."""
+    if not type(estimator).__module__.startswith("lightgbm"):
+        return None
+    try:
+        found = _CATEGORIES.get(estimator, _NO_CATEGORIES)
+    except TypeError:                               # not weakly referenceable: found again each call
+        return _find_pandas_categories(estimator)
+    if found is _NO_CATEGORIES:
+        found = _find_pandas_categories(estimator)
+        try:
+            _CATEGORIES[estimator] = found
+        except TypeError:
+            pass
+    return found
+
+
+def _find_pandas_categories(estimator):
+    """``{column: categories}`` of the columns a LightGBM model was trained on as pandas ``category`` columns.
+
+    The booster keeps the categories of those columns (``pandas_categorical``), in the order of the columns,
+    but not their names: they are the model's categorical features (those whose feature information lists
+    category codes) when there are as many; otherwise, when the model also has integer-coded categorical
+    features, the ones that frpd cannot tell apart are reported as a sentence (see :meth:`Model._prepare`).
+    """
+    try:
+        booster = estimator.booster_
+        levels = booster.pandas_categorical
+    except Exception:           # not fitted, or not a scikit-learn LightGBM classifier: nothing to convert
+        return None
+    if not levels:
+        return None
+    try:
+        names = [str(n) for n in booster.feature_name()]
+        infos = booster.dump_model(num_iteration=1)["feature_infos"]   # one tree: only the header is needed
+    except Exception:
+        return "frpd could not read which of its columns they were."
+    categorical = [n for n in names if isinstance(infos.get(n), dict) and infos[n].get("values")]
+    if len(categorical) != len(levels):
+        return (f"its {len(categorical)} categorical feature(s) ({_names(categorical)}) are not the "
+                f"{len(levels)} column(s) it kept categories for, so frpd cannot tell which columns they were.")
+    return {name: list(values) for name, values in zip(categorical, levels)}
 
 
 def score_columns(model, columns: dict) -> np.ndarray:

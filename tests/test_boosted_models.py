@@ -105,3 +105,53 @@ def test_skops_refuses_boosted_types_until_trusted(sample_paths, boosted):
     from_skops = _plan(sample_paths, boosted["skops"], *flags)
     assert from_skops.exit_code == 0, from_skops.stderr
     assert from_skops.stdout == _plan(sample_paths, boosted["pkl"]).stdout
+
+
+def _category_frame(frame):
+    typed = frame.copy()
+    for column in CATEGORICAL:
+        typed[column] = typed[column].astype("category")
+    return typed
+
+
+def _lightgbm_on_categories(sample_paths, tmp_path, **fit):
+    lightgbm = pytest.importorskip("lightgbm", reason="lightgbm is not installed (dev extra)")
+    credit = pd.read_csv(sample_paths["data"])
+    typed = _category_frame(credit[FEATURES])
+    classifier = lightgbm.LGBMClassifier(n_estimators=40, num_leaves=15, n_jobs=1, random_state=0, verbose=-1)
+    classifier.fit(typed, credit["label"], **fit)
+    path = tmp_path / "lgbm-categories.pkl"
+    joblib.dump(classifier, path)
+    return classifier, path, credit[FEATURES]
+
+
+def test_lightgbm_trained_on_category_columns_scores_text_columns_as_its_categories(sample_paths, tmp_path):
+    classifier, path, raw = _lightgbm_on_categories(sample_paths, tmp_path)
+    with pytest.raises(ValueError):
+        classifier.predict_proba(raw)           # LightGBM itself refuses the text columns frpd reads
+    model = load_model(path, favorable=1, feature_names=FEATURES)
+    # oracle: the model's own probabilities on the frame typed as it was trained
+    expected = classifier.predict_proba(_category_frame(raw))[:, list(classifier.classes_).index(1)]
+    got = model.favorable_probability(raw)
+    assert np.array_equal(got, expected)
+    # a subset of rows in another order, whose columns hold fewer levels: the codes are still the model's
+    subset = raw.iloc[[7, 3, 1999]].reset_index(drop=True)
+    assert np.array_equal(model.favorable_probability(subset), expected[[7, 3, 1999]])
+    assert np.array_equal(model.favorable_probability(_category_frame(raw)), expected)
+    result = _plan(sample_paths, path)
+    assert result.exit_code == 0, result.stderr
+    rows = [r for r in csv.DictReader(io.StringIO(result.stdout)) if r["status"] == "ok"]
+    assert rows
+    recourses = pd.DataFrame([{c: r[c] for c in FEATURES} for r in rows]).astype(
+        {"age": np.int64, "duration": np.int64, "credit_amount": float})
+    proba = classifier.predict_proba(_category_frame(recourses))      # LightGBM maps them to its categories
+    assert np.all(proba[:, 1] >= 0.5)
+    assert np.allclose(proba[:, 1], [float(r["probability"]) for r in rows], atol=1e-6)
+
+
+def test_lightgbm_whose_category_columns_cannot_be_told_apart_names_the_cause(sample_paths, tmp_path):
+    # duration is an integer-coded categorical feature as well: four category columns, five categorical features
+    _, path, raw = _lightgbm_on_categories(sample_paths, tmp_path, categorical_feature=[*CATEGORICAL, "duration"])
+    model = load_model(path, favorable=1, feature_names=FEATURES)
+    with pytest.raises(ModelError, match=r"trained on pandas 'category' columns.*OrdinalEncoder"):
+        model.favorable_probability(raw.head(3))
