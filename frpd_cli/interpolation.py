@@ -276,19 +276,16 @@ def interpolate_linear(
     # A bracket shorter than tol can still span a wide stretch of a feature's raw values where the training
     # values are sparse (the effort scale's gaps: a bracket between the last ordinary income and a few outliers),
     # so closed brackets are checked in raw units and bisected further where they are too wide (tols).
-    tols, recheck = np.full(n, tol), np.flatnonzero(found)
-    for round_ in range(RAW_ROUNDS + 1):
-        while True:
-            active = np.flatnonzero(hi - lo > tols)
-            if active.size == 0:
-                break
-            bisect_twice(active)
-            calls += 1
-        if round_ == RAW_ROUNDS:
+    refine = RawRefinement(encoder, tol, n, ends, np.flatnonzero(found))
+    tols = refine.tols
+    while True:
+        active = np.flatnonzero(hi - lo > tols)
+        if active.size == 0:
+            if refine.again(lo, hi):
+                continue
             break
-        recheck = narrow_wide(encoder, tols, lo, hi, tol, recheck, ends)
-        if recheck.size == 0:
-            break
+        bisect_twice(active)
+        calls += 1
     # Each column holds values of one type (its feature's levels or numbers, and the applicants' own values), so
     # pandas gives the chosen rows the dtype it would give the whole grid.
     best_rows = pd.DataFrame(best)
@@ -338,21 +335,34 @@ def raw_excess(encoder: Encoder, low: dict, high: dict, tol: float) -> np.ndarra
     return ratio
 
 
-def narrow_wide(encoder: Encoder, tols: np.ndarray, lo: np.ndarray, hi: np.ndarray, tol: float, rows: np.ndarray,
-                ends) -> np.ndarray:
-    """Narrow the tolerance ``tols`` of the closed brackets ``[lo, hi]`` of ``rows`` that are too wide in raw units
-    (:func:`raw_excess`), to the width that makes them fine where the decoded values are linear in t; return the
-    rows narrowed (the ones to check again once their brackets are closed).
+class RawRefinement:
+    """The tolerance of each bracket of a search on segments, narrowed where a closed bracket is too wide in raw
+    units (:func:`raw_excess`), round after round (at most :data:`RAW_ROUNDS`).
 
-    ``ends(rows)`` gives the decoded rows at ``lo`` and ``hi`` of ``rows``.
+    ``tols`` starts at ``tol`` for each of ``n`` brackets; when a search has closed every bracket (``hi - lo <=
+    tols``), :meth:`again` narrows the ``tols`` of those still too wide, to the width that makes them fine where
+    the decoded values are linear in t, and says whether the search must go on. Each round checks only the
+    brackets narrowed in the round before. ``ends(rows)`` gives the decoded rows at ``lo`` and ``hi`` of the
+    brackets ``rows``.
     """
-    rows = rows[hi[rows] > lo[rows]]
-    if rows.size == 0:
-        return rows
-    ratio = raw_excess(encoder, *ends(rows), tol)
-    rows, ratio = rows[ratio > 1], ratio[ratio > 1]
-    tols[rows] = np.maximum((hi[rows] - lo[rows]) / (2.0 * ratio), _TOL_FLOOR)
-    return rows
+
+    def __init__(self, encoder: Encoder, tol: float, n: int, ends, rows: np.ndarray | None = None):
+        self.encoder, self.tol, self.ends = encoder, tol, ends
+        self.tols = np.full(n, tol)
+        self._check = np.arange(n) if rows is None else rows
+        self._rounds = 0
+
+    def again(self, lo: np.ndarray, hi: np.ndarray) -> bool:
+        if self._rounds == RAW_ROUNDS:
+            return False
+        self._rounds += 1
+        rows = self._check[hi[self._check] > lo[self._check]]
+        if rows.size:
+            ratio = raw_excess(self.encoder, *self.ends(rows), self.tol)
+            rows, ratio = rows[ratio > 1], ratio[ratio > 1]
+            self.tols[rows] = np.maximum((hi[rows] - lo[rows]) / (2.0 * ratio), _TOL_FLOOR)
+        self._check = rows
+        return rows.size > 0
 
 
 # --------------------------------------------------------------------------

@@ -94,7 +94,7 @@ import pandas as pd
 from ._frames import frame_of
 from .encoding import Encoder, _level_dtype
 from .exceptions import InputError
-from .interpolation import RAW_ROUNDS, decode_from, keep_rules, narrow_wide
+from .interpolation import RawRefinement, decode_from, keep_rules
 from .model import score_columns
 
 __all__ = ["SparseResult", "sparsify_recourses", "changed_features", "COST_FACTOR", "MinimalResult", "minimal_recourses"]
@@ -716,18 +716,14 @@ class _SmallSupports:
             return [self.columns(self.cand_seg[c], self.cand_sup[c], t, self.cand_lfeat[c], self.cand_level[c])[0]
                     for t in (lo[rows], hi[rows])]
 
-        # narrowed where a closed bracket is too wide in raw units (interpolation.raw_excess)
-        tols, recheck, rounds = np.full(idx.size, self.tol), np.arange(idx.size), 0
+        refine = RawRefinement(self.encoder, self.tol, idx.size, ends)    # brackets wide in raw units go on
+        tols = refine.tols
         while True:
             open_ = np.flatnonzero(hi - lo > tols)
             if open_.size == 0:
-                if rounds == RAW_ROUNDS:
-                    break
-                rounds += 1
-                recheck = narrow_wide(self.encoder, tols, lo, hi, self.tol, recheck, ends)
-                if recheck.size == 0:
-                    break
-                continue
+                if refine.again(lo, hi):
+                    continue
+                break
             c = idx[open_]
             width = hi[open_] - lo[open_]
             t = (lo[open_, None] + width[:, None] * steps[None, :]).reshape(-1)
@@ -1039,13 +1035,12 @@ class _Search:
             return
         lo = np.zeros(segs.size)
         hi = self.t_hi[segs].copy()
-        # narrowed where a closed bracket is too wide in raw units (interpolation.raw_excess)
-        tols, recheck, rounds = np.full(segs.size, self.tol), np.arange(segs.size), 0
-
         def ends(rows):
             s = segs[rows]
             return self._decode(s, self._point(s, support[rows], lo[rows]))[0], self.best.frame(s)
 
+        refine = RawRefinement(self.encoder, self.tol, segs.size, ends)    # brackets wide in raw units go on
+        tols = refine.tols
         # t = 0: the categorical changes alone (rows without categorical changes are the applicant: skip)
         first = (support & self.is_cat).any(axis=1)
         candidates = [(np.flatnonzero(first), np.zeros(int(first.sum())))]
@@ -1054,13 +1049,9 @@ class _Search:
             if where is None:
                 where = np.flatnonzero(hi - lo > tols)
                 if where.size == 0:
-                    if rounds == RAW_ROUNDS:
-                        break
-                    rounds += 1
-                    recheck = narrow_wide(self.encoder, tols, lo, hi, self.tol, recheck, ends)
-                    if recheck.size == 0:
-                        break
-                    continue
+                    if refine.again(lo, hi):
+                        continue
+                    break
                 t = 0.5 * (lo[where] + hi[where])
             if where.size == 0:
                 continue
