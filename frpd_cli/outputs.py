@@ -123,7 +123,8 @@ def default_file_mode() -> int:
 
 def replaced_file_mode(path, *, follow_symlinks: bool = True) -> int:
     """Permission bits for a file about to replace ``path``: those of ``path`` when it is a regular file (a
-    user's 0600 plans file stays 0600), else :func:`default_file_mode`.
+    user's 0600 plans file stays 0600; its setuid, setgid and sticky bits are dropped), else
+    :func:`default_file_mode`.
 
     ``follow_symlinks=False`` when the rename replaces a symlink at ``path`` itself rather than its target.
     """
@@ -131,7 +132,8 @@ def replaced_file_mode(path, *, follow_symlinks: bool = True) -> int:
         st = os.stat(path, follow_symlinks=follow_symlinks)
     except (OSError, ValueError):
         return _NEW_FILE_MODE
-    return stat.S_IMODE(st.st_mode) if stat.S_ISREG(st.st_mode) else _NEW_FILE_MODE
+    # the read, write and execute bits only: a setuid, setgid or sticky bit is not handed to new contents
+    return stat.S_IMODE(st.st_mode) & 0o777 if stat.S_ISREG(st.st_mode) else _NEW_FILE_MODE
 
 
 # ---------------------------------------------------------------------------- signals

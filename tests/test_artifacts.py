@@ -596,3 +596,14 @@ def test_atomic_write_bytes_keeps_the_mode_of_the_file_it_replaces(tmp_path, mod
     after = os.stat(path)
     assert path.read_bytes() == b"new" and after.st_ino != before.st_ino       # a new file took its place
     assert stat.S_IMODE(after.st_mode) == stat.S_IMODE(before.st_mode) == mode
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX permission bits")
+def test_atomic_write_bytes_hands_no_setuid_bit_to_new_contents(tmp_path):
+    path = tmp_path / "tool"
+    path.write_bytes(b"old")
+    os.chmod(path, 0o4755 | stat.S_ISGID)
+    if not stat.S_IMODE(os.stat(path).st_mode) & stat.S_ISUID:
+        pytest.skip("this file system keeps no setuid bit")
+    atomic_write_bytes(path, b"new")
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o755
