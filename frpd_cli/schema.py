@@ -966,17 +966,22 @@ def move_span(values) -> float:
     >>> move_span(list(range(1000)) + [1e6])       # one outlier: twice the central range, not a million
     1980.0
     """
-    numbers = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+    numbers = pd.to_numeric(values if isinstance(values, pd.Series) else pd.Series(values), errors="coerce")
+    numbers = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
     numbers = numbers[np.isfinite(numbers)]
     if numbers.size == 0:
         return math.nan
-    span = float(numbers.max() - numbers.min())
+    least, most = float(numbers.min()), float(numbers.max())
+    span = most - least
     tail = (1.0 - CENTRAL_SHARE) / 2.0
     low, high = np.quantile(numbers, [tail, 1.0 - tail])
-    central = float(high - low)
-    if np.unique(numbers[(numbers >= low) & (numbers <= high)]).size < 3:
+    if high - low >= span / OUTLIER_FACTOR:
+        return span     # the cap does not bind (spread values): no need to look closer
+    inside = numbers[(numbers >= low) & (numbers <= high)]
+    first, last = inside.min(), inside.max()
+    if not (first < last and np.any((inside > first) & (inside < last))):
         return span     # one or two values hold the middle (a flag, a count that is almost always 0): no spread
-    return min(span, OUTLIER_FACTOR * central)
+    return OUTLIER_FACTOR * float(high - low)
 
 
 def _with_max_levels(feature: Feature, share: float) -> Feature:
