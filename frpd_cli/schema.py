@@ -833,7 +833,9 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
         for name in getattr(spec, key):
             check_exists(name, key if key != "exclude" else "as excluded", _FLAG_OF.get(key))
             if name == target:
-                raise SchemaError(f"Column '{name}' is the target; it cannot also be declared {key}.")
+                message = f"Column '{name}' is the target; it cannot also be declared {key}."
+                flag = _FLAG_OF.get(key)        # from a flag a usage error (exit 2), from the file an input error
+                raise DeclarationError(flag, name, message) if flag else SchemaError(message)
     for name in spec.ordinal:
         check_exists(name, "ordinal")
     for key, option, names in (("vary", "--vary", spec.vary), ("with a range", "--range", spec.ranges),

@@ -815,3 +815,26 @@ def test_os_errors_without_a_file_name_the_failure(sample_paths, tmp_path, monke
     _assert_error(result, output, "ConnectionRefusedError", "Connection refused")
     assert "unexpected" not in result.stderr
     assert "--scheduler" not in result.stderr            # raised by frpd's own code: no Dask scheduler involved
+
+
+@pytest.mark.parametrize("command", ["plan", "schema"])
+@pytest.mark.parametrize("flag", ["--immutable", "--increasing", "--categorical"])
+def test_the_target_named_by_a_flag_is_a_usage_error(sample_paths, reviewed, tmp_path, command, flag):
+    # --vary label exited 2 and --immutable label 1; both are a bad option value
+    out = tmp_path / "out"
+    out.mkdir()
+    result = runner.invoke(app, [*_command(command, sample_paths, reviewed, out), flag, "label"])
+    assert result.exit_code == 2, (result.exit_code, result.stderr)
+    assert result.stdout == "" and list(out.iterdir()) == []
+    assert f"Error: Invalid value for '{flag}': Column 'label' is the target" in result.stderr
+
+
+def test_the_target_declared_immutable_in_the_schema_file_stays_an_input_error(sample_paths, tmp_path):
+    schema = tmp_path / "schema.toml"
+    schema.write_text(sample_paths["schema"].read_text(encoding="utf-8").replace(
+        'immutable = ["personal_status"]', 'immutable = ["personal_status", "label"]'), encoding="utf-8")
+    assert '"label"]' in schema.read_text(encoding="utf-8")
+    result = runner.invoke(app, ["schema", str(sample_paths["data"]), "--schema", str(schema)])
+    assert result.exit_code == 1, (result.exit_code, result.stderr)
+    assert "Column 'label' is the target; it cannot also be declared immutable." in result.stderr
+    assert "Invalid value" not in result.stderr
