@@ -814,6 +814,11 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
         if name not in columns:
             message = (f"Column '{name}' (declared {role}) is not in {source}.{did_you_mean(name, columns)} The "
                        f"columns are: {existing}.")
+            parts = [p.strip() for p in str(name).split(",")]
+            if len(parts) > 1 and all(p in columns for p in parts):     # --immutable age,race: a list in one value
+                listed = ", ".join(f'"{p}"' for p in parts)
+                flags = f"{' '.join(f'{option} {p}' for p in parts)} on the command line, or " if option else ""
+                message += f" To declare several columns, name each on its own: {flags}[{listed}] in the schema file."
             # a role a command-line flag declares: the command line tells a flag's column from the file's
             raise SchemaError(message) if option is None else DeclarationError(option, name, message)
 

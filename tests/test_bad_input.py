@@ -838,3 +838,21 @@ def test_the_target_declared_immutable_in_the_schema_file_stays_an_input_error(s
     assert result.exit_code == 1, (result.exit_code, result.stderr)
     assert "Column 'label' is the target; it cannot also be declared immutable." in result.stderr
     assert "Invalid value" not in result.stderr
+
+
+def test_a_comma_list_in_one_flag_value_says_to_repeat_the_flag(sample_paths, reviewed, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    result = runner.invoke(app, [*_command("plan", sample_paths, reviewed, out), "--immutable", "age,housing"])
+    assert result.exit_code == 2 and result.stdout == ""
+    assert ("name each on its own: --immutable age --immutable housing on the command line, or "
+            '["age", "housing"] in the schema file') in result.stderr
+
+
+def test_a_comma_list_in_one_schema_file_string_says_to_split_it(sample_paths, tmp_path):
+    schema = tmp_path / "schema.toml"
+    schema.write_text(sample_paths["schema"].read_text(encoding="utf-8").replace(
+        'immutable = ["personal_status"]', 'immutable = ["personal_status,housing"]'), encoding="utf-8")
+    result = runner.invoke(app, ["schema", str(sample_paths["data"]), "--schema", str(schema)])
+    assert result.exit_code == 1
+    assert '["personal_status", "housing"] in the schema file' in result.stderr
