@@ -6,7 +6,7 @@ from __future__ import annotations
 __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
            "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
            "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints",
-           "range_outside_warning"]
+           "range_outside_warning", "outlier_bound_note"]
 
 
 def _plain(value):

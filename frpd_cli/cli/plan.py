@@ -35,15 +35,15 @@ __all__ = ["check_provenance_output", "check_run_options", "plan_command", "run_
 PROGRESS_STEPS = 5
 PROGRESS_MIN_TASK = 25
 
-_REASON_KEY = re.compile(r"\d+ (differ in|have lower|have higher|are outside the range of|move) ([^ (;,]+)")
-
-
-#: The rule behind each way a reason counts removed candidates, in words for the summary.
-_RULES = {"differ in": "most limited by {}, which may not change",
-          "have lower": "most limited by {}, which may only increase",
-          "have higher": "most limited by {}, which may only decrease",
-          "are outside the range of": "most limited by the range of {}",
-          "move": "most limited by how far {} may move (--max-move)"}
+#: How a candidate shortfall's reason (``frpd_cli.candidates.exclusions``) words each rule that removed
+#: candidates: the rule's kind (what the hints say to relax) and, in words, the summary's label.
+_RULE_PHRASES = {"differ in": ("immutable", "most limited by {}, which may not change"),
+                 "have lower": ("increasing", "most limited by {}, which may only increase"),
+                 "have higher": ("decreasing", "most limited by {}, which may only decrease"),
+                 "are outside the range of": ("range", "most limited by the range of {}"),
+                 "move": ("max-move", "most limited by how far {} may move (--max-move)")}
+_PHRASES = "|".join(re.escape(phrase) for phrase in _RULE_PHRASES)
+_REASON_KEY = re.compile(rf"\d+ ({_PHRASES}) ([^ (;,]+)")
 
 
 def _reason_key(reason: str | None) -> str:
@@ -53,7 +53,7 @@ def _reason_key(reason: str | None) -> str:
         return "no reason given"
     match = _REASON_KEY.search(reason)
     if match:
-        return _RULES[match.group(1)].format(match.group(2))
+        return _RULE_PHRASES[match.group(1)][1].format(match.group(2))
     # the reason's first clause without its leading count ("3 recourse(s) dropped: ..." -> "recourse(s) dropped"):
     # the summary puts the number of applicants in front of it; a clause ends at ":", ";" or a parenthesis
     return re.sub(r"^\d+ ", "", re.split(r"[:;]| \(", reason)[0])[:60]
@@ -270,9 +270,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
 #: The first (largest) count of a candidate shortfall's reason (``frpd_cli.candidates``): how many of the
 #: favourable training rows one rule removed, the rule and the feature (matched against the feature names, which
 #: may hold spaces), and a range's text in parentheses.
-_CAUSE = r"of (\d+) favourable training rows, (\d+) (differ in|have lower|have higher|are outside the range of|move) "
-_RULE_KINDS = {"differ in": "immutable", "have lower": "increasing", "have higher": "decreasing",
-               "are outside the range of": "range", "move": "max-move"}
+_CAUSE = rf"of (\d+) favourable training rows, (\d+) ({_PHRASES}) "
 
 
 class _CauseTally:
@@ -292,7 +290,7 @@ class _CauseTally:
             self.n_other += 1
             return
         n_pool, removed, rule, feature, detail = match.groups()
-        key = (_RULE_KINDS[rule], feature)
+        key = (_RULE_PHRASES[rule][0], feature)
         if key in self._groups:
             self._groups[key]["n"] += 1
         else:
