@@ -157,13 +157,18 @@ def test_table_and_model_summary(sample_paths):
     assert "favourable class 1 of the model's classes 0, 1" in " ".join(out.split())
 
 
-def test_machine_formats_put_the_model_summary_on_stderr(sample_paths):
+def test_machine_formats_put_the_model_summary_on_stderr(sample_paths, tmp_path):
     result = runner.invoke(app, _schema_args(sample_paths, "--model", str(sample_paths["model"]), "--format",
                                              "jsonl"))
     assert result.exit_code == 0
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [r["column"] for r in records] == list(pd.read_csv(sample_paths["data"], nrows=0).columns)
     assert "accepts" in result.stderr and "accepts" not in result.stdout
+    # one sentence with one full stop, also when the schema file's name follows
+    assert result.stderr.rstrip("\n").endswith("labelled favourable).") and ".." not in result.stderr
+    written = runner.invoke(app, _schema_args(sample_paths, "--model", str(sample_paths["model"]), "--format",
+                                              "jsonl", "--write", str(tmp_path / "w.toml")))
+    assert written.exit_code == 0 and "labelled favourable); schema written to" in written.stderr
     quiet = runner.invoke(app, _schema_args(sample_paths, "--format", "jsonl", "--quiet"))
     assert quiet.exit_code == 0 and quiet.stderr == "" and quiet.stdout == "".join(
         line + "\n" for line in runner.invoke(app, _schema_args(sample_paths, "--format", "jsonl")).stdout.splitlines())

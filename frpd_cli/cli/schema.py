@@ -158,7 +158,7 @@ def schema_command(
         if not quiet:
             parts = [f"{len(report.schema.features)} feature(s) of {report.n_rows} row(s)"]
             if accepted is not None and fmt_ != "table":
-                parts.append(accepted)
+                parts.append(accepted.removesuffix("."))     # one sentence: its full stop comes last
             if write is not None and not write_to_stdout:
                 parts.append(f"schema written to '{write}' (use it with --schema)")
             echo_err("; ".join(parts) + ".")
