@@ -1400,6 +1400,8 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
 
 def _range_text(f, raw0) -> str:
     if f.is_categorical:
+        if not f.allowed:               # only levels of missing information withheld
+            return "any level but " + " or ".join(str(v) for v in f.withheld) + ", which records missing information"
         return ", ".join(str(v) for v in f.allowed)
     if f.is_relative:
         low, high = f.bounds(float(raw0[f.name]))

@@ -60,7 +60,9 @@ __all__ = [
     "LEVELS_SHOWN",
     "levels_list",
     "many_level_features",
+    "missing_like_levels",
     "location_like_features",
+    "unordered_scale_features",
     "ranges_outside_training",
     "WHOLE_SHARE",
     "whole_share",
@@ -170,6 +172,13 @@ class Feature:
         from the applicant's level, either way (``--max-move``: the share of
         the steps between its lowest and highest level, rounded up, at least
         one; ``None``: no such bound, or one that allows every level).
+    withheld : tuple
+        Unordered categorical features: levels that record missing
+        information (``Unknown``, ``Other/Unknown``: :func:`missing_like_levels`),
+        which a recourse does not move the feature to (an applicant already
+        there may stay): advice to withhold information is no recourse. Set by
+        frpd's planning commands when the user declared no ``--range`` for the
+        feature (:attr:`SchemaSpec.withhold_missing`).
     """
 
     name: str
@@ -186,11 +195,13 @@ class Feature:
     max_move: float | None = None
     max_move_share: float | None = None
     max_levels: int | None = None
+    withheld: tuple = ()
 
     @property
     def has_range(self) -> bool:
-        """Whether the values a recourse may take are limited (``--range``, absolute or relative, or ``--max-move``)."""
-        return self.has_declared_range or self.max_move is not None
+        """Whether the values a recourse may take are limited (``--range``, absolute or relative, ``--max-move``, or
+        levels of missing information withheld)."""
+        return self.has_declared_range or self.max_move is not None or bool(self.withheld)
 
     @property
     def has_declared_range(self) -> bool:
@@ -267,12 +278,14 @@ class Feature:
         ok : ndarray of bool, shape (n,)
         """
         if self.is_categorical:
-            if not self.allowed:
+            if not self.allowed and not self.withheld:
                 return np.ones(len(values), dtype=bool)
             from .encoding import category_key
 
             keys = {category_key(v) for v in self.allowed}
-            return np.array([category_key(v) in keys for v in values], dtype=bool)
+            withheld = {category_key(v) for v in self.withheld}
+            return np.array([(not keys or category_key(v) in keys) and category_key(v) not in withheld
+                             for v in values], dtype=bool)
         array = np.asarray(values, dtype=np.float64)
         ok = np.ones(array.shape[0], dtype=bool)
         if self.low is not None:
@@ -333,6 +346,8 @@ class Feature:
             out["range"] = [self.low, self.high]
         if self.allowed:
             out["allowed"] = list(self.allowed)
+        if self.withheld:
+            out["withheld"] = list(self.withheld)
         if self.rel_low is not None or self.rel_high is not None:
             out["relative"] = [self.rel_low, self.rel_high, "%" if self.rel_percent else "+"]
         if self.max_move is not None:
@@ -405,7 +420,8 @@ class Schema:
                         rel_percent=(f.get("relative") or [None, None, "+"])[2] == "%",
                         max_move=(f.get("max_move") or [None, None])[0],
                         max_move_share=(f.get("max_move") or f.get("max_levels") or [None, None])[1],
-                        max_levels=(f.get("max_levels") or [None, None])[0])
+                        max_levels=(f.get("max_levels") or [None, None])[0],
+                        withheld=tuple(f.get("withheld", ())))
                 for f in data["features"]
             )
             return cls(features=features, target=data["target"], favorable=data["favorable"],
@@ -437,6 +453,9 @@ class SchemaSpec:
     max_move: float | None = None
     #: per feature, over ``max_move`` (``math.inf``: none)
     max_moves: dict = field(default_factory=dict)
+    #: whether an unordered categorical feature that may change and has no declared ``--range`` keeps recourses
+    #: off its levels of missing information (``Feature.withheld``; frpd's planning commands)
+    withhold_missing: bool = False
 
     def __post_init__(self):
         for key in (*_MUTABILITY_KEYS, *_KIND_KEYS, "vary"):
@@ -907,6 +926,8 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
                           weight=check_weight(name, spec.weights.get(name, 1.0)))
         if name in spec.ranges:
             feature = parse_range(feature, spec.ranges[name])
+        elif spec.withhold_missing and kind == "categorical" and mutability != "immutable":
+            feature = _withholding_missing(feature)
         if name in spec.max_moves:
             _check_own_max_move(feature, spec.max_moves[name])
         feature = _with_max_move(feature, values, spec.max_moves.get(name, spec.max_move), source)
@@ -915,6 +936,48 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
     favorable = spec.favorable if spec.favorable is not None else 1
     favorable = _json_scalar(parse_favorable(favorable, frame[target]))
     return Schema(features=tuple(features), target=target, favorable=favorable, id_column=spec.id_column)
+
+
+#: Words of a categorical level that say the value was not recorded (``Unknown``, ``Other/Unknown``).
+_MISSING_WORDS = frozenset({"unknown", "unknowns", "missing", "unspecified", "undisclosed", "unrecorded",
+                            "undeclared", "unreported", "unstated", "unk"})
+#: Whole levels, in words, that say so (``n/a``, ``Not stated``, ``prefer not to say``).
+_MISSING_PHRASES = frozenset({"?", "n/a", "n a", "na", "not available", "not applicable", "not stated", "not known",
+                              "not given", "not reported", "not specified", "not recorded", "not declared",
+                              "no answer", "no response", "none given", "prefer not to say", "declined",
+                              "declined to answer", "refused"})
+
+
+def missing_like_levels(levels) -> tuple:
+    """The levels that record missing information rather than a value: a word such as ``unknown``, ``missing`` or
+    ``unspecified`` (``Other/Unknown``, ``UNKNOWN``), or a whole level such as ``?``, ``n/a``, ``Not stated`` or
+    ``prefer not to say``.
+
+    Examples
+    --------
+    >>> missing_like_levels(["Private", "Other/Unknown", "Self-Employed"])
+    ('Other/Unknown',)
+    >>> missing_like_levels(["primary", "secondary", "unknown", "?", "Not stated", "none", "known"])
+    ('unknown', '?', 'Not stated')
+    """
+    out = []
+    for level in levels:
+        text = " ".join(str(level).split()).lower()
+        words = _name_words(text)
+        if text in _MISSING_PHRASES or " ".join(words) in _MISSING_PHRASES or _MISSING_WORDS.intersection(words):
+            out.append(level)
+    return tuple(out)
+
+
+def _withholding_missing(feature: Feature) -> Feature:
+    """``feature`` with its levels of missing information withheld from recourses, when it has any and another
+    level besides."""
+    from dataclasses import replace
+
+    withheld = missing_like_levels(feature.levels)
+    if not withheld or len(withheld) == len(feature.levels):
+        return feature
+    return replace(feature, withheld=withheld)
 
 
 def _check_own_max_move(feature: Feature, share: float) -> None:
@@ -1541,10 +1604,41 @@ def many_level_features(schema: Schema, *, max_levels: int = MANY_LEVELS) -> lis
     for f in schema.features:
         if f.kind != "categorical" or f.mutability == "immutable":
             continue
-        n_levels = len(f.allowed) if f.allowed else len(f.levels)
+        n_levels = len(f.allowed) if f.allowed else len(f.levels) - len(f.withheld)
         if n_levels > max_levels:
             out.append((f.name, n_levels))
     return out
+
+
+#: Words of a column name that name a scale of attainment: its levels have an order (a degree is above a school
+#: certificate), which an unordered categorical feature does not know.
+_SCALE_WORDS = frozenset({"education", "educational", "degree", "degrees", "qualification", "qualifications",
+                          "schooling", "diploma", "bildung", "bildungsabschluss", "ausbildung", "formation",
+                          "diplome", "educacion", "escolaridad", "istruzione", "escolaridade"})
+
+
+def unordered_scale_features(schema: Schema, *, vary=()) -> list[str]:
+    """Unordered categorical features free to change whose names say their levels have an order (``education``,
+    ``degree``, ``qualification``, as whole words of the name): a recourse may move them down a level (Bachelors to
+    HS-grad), and every move costs the same (HS-grad to Doctorate as much as HS-grad to Some-college).
+
+    As :func:`sensitive_like_features`, a feature is reported when nothing was declared about it (mutability
+    ``free``, no ``--range``, not listed in ``vary``); an ordinal (``[ordinal]`` in the schema file) is not.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"education": ["a", "b"], "highest_degree": ["x", "y"], "degrees_c": [1.0, 2.0],
+    ...                    "educated_guess": ["u", "v"], "label": [0, 1]})
+    >>> unordered_scale_features(infer_schema(df))
+    ['education', 'highest_degree']
+    >>> unordered_scale_features(infer_schema(df, SchemaSpec(ordinal={"education": ["a", "b"]})))
+    ['highest_degree']
+    """
+    declared = set(vary)
+    return [f.name for f in schema.features
+            if f.kind == "categorical" and f.mutability == "free" and not f.has_declared_range
+            and f.name not in declared and _SCALE_WORDS.intersection(_name_words(f.name))]
 
 
 def location_like_features(schema: Schema, *, vary=()) -> list[str]:
@@ -1761,6 +1855,7 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
     id_like = id_like_columns(complete, schema)
     sensitive, ages = sensitive_like_features(schema, vary=spec.vary)
     decimals = column_decimals(complete, schema)
+    scales = set(unordered_scale_features(schema, vary=spec.vary))
     rows = []
     for name in columns:
         values = frame[name]
@@ -1787,6 +1882,11 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
                 row["note"] = "protected characteristic? declare it immutable"
             elif name in ages:
                 row["note"] = "an age? declare it increasing"
+            elif name in scales:
+                row["note"] = "a scale? declare its order ([ordinal]) and increasing"
+            elif f.withheld:
+                row["note"] = (f"no recourse moves it to {', '.join(map(str, f.withheld))} (missing information; "
+                               "a --range listing it allows it)")
         elif name == schema.target:
             classes = sorted(_python_values(values.dropna().unique()), key=_sort_key)
             row.update(role="target", levels=classes,

@@ -568,7 +568,7 @@ class _SmallSupports:
             start, stop = int(self.encoder.offsets[j]), int(self.encoder.offsets[j + 1])
             mine = np.argmax(self.X0[segs, start:stop], axis=1)
             levels = np.arange(stop - start)
-            allowed = f.in_range(self.levels[j]) if f.allowed else np.ones(levels.size, dtype=bool)
+            allowed = f.in_range(self.levels[j]) if f.allowed or f.withheld else np.ones(levels.size, dtype=bool)
             ok = (levels[None, :] != mine[:, None]) & allowed[None, :]
             if f.mutability == "increasing":
                 ok &= levels[None, :] > mine[:, None]

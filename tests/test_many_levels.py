@@ -167,3 +167,30 @@ def test_an_identifier_gets_the_identifier_warning_only(zips, tmp_path):
     assert [line for line in result.stderr.splitlines() if "'ref'" in line and "like an identifier" in line]
     levels = _levels_warnings(result.stderr)
     assert len(levels) == 1 and "'zip'" in levels[0] and "'ref'" not in levels[0]
+
+
+def test_a_scale_without_an_order_is_named(tmp_path):
+    from frpd_cli.schema import unordered_scale_features
+
+    names = {"education": True, "Highest Degree": True, "qualifications": True, "education_num": False,
+             "educated": False, "degrees_celsius": False, "job": False}
+    frame = pd.DataFrame({n: ["a", "b", "c", "a"] for n in names} | {"label": [0, 1, 0, 1]})
+    frame["education_num"] = [1, 2, 3, 1]
+    frame["degrees_celsius"] = [1.0, 2.0, 3.0, 1.5]
+    assert unordered_scale_features(infer_schema(frame)) == ["education", "Highest Degree"] + ["qualifications"]
+    declared = SchemaSpec(ordinal={"education": ["a", "b", "c"]}, immutable=("qualifications",),
+                          ranges={"Highest Degree": "a,b"})
+    assert unordered_scale_features(infer_schema(frame, declared)) == []
+    # through the command line: schema warns and notes it; a schema file with the order silences it
+    data = tmp_path / "d.csv"
+    frame.to_csv(data, index=False)
+    result = runner.invoke(app, ["schema", str(data), "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "scale of attainment" in line]
+    assert len(warned) == 1 and "'education', 'Highest Degree', 'qualifications'" in warned[0]
+    notes = {r["column"]: r["note"] for r in map(json.loads, result.stdout.splitlines())}
+    assert notes["education"].startswith("a scale?") and notes["job"] == ""
+    schema = tmp_path / "s.toml"
+    schema.write_text('immutable = ["qualifications", "Highest Degree"]\n[ordinal]\neducation = ["a", "b", "c"]\n')
+    quiet = runner.invoke(app, ["schema", str(data), "--schema", str(schema), "--format", "jsonl"])
+    assert quiet.exit_code == 0 and "scale of attainment" not in quiet.stderr

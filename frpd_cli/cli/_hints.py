@@ -6,7 +6,8 @@ from __future__ import annotations
 __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robust_infeasible_hint", "id_like_warning",
            "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
            "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints",
-           "range_outside_warning", "outlier_bound_note"]
+           "range_outside_warning", "outlier_bound_note",
+           "withheld_levels_note", "unordered_scale_warning"]
 
 
 def _plain(value):
@@ -234,6 +235,19 @@ def location_warning(names, source: str) -> str | None:
             "--range.")
 
 
+def unordered_scale_warning(names, source: str) -> str | None:
+    """Free unordered categorical features named like a scale of attainment
+    (:func:`frpd_cli.schema.unordered_scale_features`)."""
+    if not names:
+        return None
+    one, name = len(names) == 1, names[0]
+    return (f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {'is' if one else 'are'} "
+            f"named like a scale of attainment (education, degree, qualification) but categorical without an order: "
+            f"a recourse may move {'it' if one else 'them'} down a level, and every move costs the same (the "
+            f"highest level as much as the next). Declare the order under [ordinal] in the schema file ({name} = "
+            f"[lowest, ..., highest]) and --increasing {_quoted(name)}; or --immutable {_quoted(name)}.")
+
+
 def range_outside_warning(outside, source: str) -> str | None:
     """Absolute ranges that hold no training value (:func:`frpd_cli.schema.ranges_outside_training`): one line
     per feature, or None."""
@@ -252,11 +266,12 @@ def range_outside_warning(outside, source: str) -> str | None:
 def schema_shape_warnings(schema, source: str, *, vary=(), id_like=()) -> list[str]:
     """The warnings on the features themselves that every command reading a schema prints: many levels (but for
     the ``id_like`` features, which :func:`id_like_warning` reports), and names of a place of residence."""
-    from ..schema import location_like_features, many_level_features
+    from ..schema import location_like_features, many_level_features, unordered_scale_features
 
     many = [(name, n) for name, n in many_level_features(schema) if name not in set(id_like)]
     messages = (many_levels_warning(many, source),
-                location_warning(location_like_features(schema, vary=vary), source))
+                location_warning(location_like_features(schema, vary=vary), source),
+                unordered_scale_warning(unordered_scale_features(schema, vary=vary), source))
     return [m for m in messages if m]
 
 
@@ -299,6 +314,23 @@ def outlier_bound_note(schema, encoder, source: str) -> str | None:
     return (f"Note: a few outlying values of {source} stretch the training range of {', '.join(parts)}{more}; "
             "--max-move takes its share of twice the range of the central 99% of the values instead, so that the "
             "outliers do not widen the moves (docs/move-bound.md). --max-move COL=SHARE or COL=none sets it.")
+
+
+def withheld_levels_note(schema) -> str | None:
+    """Unordered categorical features whose levels of missing information a recourse does not move to
+    (``Feature.withheld``: ``Other/Unknown``): what was left out and how to allow it."""
+    withheld = [f for f in schema.features if f.withheld]
+    if not withheld:
+        return None
+    parts = [f"'{f.name}' ({', '.join(map(str, f.withheld))})" for f in withheld[:5]]
+    more = f" and {len(withheld) - 5} more" if len(withheld) > 5 else ""
+    first = withheld[0]
+    example = ",".join(str(v) for v in first.levels[:8]) + (",..." if len(first.levels) > 8 else "")
+    example = _quoted(f"{first.name}={example}")
+    return (f"Note: no recourse moves {', '.join(parts)}{more} to a level that records missing information: advice "
+            "to withhold information is no recourse (an applicant already there may stay). To allow such a level, "
+            f"list the levels a recourse may choose: --range {example} (or [range] in the "
+            "schema file).")
 
 
 def _quoted(name: str) -> str:

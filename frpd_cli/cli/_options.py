@@ -489,8 +489,12 @@ class SchemaFlags:
         from ..schema import DEFAULT_MAX_MOVE
 
         spec = resolve_spec(self.schema, flags)
-        # frpd's commands bound every move unless the flags or the schema file say otherwise
-        if spec.max_move is not None or not self.default_max_move:
+        if not self.default_max_move:
+            return spec
+        # frpd's planning commands keep recourses off levels of missing information, and bound every move unless
+        # the flags or the schema file say otherwise
+        spec = replace(spec, withhold_missing=True)
+        if spec.max_move is not None:
             return spec
         return replace(spec, max_move=DEFAULT_MAX_MOVE)
 
@@ -726,6 +730,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
         range_outside_warning,
         schema_shape_warnings,
         sensitive_warning,
+        withheld_levels_note,
     )
 
     if id_like is None:
@@ -736,6 +741,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
                     age_horizon_hint(ages_without_horizon(training.schema, spec), source),
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest),
                     outlier_bound_note(training.schema, training.encoder, source),
+                    withheld_levels_note(training.schema),
                     _no_labels(frame, training, source),
                     *schema_shape_warnings(training.schema, source, vary=spec.vary, id_like=id_like),
                     range_outside_warning(ranges_outside_training(training.schema, frame), source)):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -99,8 +100,15 @@ def schema_command(
     """
     from ..dataset import read_training_frame
     from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
-    from ..schema import inspect_schema, ranges_outside_training, schema_to_toml
-    from ._hints import id_like_warning, location_warning, many_levels_warning, range_outside_warning, sensitive_warning
+    from ..schema import inspect_schema, ranges_outside_training, schema_to_toml, unordered_scale_features
+    from ._hints import (
+        id_like_warning,
+        location_warning,
+        many_levels_warning,
+        range_outside_warning,
+        sensitive_warning,
+        unordered_scale_warning,
+    )
     from ._output import data_console, open_output, print_rows, resolve_format, write_records
 
     if write is not None:
@@ -110,7 +118,9 @@ def schema_command(
     with lock_outputs(files=(write,)):
         write_to_stdout = write is not None and is_stdio(write)
         fmt_ = resolve_format(fmt, None)
-        spec = o.declared_only(flags).spec()     # the built-in move bound is not written
+        # the built-in move bound is not written; the levels of missing information plan leaves out are shown
+        # (and not written: plan leaves them out again)
+        spec = replace(o.declared_only(flags).spec(), withhold_missing=True)
         frame = read_training_frame(data, encoding=encoding)
         report = inspect_schema(frame, spec, source=f"'{data}'")
         toml = schema_to_toml(report.schema, columns=list(frame.columns), source=f"'{Path(data).name}'")
@@ -128,6 +138,7 @@ def schema_command(
         many = [(name, n) for name, n in report.many_levels if name not in set(report.id_like)]
         for message in (many_levels_warning(many, f"'{data}'"),
                         location_warning(report.locations, f"'{data}'"),
+                        unordered_scale_warning(unordered_scale_features(report.schema, vary=spec.vary), f"'{data}'"),
                         range_outside_warning(ranges_outside_training(report.schema, frame), f"'{data}'")):
             if message:
                 echo_err(message)
@@ -167,7 +178,7 @@ def schema_command(
 def unconstrained_warning(schema) -> str | None:
     """A warning when no feature is immutable, monotone or limited: every recourse may then move any feature
     either way, as far as the model rewards it (waiting decades, changing one's marital status)."""
-    if any(f.mutability != "free" or f.has_range for f in schema.features):
+    if any(f.mutability != "free" or f.has_declared_range or f.max_move is not None for f in schema.features):
         return None
     numeric = [f.name for f in schema.features if f.is_numeric]
     example = numeric[0] if numeric else schema.features[0].name
