@@ -50,7 +50,10 @@ values into the ranges and stops at threshold + margin). For one applicant
    output shows for the applicant (:attr:`Candidates.reason`: the ``reason``
    of plan records and of ``status.csv``; its ``n_candidates`` column is
    ``len(candidates)``). With none the applicant is ``infeasible``; with 1 to
-   K - 1 the plan holds the recourses they lead to and is ``partial``.
+   K - 1 the plan holds the recourses they lead to and is ``partial``. The
+   counts the reason is written from travel with it (:class:`Shortfall`, on
+   the selection outcome and the plan), so that what reports on a run reads
+   them instead of parsing the reason's words.
 """
 
 from __future__ import annotations
@@ -71,6 +74,7 @@ __all__ = [
     "CandidateStage",
     "CandidateSet",
     "Exclusion",
+    "Shortfall",
     "candidate_mask",
     "candidate_positions",
     "first_copies",
@@ -130,9 +134,8 @@ class Candidates:
         Rows in the pool before the applicant's constraints.
     reason : str or None
         Why there are fewer than K candidates (None when there are enough).
-    exclusions : tuple of Exclusion
-        With ``reason``: how many pool rows each constraint rules out, largest
-        first (empty otherwise).
+    shortfall : Shortfall or None
+        With ``reason``: the counts it is written from (None otherwise).
     cut : tuple or None
         ``(n_found, nearest_left_out)`` when ``--max-candidates`` kept only the
         nearest of ``n_found`` candidates: the distance of the nearest one left
@@ -147,11 +150,16 @@ class Candidates:
     ends: np.ndarray | None = None
     n_pool: int = 0
     reason: str | None = None
-    exclusions: tuple = ()
+    shortfall: Shortfall | None = None
     cut: tuple | None = None
 
     def __len__(self) -> int:
         return int(self.rows.size)
+
+    @property
+    def exclusions(self) -> tuple:
+        """With ``reason``: how many rows each constraint rules out, largest first (empty otherwise)."""
+        return () if self.shortfall is None else self.shortfall.exclusions
 
 
 class CandidateStage:
@@ -313,7 +321,7 @@ class CandidateStage:
                        else "; even after projecting the others onto the applicant's numeric immutable values")
         if moved:
             reason += "; even after moving the others within --max-move of the applicant and re-predicting them"
-        return _short(found, self._with_margin(reason), parts)
+        return _short(found, self._with_margin(reason), Shortfall(tuple(parts), found.n_pool))
 
     def reach(self, x0: np.ndarray, codes0: ConstraintCodes) -> GraphReach:
         """Graph scheme: the applicant's shortest paths (within ``settings.max_cost``)."""
@@ -342,9 +350,9 @@ class CandidateStage:
                            n_pool=int(pool.sum()))
         if len(found) >= settings.k:
             return found
-        reason, parts = _graph_shortfall(training, self.graph, reach, x0, codes0, pool, len(found), settings, raw0,
-                                         n_actionable=int(actionable.sum()))
-        return _short(found, self._with_margin(reason), parts)
+        reason, shortfall = _graph_shortfall(training, self.graph, reach, x0, codes0, pool, len(found), settings,
+                                             raw0, n_actionable=int(actionable.sum()))
+        return _short(found, self._with_margin(reason), shortfall)
 
     def _with_margin(self, reason: str) -> str:
         """``reason`` with one parenthesis saying what favourable means, when more than the model's threshold."""
@@ -357,10 +365,9 @@ class CandidateStage:
         return f"{reason} ({', '.join(notes)})" if notes else reason
 
 
-def _short(found: Candidates, reason: str, parts: list) -> Candidates:
+def _short(found: Candidates, reason: str, shortfall: Shortfall) -> Candidates:
     return Candidates(rows=found.rows, X=found.X, projected=found.projected, proximity=found.proximity,
-                      reach=found.reach, ends=found.ends, n_pool=found.n_pool, reason=reason,
-                      exclusions=tuple(parts))
+                      reach=found.reach, ends=found.ends, n_pool=found.n_pool, reason=reason, shortfall=shortfall)
 
 
 def _reachable(actionable: np.ndarray, reach: GraphReach, max_hops: int | None) -> np.ndarray:
@@ -1280,12 +1287,41 @@ class Exclusion:
     feature : str
     text : str
         The constraint's part of a reason, e.g. ``"12 differ in gender (applicant: Male)"``.
+    detail : str
+        ``range``: the range as ``text`` writes it in parentheses, e.g. ``"0:50"`` (empty for the others).
     """
 
     count: int
     constraint: str
     feature: str
     text: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Shortfall:
+    """What the reason of an applicant with fewer than K candidates is written from.
+
+    Carried from the candidate stage to the selection outcome
+    (:class:`frpd_cli.choice.SelectionOutcome`) and the plan
+    (:class:`frpd_cli.plans.Plan`), across worker processes (plain picklable
+    values), for what reports on a run (the summary and hints of ``frpd
+    plan``): they read these fields, never the reason's words.
+
+    Attributes
+    ----------
+    exclusions : tuple of Exclusion
+        How many rows each constraint rules out, largest first: the order in
+        which the reason lists them.
+    n_pool : int or None
+        The favourable training rows they are counted of (the reason's "of N
+        favourable training rows"); None when they are counted of every
+        training row (graph scheme: the applicant has no actionable neighbour)
+        or when there are none.
+    """
+
+    exclusions: tuple = ()
+    n_pool: int | None = None
 
 
 def _distinct_pool_rows(training: TrainingSet, pool: np.ndarray) -> tuple:
@@ -1375,8 +1411,9 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
             outside = ~limit.in_range(column.to_numpy(), float(raw0[f.name]) if limit.is_relative else None)
             removed = count(outside & differs)
             if removed:
-                parts.append(Exclusion(removed, "range", f.name,
-                                       f"{removed} are outside the range of {f.name} ({_range_text(limit, raw0)})"))
+                shown = _range_text(limit, raw0)
+                parts.append(Exclusion(removed, "range", f.name, f"{removed} are outside the range of {f.name} ({shown})",
+                                       detail=shown))
         if f.max_move is not None:
             far = np.abs(column.to_numpy(dtype=np.float64) - float(raw0[f.name])) > f.max_move
             removed = count(far & differs)
@@ -1452,7 +1489,7 @@ def graph_infeasibility_reason(training: TrainingSet, graph, reach: GraphReach, 
 
 
 def _graph_shortfall(training: TrainingSet, graph, reach: GraphReach, x0: np.ndarray, codes0, pool: np.ndarray,
-                     n_found: int, settings, raw0, *, n_actionable: int | None = None) -> tuple[str, list]:
+                     n_found: int, settings, raw0, *, n_actionable: int | None = None) -> tuple[str, Shortfall]:
     """The graph scheme's reason for too few candidates, and the exclusion counts it quotes."""
     k = settings.k
     N = training.n_rows
@@ -1462,7 +1499,7 @@ def _graph_shortfall(training: TrainingSet, graph, reach: GraphReach, x0: np.nda
             parts = exclusions(training, codes0, np.ones(N, dtype=bool), raw0)
             detail = "; ".join(part.text for part in parts)
             return ("the applicant has no actionable neighbour on the graph: every training row differs in an "
-                    f"immutable feature or lies on the wrong side of a monotone one ({detail})"), parts
+                    f"immutable feature or lies on the wrong side of a monotone one ({detail})"), Shortfall(tuple(parts))
         nearest = float(np.sqrt(((training.X[targets] - x0) ** 2).sum(axis=1)).min())
         limits, options = [], []
         if graph.radius is not None and nearest > graph.radius:
@@ -1473,7 +1510,7 @@ def _graph_shortfall(training: TrainingSet, graph, reach: GraphReach, x0: np.nda
             options.append("--max-step")
         return (f"the applicant has no actionable neighbour on the graph: the nearest of its "
                 f"{int(targets.sum())} actionable training rows is at distance {nearest:.4g}, beyond "
-                f"{' and '.join(limits)}; rebuild the graph with a larger {' and '.join(options)}"), []
+                f"{' and '.join(limits)}; rebuild the graph with a larger {' and '.join(options)}"), Shortfall()
     if n_actionable is None:
         n_actionable = int(candidate_mask(training, x0, codes0, pool, raw0).sum())
     reached = np.isfinite(reach.dist)
@@ -1495,8 +1532,8 @@ def _graph_shortfall(training: TrainingSet, graph, reach: GraphReach, x0: np.nda
         parts = exclusions(training, codes0, pool, raw0)
         detail = "; ".join(part.text for part in parts) or "they equal the applicant"
         return text + (f"; only {n_actionable} favourable row(s) are actionable at all: of {int(pool.sum())} "
-                       f"favourable training rows, {detail}"), parts
+                       f"favourable training rows, {detail}"), Shortfall(tuple(parts), int(pool.sum()))
     remedy = _graph_hint(graph)
     if limits:
         remedy = f"try {' or '.join(limits)}, or {remedy}"
-    return text + f"; {n_actionable} favourable rows are actionable but not reachable: {remedy}", []
+    return text + f"; {n_actionable} favourable rows are actionable but not reachable: {remedy}", Shortfall()

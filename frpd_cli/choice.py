@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from .candidates import IMMUTABLE_POLICIES, Candidates, CandidateStage, constraint_breakdown, infeasibility_reason
+from .candidates import IMMUTABLE_POLICIES, Candidates, CandidateStage, Shortfall, constraint_breakdown, infeasibility_reason
 from .dataset import TrainingSet
 from .exceptions import InputError
 from .interpolation import ENDPOINTS, graph_path, same_value
@@ -285,6 +285,7 @@ class SelectionOutcome:
     eigen: object = None                  # the eigendecomposition used (quad, quad-dp), when asked for
     objective_gap: float | None = None    # objective minus a proven lower bound (0: optimal), when known
     pruning: dict | None = None           # --max-candidates cut the candidates: what the rest could add
+    shortfall: Shortfall | None = None    # fewer than K candidates: what ``reason`` is written from
 
 
 def select_for_applicant(training: TrainingSet, x0: np.ndarray, codes0, raw0: pd.Series,
@@ -331,18 +332,19 @@ def select_candidates(training: TrainingSet, x0: np.ndarray, found: Candidates, 
     """
     thetas = [settings.theta] if thetas is None else list(thetas)
     if found.reason is not None and len(found) == 0:
-        return [SelectionOutcome("infeasible", found.reason, np.zeros(0, dtype=np.int64), n_candidates=len(found))
-                for _ in thetas]
+        return [SelectionOutcome("infeasible", found.reason, np.zeros(0, dtype=np.int64), n_candidates=len(found),
+                                 shortfall=found.shortfall) for _ in thetas]
     if found.reason is not None:            # 1 <= candidates < K: a short plan of every candidate that exists
         settings = replace(settings, k=len(found))
     if settings.method == "face":
         rows = face_rows(training, found, settings.k, settings.endpoint)
         objective = float(found.reach.dist[rows].sum())
-        return [SelectionOutcome("ok", found.reason, rows, objective, None, len(found)) for _ in thetas]
+        return [SelectionOutcome("ok", found.reason, rows, objective, None, len(found), shortfall=found.shortfall)
+                for _ in thetas]
     outcomes = select_among(training, x0, found.rows, settings, thetas, X=found.X, projected=found.projected,
                             eigen=eigen, keep=keep, proximity=found.proximity, cut=found.cut)
     if found.reason is not None:
-        outcomes = [replace(out, reason=found.reason) for out in outcomes]
+        outcomes = [replace(out, reason=found.reason, shortfall=found.shortfall) for out in outcomes]
     return outcomes
 
 
@@ -476,7 +478,7 @@ def empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method
     if out is None:
         return Plan(applicant, "already-favorable", f"the model already predicts favourable (probability {prob:.4f})",
                     method, (), raw0)
-    return Plan(applicant, out.status, out.reason, method, (), raw0)
+    return Plan(applicant, out.status, out.reason, method, (), raw0, shortfall=out.shortfall)
 
 
 def short_plan_reason(n_recourses: int, k: int, reason: str | None) -> str:

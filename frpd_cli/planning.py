@@ -296,7 +296,8 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             reason = short_plan_reason(len(recourses), k, reason)
         status = "ok" if recourses else "infeasible"
         plans.append(Plan(ids[i], status, reason, method, tuple(recourses), raw0,
-                          partial=bool(recourses) and len(recourses) < k, pruning=out.pruning))
+                          partial=bool(recourses) and len(recourses) < k, pruning=out.pruning,
+                          shortfall=out.shortfall))
     return plans
 
 

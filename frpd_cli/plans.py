@@ -13,12 +13,16 @@ import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from .data import EXACT_FLOATS
 from .exceptions import InputError
+
+if TYPE_CHECKING:
+    from .candidates import Shortfall
 
 __all__ = [
     "STATUSES",
@@ -129,7 +133,10 @@ class Plan:
     ``partial`` is true for an ``ok`` plan with fewer than K distinct
     recourses (the reason says why); the status stays ``ok``. ``pruning``:
     set when ``--max-candidates`` cut the applicant's candidates
-    (:func:`frpd_cli.choice.pruning_bound`).
+    (:func:`frpd_cli.choice.pruning_bound`). ``shortfall``: set when the
+    applicant had fewer than K candidates, the counts (a
+    :class:`frpd_cli.candidates.Shortfall`) its reason quotes; no output
+    record holds it.
     """
 
     applicant: str
@@ -140,6 +147,7 @@ class Plan:
     applicant_features: dict = field(default_factory=dict)
     partial: bool = False
     pruning: dict | None = None
+    shortfall: Shortfall | None = None
 
 
 def python_value(value):

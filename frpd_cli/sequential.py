@@ -148,5 +148,5 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
                 note += ": fewer distinct reachable rows than asked for"
             reason = note if reason is None else f"{reason}; {note}"
         plans.append(Plan(ids[i], "ok" if recourses else "infeasible", reason, method, tuple(recourses), raw0,
-                          partial=bool(recourses) and len(recourses) < k))
+                          partial=bool(recourses) and len(recourses) < k, shortfall=out.shortfall))
     return plans

@@ -333,24 +333,34 @@ def test_select_refuses_duplicate_applicant_ids(sample_paths, tmp_path):
 
 
 def test_summary_groups_infeasible_reasons_without_repeating_their_counts():
-    from frpd_cli.cli.plan import summarize_plans
+    from types import SimpleNamespace
+
+    from frpd_cli.candidates import Exclusion, Shortfall
+    from frpd_cli.cli.plan import _reason_key, summarize_plans
 
     reason = ("3 recourse(s) dropped: they change more than 1 feature(s) even after sparsification "
               "(--max-changes); 0 distinct recourse(s) kept")
-    from frpd_cli.cli.plan import _reason_key
-
+    limited = SimpleNamespace(reason="no candidate: 40 differ in gender, 3 have lower age", shortfall=Shortfall(
+        (Exclusion(40, "immutable", "gender", "40 differ in gender"), Exclusion(3, "increasing", "age", "3 have lower age")),
+        50))
     reasons = {}
-    for r in (reason, reason.replace("3 recourse", "2 recourse"),
-              "no candidate: 40 differ in gender, 3 have lower age"):
-        reasons[_reason_key(r)] = reasons.get(_reason_key(r), 0) + 1
+    for plan in (SimpleNamespace(reason=reason, shortfall=None),
+                 SimpleNamespace(reason=reason.replace("3 recourse", "2 recourse"), shortfall=None), limited):
+        reasons[_reason_key(plan)] = reasons.get(_reason_key(plan), 0) + 1
     line = summarize_plans({"ok": 5, "infeasible": 3}, reasons, 8, 2.0)
     assert line == "8 applicant(s): 5 planned; 3 infeasible (2 recourse(s) dropped; 1 most limited by gender, which " \
                    "may not change); 2.00 s (4.0 applicants/s)."
+    # copies of another candidate are no rule: the largest count of a rule names the group
+    copies = Shortfall((Exclusion(9, "copy", "", "9 repeat another candidate row"),
+                        Exclusion(4, "range", "Credit amount", "4 are outside the range of Credit amount (0:5)", "0:5")), 20)
+    assert _reason_key(SimpleNamespace(reason="...", shortfall=copies)) == "most limited by the range of Credit amount"
     # a clause ends at ";" or at its parenthesis too, never in the middle of a word
-    assert _reason_key("the model predicts no training row favourable; even after moving the others within "
-                       "--max-move (favourable here means ...)") == "the model predicts no training row favourable"
-    assert _reason_key("the model predicts no training row favourable (favourable here means probability >= "
-                       "0.52: --threshold plus --margin)") == "the model predicts no training row favourable"
+    assert _reason_key(SimpleNamespace(
+        reason="the model predicts no training row favourable; even after moving the others within --max-move "
+               "(favourable here means ...)", shortfall=Shortfall((), 0))) == "the model predicts no training row favourable"
+    assert _reason_key(SimpleNamespace(
+        reason="the model predicts no training row favourable (favourable here means probability >= 0.52: --threshold "
+               "plus --margin)", shortfall=None)) == "the model predicts no training row favourable"
 
 
 def test_default_margin_keeps_every_recourse_off_the_boundary_and_margin_0_is_the_paper(sample_paths):

@@ -116,27 +116,111 @@ def test_an_immutable_feature_keeps_its_advice(income_only):
     assert "--max-move" not in hint and "--margin" not in hint
 
 
-def test_causes_are_read_with_the_feature_names_as_written():
+def test_causes_are_read_from_each_plans_counts():
     from types import SimpleNamespace
 
+    from frpd_cli.candidates import Exclusion, Shortfall
     from frpd_cli.cli.plan import _CauseTally
 
-    tally = _CauseTally(["Credit", "Credit amount", "age"])
-    for applicant, reason in [
-        ("a", "only 0 candidate row(s), need 3: of 40 favourable training rows, 31 move Credit amount by more "
-              "than 900, --max-move 0.25 of its training range (applicant: 1200); 3 differ in age (applicant: 30)"),
-        ("b", "only 1 candidate row(s): of 40 favourable training rows, 39 are outside the range of Credit (0:5); "
-              "2 move Credit amount by more than 900"),
-        ("c", "only 0 candidate row(s), need 3: of 40 favourable training rows, 20 move Credit amount by more "
-              "than 900"),
-        ("d", "3 prototype(s) are not predicted favourable once decoded"),
+    def move(n, name):
+        return Exclusion(n, "max-move", name, f"{n} move {name} by more than 900")
+
+    tally = _CauseTally()
+    for applicant, shortfall in [
+        ("a", Shortfall((move(31, "Credit amount"), Exclusion(3, "immutable", "age", "3 differ in age")), 40)),
+        ("b", Shortfall((Exclusion(39, "range", "Credit", "39 are outside the range of Credit (0:5)", detail="0:5"),
+                         move(2, "Credit amount")), 40)),
+        ("c", Shortfall((move(20, "Credit amount"),), 40)),
+        ("d", None),                                  # e.g. "3 prototype(s) are not predicted favourable once decoded"
+        ("e", Shortfall((Exclusion(9, "copy", "", "9 repeat another candidate row"), move(2, "Credit")), 40)),
+        ("f", Shortfall((move(7, "Credit"),))),       # counted of every training row, not of the favourable ones
     ]:
-        tally.add(SimpleNamespace(applicant=applicant, reason=reason))
+        tally.add(SimpleNamespace(applicant=applicant, reason="...", shortfall=shortfall))
     groups = tally.groups()
     assert [(g["rule"], g.get("feature"), g["n"]) for g in groups] == [
-        ("max-move", "Credit amount", 2), ("range", "Credit", 1), ("other", None, 1)]
+        ("max-move", "Credit amount", 2), ("range", "Credit", 1), ("other", None, 3)]
     assert (groups[0]["applicant"], groups[0]["removed"], groups[0]["n_pool"]) == ("a", 31, 40)
-    assert groups[1]["detail"] == "0:5"
+    assert groups[1]["detail"] == "0:5" and groups[0]["detail"] is None
+
+
+#: Feature names with spaces, parentheses and a semicolon, and a level with parentheses: the summary and the
+#: hints name them whole.
+INCOME, JOB, NIGHT = "income (k$); net", "job (shift)", "d (night)"
+
+
+@pytest.fixture(scope="module")
+def odd_names(income_only, tmp_path_factory):
+    """The data and model of ``income_only`` with the columns named INCOME and JOB and job d named NIGHT."""
+    import joblib
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import MinMaxScaler, OneHotEncoder
+
+    names = {"income": INCOME, "job": JOB}
+    frame = income_only["frame"].rename(columns=names).replace({JOB: {"d": NIGHT}})
+    model = Pipeline([("prep", ColumnTransformer([("text", OneHotEncoder(handle_unknown="ignore"), [JOB]),
+                                                  ("numbers", MinMaxScaler(), [INCOME])])),
+                      ("clf", LogisticRegression(C=1.0, max_iter=1000))]).fit(frame[[INCOME, JOB]], frame["label"])
+    folder = tmp_path_factory.mktemp("odd_names")
+    data, model_path = folder / "train.csv", folder / "model.pkl"
+    frame.to_csv(data, index=False)
+    joblib.dump(model, model_path)
+    denied = income_only["denied"].rename(columns=names)
+    denied.to_csv(folder / "applicants.csv", index=False)
+    denied.assign(**{JOB: NIGHT}).to_csv(folder / "night.csv", index=False)
+    probability = model.predict_proba(frame[[INCOME, JOB]])[:, 1]
+    assert (model.predict_proba(denied)[:, 1] < 0.5).all()
+    return {"data": data, "model": model_path, "applicants": folder / "applicants.csv", "night": folder / "night.csv",
+            "frame": frame, "denied": denied, "probability": probability}
+
+
+def _summary(stderr: str) -> str:
+    (line,) = [line for line in stderr.splitlines() if line.startswith("3 applicant(s): ")]
+    return line
+
+
+@pytest.mark.parametrize("jobs", [(), ("--jobs", "2", "--chunk-size", "1")], ids=["one-process", "workers"])
+def test_a_move_bound_of_a_feature_named_with_punctuation_is_named_whole(odd_names, jobs):
+    frame = odd_names["frame"]
+    span = float(frame[INCOME].max() - frame[INCOME].min())
+    favourable = frame[odd_names["probability"] >= 0.5]
+    own = float(odd_names["denied"][INCOME].iloc[0])
+    income = favourable[INCOME].to_numpy()
+    removed = int(((np.abs(income - own) > 0.1 * span) & (income != own)).sum())
+    assert removed == len(favourable)                # the bound alone leaves no candidate: it is the cause
+    stderr = _plan(odd_names, "--max-move", f"{INCOME}=0.1", "--margin", "0", *jobs)
+    # the counts travel with each plan (from worker processes too): the summary names the feature as written
+    assert "; 3 infeasible (3 most limited by how far income (k$); net may move (--max-move)); " in _summary(stderr)
+    (hint,) = _hints(stderr)
+    assert hint.startswith("Hint: 3 applicant(s) have too few candidates, most limited by how far income (k$); net "
+                           "may move: raise --max-move 'income (k$); net'=SHARE (now 0.1 of its training range)")
+    assert f"it removed {removed} of the {len(favourable)} favourable training rows (candidates) of applicant 0" in hint
+
+
+def test_an_immutable_feature_named_with_parentheses_is_named_whole(odd_names):
+    # applicants of job d (night), held to it: every favourable row differs in the job
+    n_pool = int((odd_names["probability"] >= 0.5).sum())
+    stderr = _plan({**odd_names, "applicants": odd_names["night"]}, "--immutable", JOB, "--immutable-policy",
+                   "filter", "--margin", "0")
+    assert "; 3 infeasible (3 most limited by job (shift), which may not change); " in _summary(stderr)
+    (hint,) = _hints(stderr)
+    assert hint.startswith("Hint: 3 applicant(s) have too few candidates, most limited by job (shift), which may not "
+                           f"change (it removed {n_pool} of the {n_pool} favourable training rows (candidates) of "
+                           "applicant 0)")
+
+
+def test_a_range_of_levels_with_parentheses_is_quoted_whole(odd_names):
+    # job d (night) only: every favourable row has another job, so the range removes them all
+    n_pool = int((odd_names["probability"] >= 0.5).sum())
+    assert NIGHT not in set(odd_names["frame"][JOB][odd_names["probability"] >= 0.5])
+    stderr = _plan({**odd_names, "applicants": odd_names["night"]}, "--range", f"{JOB}={NIGHT}", "--max-move", "none",
+                   "--margin", "0")
+    assert "; 3 infeasible (3 most limited by the range of job (shift)); " in _summary(stderr)
+    (hint,) = _hints(stderr)
+    assert hint.startswith("Hint: 3 applicant(s) have too few candidates, most limited by the range of job (shift) "
+                           f"(d (night)): widen --range 'job (shift)'=... or [range] in the schema file: it removed "
+                           f"{n_pool} of the {n_pool} favourable training rows (candidates) of applicant 0.")
 
 
 def _range_warnings(stderr: str) -> list[str]:

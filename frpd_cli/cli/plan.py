@@ -35,25 +35,25 @@ __all__ = ["check_provenance_output", "check_run_options", "plan_command", "run_
 PROGRESS_STEPS = 5
 PROGRESS_MIN_TASK = 25
 
-#: How a candidate shortfall's reason (``frpd_cli.candidates.exclusions``) words each rule that removed
-#: candidates: the rule's kind (what the hints say to relax) and, in words, the summary's label.
-_RULE_PHRASES = {"differ in": ("immutable", "most limited by {}, which may not change"),
-                 "have lower": ("increasing", "most limited by {}, which may only increase"),
-                 "have higher": ("decreasing", "most limited by {}, which may only decrease"),
-                 "are outside the range of": ("range", "most limited by the range of {}"),
-                 "move": ("max-move", "most limited by how far {} may move (--max-move)")}
-_PHRASES = "|".join(re.escape(phrase) for phrase in _RULE_PHRASES)
-_REASON_KEY = re.compile(rf"\d+ ({_PHRASES}) ([^ (;,]+)")
+#: The summary's label of each rule that removes candidates (``Exclusion.constraint``,
+#: :mod:`frpd_cli.candidates`); copies of another candidate are not a rule.
+_RULE_LABELS = {"immutable": "most limited by {}, which may not change",
+                "increasing": "most limited by {}, which may only increase",
+                "decreasing": "most limited by {}, which may only decrease",
+                "range": "most limited by the range of {}",
+                "max-move": "most limited by how far {} may move (--max-move)"}
 
 
-def _reason_key(reason: str | None) -> str:
-    """A short label grouping infeasibility reasons by the rule that removed the most candidates, in words
-    (``most limited by gender, which may not change``)."""
+def _reason_key(plan) -> str:
+    """A short label grouping infeasible plans by the rule that removed the most of their candidates, in words
+    (``most limited by gender, which may not change``), read from the plan's counts (``plan.shortfall``)."""
+    reason = plan.reason
     if not reason:
         return "no reason given"
-    match = _REASON_KEY.search(reason)
-    if match:
-        return _RULE_PHRASES[match.group(1)][1].format(match.group(2))
+    shortfall = plan.shortfall
+    for part in () if shortfall is None else shortfall.exclusions:
+        if part.constraint in _RULE_LABELS:         # the largest count of a rule, as the reason lists them
+            return _RULE_LABELS[part.constraint].format(part.feature)
     # the reason's first clause without its leading count ("3 recourse(s) dropped: ..." -> "recourse(s) dropped"):
     # the summary puts the number of applicants in front of it; a clause ends at ":", ";" or a parenthesis
     return re.sub(r"^\d+ ", "", re.split(r"[:;]| \(", reason)[0])[:60]
@@ -155,7 +155,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     start = time.perf_counter()
     counts: dict = {}
     reasons: dict = {}
-    causes = _CauseTally(training.schema.feature_names)
+    causes = _CauseTally()
     pruned = _PruningTally()
     console = stderr_console()
     shown = not quiet and scan.n_rows > 1 and console.is_terminal
@@ -179,7 +179,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                 pruned.add(p.pruning)
             if p.status == "infeasible":
                 causes.add(p)
-                key = _reason_key(p.reason)
+                key = _reason_key(p)
                 reasons[key] = reasons.get(key, 0) + 1
         progress.update(task, completed=done)
         if under_bar:
@@ -267,35 +267,30 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     return True
 
 
-#: The first (largest) count of a candidate shortfall's reason (``frpd_cli.candidates``): how many of the
-#: favourable training rows one rule removed, the rule and the feature (matched against the feature names, which
-#: may hold spaces), and a range's text in parentheses.
-_CAUSE = rf"of (\d+) favourable training rows, (\d+) ({_PHRASES}) "
-
-
 class _CauseTally:
-    """What left each infeasible applicant without candidates, read from its reason: per (rule, feature), how many
-    applicants and the first one's counts (the removed rows and the favourable rows they are of)."""
+    """What left each infeasible applicant without candidates, read from its plan's counts (``plan.shortfall``): per
+    (rule, feature) of the largest count, how many applicants and the first one's counts (the removed rows and the
+    favourable rows they are of)."""
 
-    def __init__(self, names):
-        names = sorted((str(n) for n in names), key=len, reverse=True)
-        alternatives = "|".join(re.escape(n) for n in names) or "(?!)"
-        self._pattern = re.compile(_CAUSE + rf"({alternatives})(?=[ ;,)]|$)(?: \(([^)]*)\))?")
+    def __init__(self):
         self._groups: dict = {}
         self.n_other = 0
 
     def add(self, plan) -> None:
-        match = self._pattern.search(plan.reason or "")
-        if not match:
+        shortfall = plan.shortfall
+        # counted of the favourable rows, the largest count first; copies of another candidate are no rule to relax
+        first = (shortfall.exclusions[0] if shortfall is not None and shortfall.n_pool is not None
+                 and shortfall.exclusions else None)
+        if first is None or first.constraint not in _RULE_LABELS:
             self.n_other += 1
             return
-        n_pool, removed, rule, feature, detail = match.groups()
-        key = (_RULE_PHRASES[rule][0], feature)
+        key = (first.constraint, first.feature)
         if key in self._groups:
             self._groups[key]["n"] += 1
         else:
-            self._groups[key] = {"rule": key[0], "feature": feature, "n": 1, "applicant": plan.applicant,
-                                 "removed": int(removed), "n_pool": int(n_pool), "detail": detail}
+            self._groups[key] = {"rule": first.constraint, "feature": first.feature, "n": 1,
+                                 "applicant": plan.applicant, "removed": int(first.count),
+                                 "n_pool": int(shortfall.n_pool), "detail": first.detail or None}
 
     def groups(self) -> list[dict]:
         """The causes, most applicants first (ties in the order first seen), and ``other`` for the rest."""
