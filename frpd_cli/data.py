@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import codecs
+import contextlib
 import csv
 import io
+import itertools
 import os
 import stat
 from pathlib import Path
@@ -51,47 +54,55 @@ def read_csv(path, *, encoding: str = "utf-8", what: str = "data file") -> pd.Da
     Notes
     -----
     The file is checked block by block (a pipe or FIFO works; an endless binary
-    stream such as ``/dev/zero`` is refused at its first block). A regular UTF-8 file
-    is then parsed from the file, read again in blocks; other input is parsed from the
-    bytes read.
+    stream such as ``/dev/zero`` is refused at its first block). The file is opened
+    once: a regular UTF-8 file is then parsed from the same handle, read again from its
+    start in blocks; other input is parsed from the bytes read.
     """
     path = _check_path(path, what)
-    if _is_utf8(encoding) and _plain_file(path):
-        # a regular UTF-8 file without a byte order mark is checked block by block and parsed from its path:
-        # pandas reads it in blocks too, so the file's bytes are never held whole (1.5 GB instead of 2.0 GB at
-        # the peak of ten million rows)
-        check_header(path, _check_text(path, "utf-8", what), what)
-        source, options = _open_binary(path, what), {"encoding": "utf-8"}
-    else:
-        source, options = _source(path, what, encoding)
-    try:
-        with source:        # a handle, not a name: pandas infers no compression from a handle
-            frame = pd.read_csv(source, skipinitialspace=False, keep_default_na=True, **options, **EXACT_FLOATS)
-    except (pd.errors.ParserError, ValueError) as exc:
-        message = str(exc).strip().splitlines()[0]
-        raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
+    with _open_binary(path, what) as stream:        # opened once: a FIFO's writer sees one reader
+        if _is_utf8(encoding) and _plain_file(stream, path, what):
+            # a regular UTF-8 file without a byte order mark is checked block by block and parsed from the same
+            # handle, seeked back: pandas reads it in blocks too, so the file's bytes are never held whole (1.5 GB
+            # instead of 2.0 GB at the peak of ten million rows)
+            check_header(path, _check_blocks(_blocks(stream, path, what), path, what, "utf-8"), what)
+            _seek_start(stream, path, what)
+            source, options = stream, {"encoding": "utf-8"}
+        else:
+            source, options = _source(_read_all(stream, path, what), path, what, encoding)
+        try:
+            with source:        # a handle, not a name: pandas infers no compression from a handle
+                frame = pd.read_csv(source, skipinitialspace=False, keep_default_na=True, **options, **EXACT_FLOATS)
+        except (pd.errors.ParserError, ValueError) as exc:
+            message = str(exc).strip().splitlines()[0]
+            raise InputError(f"The {what} '{path}' is not a well-formed CSV file: {message}.") from None
     _check_row_labels(frame, path, what)
     if frame.shape[0] == 0:
         raise InputError(f"The {what} '{path}' has a header but no data rows.")
     return frame
 
 
-def _plain_file(path: Path) -> bool:
-    """A regular file that does not start with a UTF-8 byte order mark (which the checks strip, any number)."""
-    import codecs
-
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False            # (a FIFO is not opened here: its writer would see it closed)
-        with open(path, "rb") as stream:
-            return stream.read(3) != codecs.BOM_UTF8
-    except OSError:
+def _plain_file(stream, path: Path, what: str) -> bool:
+    """Whether ``stream`` is a regular file that does not start with a UTF-8 byte order mark (which the checks
+    strip, any number); a regular file is left at its start. A FIFO or pipe is not read here."""
+    if not stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
         return False
+    try:
+        start = stream.read(len(codecs.BOM_UTF8))
+    except OSError as exc:
+        raise _unreadable(path, what, exc) from None
+    _seek_start(stream, path, what)
+    return start != codecs.BOM_UTF8
 
 
-def _source(path: Path, what: str, encoding: str):
-    """The file read whole and checked: the parser's source and options."""
-    raw = _read_all(path, what)
+def _seek_start(stream, path: Path, what: str) -> None:
+    try:
+        stream.seek(0)
+    except OSError as exc:
+        raise _unreadable(path, what, exc) from None
+
+
+def _source(raw: bytes, path: Path, what: str, encoding: str):
+    """The file's bytes, checked: the parser's source and options."""
     if _is_utf8(encoding):
         # UTF-8 input is checked block by block and parsed from its own bytes: neither the decoded text nor a
         # second copy of the bytes is held (about 1.1 GB fewer at the peak of ten million rows)
@@ -100,8 +111,6 @@ def _source(path: Path, what: str, encoding: str):
 
 
 def _is_utf8(encoding: str) -> bool:
-    import codecs
-
     try:
         return codecs.lookup(encoding).name == "utf-8"
     except LookupError:
@@ -110,32 +119,12 @@ def _is_utf8(encoding: str) -> bool:
 
 def _utf8_source(raw: bytes, path: Path, what: str, encoding: str) -> io.BytesIO:
     """The bytes of a UTF-8 file for the parser, leading byte order marks removed, after the checks of
-    :func:`_decoded_source` (valid text, not empty, a header line) made block by block."""
-    import codecs
-
-    bom = codecs.BOM_UTF8
+    :func:`_check_blocks` (valid text, not empty, a header line) made block by block."""
+    blocks = (raw[offset:offset + _BLOCK] for offset in range(0, len(raw), _BLOCK))
+    check_header(path, _check_blocks(blocks, path, what, encoding, whole=raw), what)
     start = 0
-    while raw.startswith(bom, start):
-        start += len(bom)
-    decoder = codecs.getincrementaldecoder("utf-8")()
-    view = memoryview(raw)
-    has_text = False
-    for offset in range(start, len(raw) + 1, _BLOCK):
-        block = view[offset:offset + _BLOCK]
-        try:
-            text = decoder.decode(block, final=offset + _BLOCK >= len(raw))
-        except UnicodeDecodeError:
-            block.release()
-            view.release()
-            _decoded_source(raw, path, what, encoding)      # the whole text decoded: the exact error
-            raise AssertionError("unreachable: the bytes decoded whole") from None
-        has_text = has_text or bool(text.strip())
-        block.release()
-    view.release()
-    if not has_text:
-        raise InputError(f"The {what} '{path}' is empty; expected a header row and at least one data row.")
-    end = raw.find(b"\n", start)
-    check_header(path, raw[start:len(raw) if end < 0 else end + 1].decode("utf-8").splitlines()[0], what)
+    while raw.startswith(codecs.BOM_UTF8, start):
+        start += len(codecs.BOM_UTF8)
     return io.BytesIO(raw if start == 0 else raw[start:])
 
 
@@ -227,29 +216,34 @@ def _binary(path: Path, what: str, byte: int) -> InputError:
     )
 
 
-def _read_all(path: Path, what: str) -> bytes:
-    with _open_binary(path, what) as stream:
-        first = _read_block(stream, path, what, 0)
-        if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
-            # a regular file whose first block is text is read again in one call, into one object of its size
-            # (joining blocks would hold the file twice at the end)
-            try:
-                stream.seek(0)
-                raw = stream.read()
-            except OSError as exc:
-                raise _unreadable(path, what, exc) from None
-            nul = raw.find(b"\0")
-            if nul >= 0:
-                raise _binary(path, what, nul)
-            return raw
-        blocks, size = [first], len(first)
-        while first:
-            block = _read_block(stream, path, what, size)
-            if not block:
-                break
-            blocks.append(block)
-            size += len(block)
+def _read_all(stream, path: Path, what: str) -> bytes:
+    """Every byte of ``stream`` (from its start), refusing binary data at its first block."""
+    first = _read_block(stream, path, what, 0)
+    if stat.S_ISREG(os.fstat(stream.fileno()).st_mode):
+        # a regular file whose first block is text is read again in one call, into one object of its size
+        # (joining blocks would hold the file twice at the end)
+        _seek_start(stream, path, what)
+        try:
+            raw = stream.read()
+        except OSError as exc:
+            raise _unreadable(path, what, exc) from None
+        nul = raw.find(b"\0")
+        if nul >= 0:
+            raise _binary(path, what, nul)
+        return raw
+    blocks, size = [first], len(first)
+    for block in _blocks(stream, path, what, size) if first else ():
+        blocks.append(block)
+        size += len(block)
     return b"".join(blocks)
+
+
+def _blocks(stream, path: Path, what: str, offset: int = 0):
+    """The blocks of ``stream`` up to its end, each checked by :func:`_read_block` (``offset``: the byte the
+    stream is at)."""
+    while block := _read_block(stream, path, what, offset):
+        offset += len(block)
+        yield block
 
 
 def _decode_error(path: Path, what: str, encoding: str, byte: int, line: int) -> InputError:
@@ -291,34 +285,57 @@ def check_header(path: Path, header_line: str, what: str) -> list[str]:
 
 
 def _check_text(path: Path, encoding: str, what: str) -> str:
-    """Decode the whole file block by block (bounded memory); return its first line."""
-    import codecs
+    """Check the whole file block by block (bounded memory), as :func:`_check_blocks`; return its first line."""
+    with contextlib.closing(_file_blocks(path, what)) as blocks:
+        return _check_blocks(blocks, path, what, encoding)
 
+
+def _file_blocks(path: Path, what: str):
+    # (a generator: the file is opened when the first block is asked for, after the encoding is known)
+    with _open_binary(path, what) as stream:
+        yield from _blocks(stream, path, what)
+
+
+def _check_blocks(blocks, path: Path, what: str, encoding: str, *, whole: bytes | None = None) -> str:
+    """Decode the text given as consecutive byte ``blocks`` (an iterable of bytes) in ``encoding``, one block at
+    a time, and check it: valid text, and not empty once leading byte order marks are set aside. Returns its first
+    line, without them.
+
+    A decoding error names the offending byte and its line in the whole text, wherever the blocks are cut (a
+    character may begin in one block and end in the next). ``whole``: the bytes the blocks were cut from, when
+    they are held; the line of an error is then counted in them, instead of the line ends of every block as it
+    passes.
+    """
     try:
         decoder = codecs.getincrementaldecoder(encoding)()
     except LookupError:
         raise InputError(f"Unknown text encoding '{encoding}' given for the {what} '{path}'.") from None
-    first_line, lines, has_text, offset = None, 0, False, 0
-    with _open_binary(path, what) as stream:
-        while True:
-            block = _read_block(stream, path, what, offset)
+    head, in_head, has_text = "", True, False
+    offset = lines = 0          # the bytes decoded so far and (without ``whole``) their line ends
+    for block in itertools.chain(blocks, [None]):
+        pending = decoder.getstate()[0]           # the bytes of a character the previous block began
+        try:
+            text = decoder.decode(b"" if block is None else block, final=block is None)
+        except UnicodeDecodeError as exc:
+            data = pending + (b"" if block is None else block)       # where exc.start counts from
+            if whole is None:
+                before = lines - pending.count(b"\n") + data.count(b"\n", 0, exc.start)
+            else:
+                before = whole.count(b"\n", 0, offset - len(pending) + exc.start)
+            raise _decode_error(path, what, encoding, data[exc.start], before + 1) from None
+        if block is not None:
             offset += len(block)
-            try:
-                text = decoder.decode(block, final=not block)
-            except UnicodeDecodeError as exc:
-                line = lines + block[: exc.start].count(b"\n") + 1
-                raise _decode_error(path, what, encoding, block[exc.start], line) from None
-            if first_line is None and text:
-                first_line = text.lstrip("\ufeff")
-            elif first_line is not None and "\n" not in first_line:
-                first_line += text
-            has_text = has_text or bool(text.strip())
-            lines += block.count(b"\n")
-            if not block:
-                break
-    if not has_text or first_line is None:
+            if whole is None:
+                lines += block.count(b"\n")
+        if not head:
+            text = text.lstrip("\ufeff")
+        if in_head:
+            head += text
+            in_head = "\n" not in text
+        has_text = has_text or bool(text.strip())
+    if not has_text:
         raise InputError(f"The {what} '{path}' is empty; expected a header row and at least one data row.")
-    return first_line.splitlines()[0]
+    return head.splitlines()[0]
 
 
 def iter_csv(path, *, chunk_size: int, encoding: str = "utf-8", what: str = "applicants file",

@@ -15,10 +15,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+import frpd_cli.data as data_module
 import frpd_cli.dataset as dataset
 from frpd_cli.artifacts import ArtifactError, staging_folder, write_npy_blocks
 from frpd_cli.cli.app import app
-from frpd_cli.data import read_csv
+from frpd_cli.data import iter_csv, read_csv
 from frpd_cli.dataset import RowStage, encode_training, labeled_rows, read_training_frame
 from frpd_cli.exceptions import InputError
 from frpd_cli.schema import SchemaSpec, infer_schema
@@ -233,6 +234,56 @@ def test_a_file_and_a_pipe_give_the_same_errors(tmp_path, where):
     assert messages[0] == messages[1]
     line = bad[:cut].count(b"\n") + 1
     assert f"line {line})" in messages[0] and "0xff" in messages[0]
+
+
+_BLOCK = data_module._BLOCK        # the blocks the text is checked in
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("raw, byte, line", [
+    # an invalid byte after a character split between the first two blocks
+    (b"a,b\n" + b"x" * (_BLOCK - 5) + "\u00e9".encode() + b",z\n1,\xff\n", 0xFF, 3),
+    # the first two bytes of a three-byte character split between blocks, then a letter
+    (b"a,b\n" + b"x" * (_BLOCK - 5) + b"\xe2\x82A\n", 0xE2, 2),
+    # a file ending inside a character
+    (b"a,b\n1,2\n3,\xe2\x82", 0xE2, 3),
+], ids=["after-a-split-character", "in-a-split-character", "in-the-last-character"])
+def test_a_decoding_error_names_its_byte_wherever_the_blocks_are_cut(tmp_path, raw, byte, line):
+    # the byte and line the whole text decoded at once names, from a file, a pipe and the applicants' reader
+    assert raw[:raw.index(bytes([byte]))].count(b"\n") + 1 == line
+    expected = f"is not valid utf-8 text (byte 0x{byte:02x} on line {line})."
+    plain = tmp_path / "plain.csv"
+    plain.write_bytes(raw)
+    fifo = tmp_path / "fifo.csv"
+    os.mkfifo(fifo)
+    for read in (lambda: read_csv(plain), lambda: list(iter_csv(plain, chunk_size=10)),
+                 lambda: _opened_once(fifo, raw)):
+        with pytest.raises(InputError) as caught:
+            read()
+        assert expected in str(caught.value)
+
+
+@pytest.mark.parametrize("raw", [b"\xef\xbb\xbf", b"\xef\xbb\xbf\xef\xbb\xbf\n \n"], ids=["bom", "boms-blank-lines"])
+def test_byte_order_marks_and_blank_lines_are_an_empty_file(tmp_path, raw):
+    path = tmp_path / "boms.csv"
+    path.write_bytes(raw)
+    for read in (lambda: read_csv(path), lambda: list(iter_csv(path, chunk_size=10))):
+        with pytest.raises(InputError, match="is empty; expected a header row"):
+            read()
+
+
+@pytest.mark.parametrize("bom", [b"", b"\xef\xbb\xbf"], ids=["plain", "bom"])
+def test_a_regular_file_is_opened_once(tmp_path, bom):
+    text = _frame(3000).to_csv(index=False).encode("utf-8")
+    path = tmp_path / "plain.csv"
+    path.write_bytes(bom + text)
+    _OPENS[str(path)] = 0
+    try:
+        frame = read_csv(path)
+    finally:
+        opens = _OPENS.pop(str(path))
+    pd.testing.assert_frame_equal(frame, pd.read_csv(io.BytesIO(text)))
+    assert opens == 1
 
 
 @pytest.mark.parametrize("column", [[0, 1, 1, 0, np.nan], [0.0, 1.0, np.nan], [True, False], [1.0, 1e16, np.nan],
