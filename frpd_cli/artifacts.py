@@ -61,6 +61,7 @@ from .outputs import output_lock, replaced_file_mode, signals_held
 __all__ = [
     "Artifact",
     "MANIFEST_NAME",
+    "NpyBlockWriter",
     "StagedArray",
     "PAYLOAD_SUFFIXES",
     "fsync_dir",
@@ -534,43 +535,83 @@ def write_npy_blocks(path, shape: tuple, dtype, blocks: Iterable[np.ndarray]) ->
     array would (the same bytes), hashing them on the way; only one block is in memory at a time.
 
     ``path`` must not exist (created exclusively). Raises :class:`ArtifactError` when the blocks do not add up to
-    ``shape`` or have another dtype or row width.
+    ``shape`` or have another dtype or row width. :class:`NpyBlockWriter` does the same a block at a time, for
+    several files written from the same blocks of work.
     """
-    path = Path(path)
-    dtype = np.dtype(dtype)
-    shape = tuple(int(n) for n in shape)
-    header = io.BytesIO()
-    np.lib.format.write_array_header_1_0(header, {"descr": np.lib.format.dtype_to_descr(dtype),
-                                                  "fortran_order": False, "shape": shape})
-    digest = hashlib.sha256(header.getvalue())
+    with _naming_errors(path), NpyBlockWriter(path, shape, dtype) as writer:
+        for block in blocks:
+            writer.write(block)
+        return writer.finish()
+
+
+class NpyBlockWriter:
+    """A ``.npy`` file written block by block (:func:`write_npy_blocks`), as ``np.save`` of the whole array would
+    write it, and hashed on the way.
+
+    ``NpyBlockWriter(path, shape, dtype)`` creates ``path`` exclusively and writes the header; :meth:`write`
+    appends consecutive blocks of rows; :meth:`finish` checks that they add up to ``shape``, syncs the file and
+    returns the :class:`StagedArray`. Used as a context manager, the file is closed on leaving (also on an
+    error; what was written stays, as for :func:`write_npy_blocks`). An error writing that names no file (a
+    full disk) names ``path``.
+    """
+
+    def __init__(self, path, shape: tuple, dtype):
+        self.path = Path(path)
+        self.dtype = np.dtype(dtype)
+        self.shape = tuple(int(n) for n in shape)
+        header = io.BytesIO()
+        np.lib.format.write_array_header_1_0(header, {"descr": np.lib.format.dtype_to_descr(self.dtype),
+                                                      "fortran_order": False, "shape": self.shape})
+        self._digest = hashlib.sha256(header.getvalue())
+        self._rows, self._size = 0, len(header.getvalue())
+        with _naming_errors(self.path):
+            self._handle = open(self.path, "xb")
+            try:
+                self._handle.write(header.getvalue())
+            except BaseException:
+                self._handle.close()
+                raise
+
+    def write(self, block: np.ndarray) -> None:
+        """Append the next rows (``block`` of the writer's dtype and row shape)."""
+        block = np.ascontiguousarray(block)
+        if block.dtype != self.dtype or block.shape[1:] != self.shape[1:]:
+            raise ArtifactError(f"A block of {self.path.name} has dtype {block.dtype} and shape {block.shape}; "
+                                f"expected {self.dtype} and rows of shape {self.shape[1:]}.")
+        data = memoryview(block.reshape(-1).view(np.uint8))
+        with _naming_errors(self.path):
+            self._handle.write(data)
+        self._digest.update(data)
+        self._rows += block.shape[0]
+        self._size += data.nbytes
+
+    def finish(self) -> StagedArray:
+        """Check the rows add up to the shape, sync and close the file; the staged array."""
+        if self._rows != self.shape[0]:
+            raise ArtifactError(f"The blocks of {self.path.name} hold {self._rows} rows; expected {self.shape[0]}.")
+        with _naming_errors(self.path):
+            self._handle.flush()
+            os.fsync(self._handle.fileno())
+            self._handle.close()
+            os.chmod(self.path, _FILE_MODE)
+        return StagedArray(path=self.path, sha256=self._digest.hexdigest(), size=self._size)
+
+    def __enter__(self) -> NpyBlockWriter:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._handle.close()
+
+
+@contextmanager
+def _naming_errors(path):
+    """An :class:`OSError` that names no file (a write to a full disk) raised again naming ``path``."""
     try:
-        return _write_blocks(path, header.getvalue(), shape, dtype, blocks, digest)
+        yield
     except OSError as exc:
-        if exc.filename is None:        # a write to a full disk names no file
+        if exc.filename is None:
             raise _naming(exc, path) from exc
         raise
-
-
-def _write_blocks(path: Path, header: bytes, shape: tuple, dtype, blocks, digest) -> StagedArray:
-    rows, size = 0, len(header)
-    with open(path, "xb") as handle:
-        handle.write(header)
-        for block in blocks:
-            block = np.ascontiguousarray(block)
-            if block.dtype != dtype or block.shape[1:] != shape[1:]:
-                raise ArtifactError(f"A block of {path.name} has dtype {block.dtype} and shape {block.shape}; "
-                                    f"expected {dtype} and rows of shape {shape[1:]}.")
-            data = memoryview(block.reshape(-1).view(np.uint8))
-            handle.write(data)
-            digest.update(data)
-            rows += block.shape[0]
-            size += data.nbytes
-        if rows != shape[0]:
-            raise ArtifactError(f"The blocks of {path.name} hold {rows} rows; expected {shape[0]}.")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.chmod(path, _FILE_MODE)
-    return StagedArray(path=path, sha256=digest.hexdigest(), size=size)
 
 
 def _write_file(path: Path, data: bytes) -> None:

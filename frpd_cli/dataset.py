@@ -209,22 +209,36 @@ class RowStage:
         ``name``; return the array memory-mapped. A block that raises :class:`InputError` makes ``whole()`` run
         (the same computation on every row at once), so the error is the one the whole frame gives (its counts
         and first row are over every row, not one block's)."""
-        from .artifacts import write_npy_blocks
+        return self.write_tables({name: width}, n, lambda a, b: (block(a, b),), whole)[name]
 
-        path = self.folder / name
+    def write_tables(self, widths: dict, n: int, blocks, whole) -> dict:
+        """:meth:`write` of several arrays made by one computation: ``blocks(start, stop)`` gives the rows of
+        every name of ``widths`` (name to width), in its order, and each block is computed once for them all.
+        Returns the arrays memory-mapped, by name."""
+        from contextlib import ExitStack
 
-        def blocks():
-            for start in range(0, n, STAGE_BLOCK_ROWS):
-                yield block(start, min(start + STAGE_BLOCK_ROWS, n))
+        from .artifacts import NpyBlockWriter
 
+        paths = {name: self.folder / name for name in widths}
         try:
-            staged = write_npy_blocks(path, (n, width), np.float64, blocks())
+            with ExitStack() as files:
+                writers = [files.enter_context(NpyBlockWriter(paths[name], (n, width), np.float64))
+                           for name, width in widths.items()]
+                for start in range(0, n, STAGE_BLOCK_ROWS):
+                    tables = blocks(start, min(start + STAGE_BLOCK_ROWS, n))
+                    for writer, table in zip(writers, tables, strict=True):
+                        writer.write(table)
+                staged = [writer.finish() for writer in writers]
         except InputError:
-            path.unlink(missing_ok=True)
+            for path in paths.values():
+                path.unlink(missing_ok=True)
             whole()
             raise
-        self.arrays[name] = staged
-        return staged.open() if n * width else np.zeros((n, width))
+        out = {}
+        for (name, width), array in zip(widths.items(), staged):
+            self.arrays[name] = array
+            out[name] = array.open() if n * width else np.zeros((n, width))
+        return out
 
 
 def encode_training(frame: pd.DataFrame, schema: Schema, *, source: str = "the data file",
@@ -245,15 +259,17 @@ def encode_training(frame: pd.DataFrame, schema: Schema, *, source: str = "the d
 
 
 def _staged_codes(encoder: Encoder, features: pd.DataFrame, source: str, stage: RowStage) -> ConstraintCodes:
-    """:meth:`Encoder.constraint_codes` of every row, its two tables written block by block into ``stage``."""
+    """:meth:`Encoder.constraint_codes` of every row, its two tables written block by block into ``stage`` (the
+    codes of each block computed once for both)."""
     empty = encoder.constraint_codes(features.iloc[:0], source=source)      # the names, directions and widths
-    tables = {}
-    for table in ("immutable", "monotone"):
-        tables[table] = stage.write(
-            f"{table}.npy", len(features), getattr(empty, table).shape[1],
-            lambda a, b, t=table: getattr(encoder.constraint_codes(features.iloc[a:b], source=source), t),
-            lambda: encoder.constraint_codes(features, source=source))
-    return replace(empty, **tables)
+
+    def blocks(start: int, stop: int) -> tuple:
+        codes = encoder.constraint_codes(features.iloc[start:stop], source=source)
+        return codes.immutable, codes.monotone
+
+    tables = stage.write_tables({"immutable.npy": empty.immutable.shape[1], "monotone.npy": empty.monotone.shape[1]},
+                                len(features), blocks, lambda: encoder.constraint_codes(features, source=source))
+    return replace(empty, immutable=tables["immutable.npy"], monotone=tables["monotone.npy"])
 
 
 def build_training_set(frame: pd.DataFrame, schema: Schema, model, *, source: str = "the data file",

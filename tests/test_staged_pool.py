@@ -101,6 +101,31 @@ def test_staged_rows_and_codes_are_the_rows_held_in_memory(tmp_path, small_block
         assert stage.arrays["X.npy"].path.read_bytes() == saved.getvalue()
 
 
+def test_the_codes_of_each_block_are_computed_once_for_both_tables(tmp_path, small_blocks, monkeypatch):
+    frame = _frame(100)
+    schema = infer_schema(frame, SchemaSpec(target="label", favorable="1", immutable=["region"],
+                                            increasing=["age"]))
+    encoder, _ = encode_training(frame, schema)
+    features = frame.loc[:, list(schema.feature_names)]
+    codes = encoder.constraint_codes(features)
+    rows_coded = []
+    coded = type(encoder).constraint_codes
+
+    def counting(self, rows, **kwargs):
+        rows_coded.append(len(rows))
+        return coded(self, rows, **kwargs)
+
+    monkeypatch.setattr(type(encoder), "constraint_codes", counting)
+    with staging_folder(tmp_path / "pool") as folder:
+        stage = RowStage(folder)
+        dataset._staged_codes(encoder, features, "the data file", stage)
+        assert sum(rows_coded) == len(features) and max(rows_coded) == dataset.STAGE_BLOCK_ROWS
+        for table in ("immutable", "monotone"):        # the bytes np.save writes of the whole table
+            saved = io.BytesIO()
+            np.save(saved, getattr(codes, table))
+            assert stage.arrays[f"{table}.npy"].path.read_bytes() == saved.getvalue(), table
+
+
 def test_an_error_in_a_later_block_is_the_whole_frames_error(tmp_path, small_blocks):
     frame = _frame(60)
     schema = infer_schema(frame, SchemaSpec(target="label", favorable="1"))
