@@ -612,7 +612,7 @@ def _model_code_errors(load):
 
 @_model_code_errors
 def load_model(path, *, favorable, feature_names, threshold: float = 0.5, trusted_types=None,
-               sha256: str | None = None) -> Model:
+               sha256: str | None = None, data: bytes | None = None) -> Model:
     """Load a trusted classifier from a file and check that it fits the data.
 
     Parameters
@@ -640,6 +640,10 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
         For ``.pkl``/``.pickle``/``.joblib`` and ``.skops`` files: the hex sha256 the file's bytes must have
         (a file frpd wrote and recorded, such as a refit). The bytes are read once, checked, and the model is
         loaded from those same bytes, so what is loaded is what was checked.
+    data : bytes, optional
+        For ``.pkl``/``.pickle``/``.joblib`` and ``.skops`` files: the file's bytes, already read and checked
+        by the caller (an artifact's payload, :meth:`frpd_cli.artifacts.Artifact.read_bytes`); the model is
+        loaded from them and the file is not read again. Not with ``sha256``.
 
     Returns
     -------
@@ -682,8 +686,10 @@ def load_model(path, *, favorable, feature_names, threshold: float = 0.5, truste
     if path.is_dir():
         raise ModelError(f"The model path '{path}' is a folder; expected a model file ({_suffix_list()}).")
     suffix = path.suffix.lower()
-    data = _checked_bytes(path, sha256) if sha256 is not None and suffix in PICKLE_SUFFIXES + SKOPS_SUFFIXES \
-        else None
+    if sha256 is not None and data is not None:
+        raise TypeError("load_model takes the file's sha256 or its bytes, not both.")
+    if sha256 is not None and suffix in PICKLE_SUFFIXES + SKOPS_SUFFIXES:
+        data = _checked_bytes(path, sha256)
     if suffix in PICKLE_SUFFIXES:
         with model_output_to_stderr():
             estimator = _with_version_warnings(path, lambda p: _load_pickle(p, data))

@@ -271,9 +271,9 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
                 threshold: float, trusted_types=None) -> list:
     """The refits of an artifact as :class:`frpd_cli.model.Model` objects, after checking they fit this run.
 
-    Each refit file is loaded from bytes checked against the manifest's sha256; a ``.skops`` refit trusts the
-    types the artifact recorded for it (``params["skops_types"]``, written by :func:`write_refits`) besides
-    ``trusted_types``.
+    Each refit file is read once and loaded from those bytes, checked against the manifest's sha256 (the refits
+    beyond ``n`` are checked too); a ``.skops`` refit trusts the types the artifact recorded for it
+    (``params["skops_types"]``, written by :func:`write_refits`) besides ``trusted_types``.
 
     Raises
     ------
@@ -281,14 +281,15 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
         The artifact was built from another data file or model, or with another seed, target or resample, or
         holds fewer than ``n`` refits (with more, the first ``n`` are used: they are the refits of ``n``).
     ArtifactError
-        A refit file's bytes differ from those the manifest records (ModelError when they change between
-        that check and the load), or the recorded types are malformed.
+        A refit file's bytes differ from those the manifest records, or the recorded types are malformed.
     """
     from .artifacts import read_artifact
     from .exceptions import StaleArtifactError
     from .model import load_model
 
-    artifact = read_artifact(folder, kind=REFITS_KIND, inputs={"data": data, "model": model}, command_hint=REFITS_HINT)
+    # the refit files are hashed as they are read, below: each is read once
+    artifact = read_artifact(folder, kind=REFITS_KIND, inputs={"data": data, "model": model}, command_hint=REFITS_HINT,
+                             checked_on_read=_is_refit)
     params = artifact.params
     wanted = {"seed": int(seed), "resample": resample, "target": schema.target}
     for key, value in wanted.items():
@@ -296,14 +297,16 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
             raise StaleArtifactError(
                 f"The refits artifact '{folder}' was built with {key} {params.get(key)!r}; this run asks for "
                 f"{value!r}. Rebuild it: {REFITS_HINT}, or run without --refits to refit in this run.")
-    names = sorted(p for p in artifact.payload_names if p.startswith("refit-"))
+    names = sorted(p for p in artifact.payload_names if _is_refit(p))
     if n is not None and int(n) > len(names):
         raise StaleArtifactError(
             f"The refits artifact '{folder}' holds n {len(names)} refits; this run asks for --robust {n}. Rebuild it "
             f"with --robust {n}: {REFITS_HINT}.")
     # refit i depends on the seed and i only (refit_seed): the first n refits of a larger artifact are the
-    # refits of --robust n
-    names = names if n is None else names[:int(n)]
+    # refits of --robust n; the others are checked all the same, as every payload of an artifact is
+    names, unused = (names, []) if n is None else (names[:int(n)], names[int(n):])
+    for name in unused:
+        artifact.read_bytes(name, command_hint=REFITS_HINT)
     recorded = params.get("skops_types") or {}
     if not isinstance(recorded, dict):
         raise ArtifactError(f"The manifest of the refits artifact '{folder}' has a malformed skops_types entry. "
@@ -314,8 +317,12 @@ def load_refits(folder, *, data, model, seed: int, n: int | None, resample: str 
         if not isinstance(types, list) or not all(isinstance(t, str) and t for t in types):
             raise ArtifactError(f"The manifest of the refits artifact '{folder}' records malformed types for "
                                 f"'{name}'. Rebuild it: {REFITS_HINT}.")
-        # read_artifact checked the file's sha256; load_model checks it again on the bytes it loads
+        # loaded from the very bytes whose sha256 was checked
         refits.append(load_model(Path(folder) / name, favorable=schema.favorable, feature_names=schema.feature_names,
                                  threshold=threshold, trusted_types=[*(trusted_types or ()), *types],
-                                 sha256=artifact.manifest["payloads"][name]["sha256"]))
+                                 data=artifact.read_bytes(name, command_hint=REFITS_HINT)))
     return refits
+
+
+def _is_refit(name: str) -> bool:
+    return name.startswith("refit-")

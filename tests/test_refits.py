@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import sys
 from types import SimpleNamespace
 
 import joblib
@@ -467,3 +469,46 @@ def test_build_refits_refuses_an_id_column_the_data_does_not_have(setup, tmp_pat
                    "--id-column", "x4", "--out", tmp_path / "refits"], code=2)
     assert "'--id-column'" in result.stderr and "Column 'x4' is not in" in result.stderr
     assert not (tmp_path / "refits").exists()
+
+
+_REFIT_OPENS: dict = {}
+
+
+def _count_refit_opens(event, args):
+    if event == "open" and args and isinstance(args[0], (str, os.PathLike)) and os.fspath(args[0]) in _REFIT_OPENS:
+        _REFIT_OPENS[os.fspath(args[0])] += 1
+
+
+sys.addaudithook(_count_refit_opens)
+
+
+def test_each_refit_file_is_read_once_and_checked(setup, tmp_path):
+    from frpd_cli.exceptions import ArtifactError
+    from frpd_cli.refits import load_refits
+
+    out = tmp_path / "refits"
+    manifest, saved = _refits(setup, out)
+    files = sorted(out / name for name in manifest["payloads"])
+    schema = SimpleNamespace(target="y", favorable=1, feature_names=FEATURES)
+
+    def load():
+        return load_refits(out, data=setup.data, model=setup.model, seed=0, n=3, schema=schema, threshold=0.5)
+
+    _REFIT_OPENS.update({str(path): 0 for path in files})
+    try:
+        refits = load()
+        opens = {path.name: _REFIT_OPENS[str(path)] for path in files}
+    finally:
+        for path in files:
+            _REFIT_OPENS.pop(str(path))
+    assert opens == {path.name: 1 for path in files}          # the three loaded and the fourth, checked
+    X = pd.read_csv(setup.applicants)
+    for refit, expected in zip(refits, saved[:3], strict=True):
+        assert np.array_equal(refit.favorable_probability(X), expected.predict_proba(X)[:, 1])
+    # a refit this run does not use is refused all the same when its bytes changed, and so is a used one
+    for changed in (files[3], files[1]):
+        original = changed.read_bytes()
+        changed.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+        with pytest.raises(ArtifactError, match=rf"'{changed.name}' .* is corrupted \(its sha256 differs"):
+            load()
+        changed.write_bytes(original)
