@@ -44,6 +44,7 @@ __all__ = [
     "ROWWISE_TRANSFORMERS",
     "SCORE_BLOCK_ROWS",
     "SKOPS_SUFFIXES",
+    "fit_as_fitted",
     "load_model",
     "model_output_to_stderr",
 ]
@@ -411,21 +412,100 @@ class Model:
 
     def _as_categories(self, rows: pd.DataFrame, categories) -> pd.DataFrame:
         """The rows with the columns a LightGBM model was trained on as pandas ``category`` columns given that
-        dtype, with the model's own categories in the model's order (LightGBM refuses text columns, and maps
-        the codes of a ``category`` column to the training categories, a value it never saw to missing)."""
-        if isinstance(categories, str):     # the model's categorical columns could not be told apart
-            text = [c for c in rows.columns if not pd.api.types.is_numeric_dtype(rows[c])
-                    and not isinstance(rows[c].dtype, pd.CategoricalDtype)]
-            if not text:
-                return rows
-            raise ModelError(f"The LightGBM model '{self.path}' was trained on pandas 'category' columns, but "
-                             f"{categories} Column(s) {_names(text)} reach it as text, which LightGBM refuses. "
-                             "Save a Pipeline that encodes the text columns itself (an OrdinalEncoder before the "
-                             "classifier), or train with every categorical column of 'category' dtype.")
-        converted = {name: pd.Categorical(rows[name].to_numpy(dtype=object), categories=levels)
-                     for name, levels in categories.items()
-                     if name in rows.columns and not isinstance(rows[name].dtype, pd.CategoricalDtype)}
-        return rows.assign(**converted) if converted else rows     # a new frame: the caller's is left as is
+        dtype (:func:`_as_lightgbm_categories`)."""
+        return _as_lightgbm_categories(rows, categories, path=self.path)
+
+
+def _as_lightgbm_categories(rows, categories, *, path, step: bool = False, refit: bool = False):
+    """``rows`` with the columns a LightGBM model was trained on as pandas ``category`` columns given that dtype,
+    with the model's own categories in the model's order (LightGBM refuses text columns, and maps the codes of a
+    ``category`` column to the training categories, a value it never saw to missing).
+
+    ``step``: the rows are what the steps of a Pipeline before its LightGBM classifier give it (they must be a
+    DataFrame holding those columns). ``refit``: the rows are to fit a copy of the model on, so a column that is
+    a ``category`` already gets the model's categories too (the copy keeps the categories it is fitted with).
+    """
+    where = f"The LightGBM step of the Pipeline '{path}'" if step else f"The LightGBM model '{path}'"
+    if isinstance(categories, str):     # the model's categorical columns could not be told apart
+        frame = rows if isinstance(rows, pd.DataFrame) else pd.DataFrame(np.asarray(rows, dtype=object))
+        text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])
+                and not isinstance(frame[c].dtype, pd.CategoricalDtype)]
+        if not text:
+            return rows
+        raise ModelError(f"{where} was trained on pandas 'category' columns, but {categories} Column(s) "
+                         f"{_names(text)} reach it as text, which LightGBM refuses. Save a Pipeline that encodes "
+                         "the text columns itself (an OrdinalEncoder before the classifier), or train with every "
+                         "categorical column of 'category' dtype.")
+    if not isinstance(rows, pd.DataFrame):
+        raise ModelError(f"{where} was trained on pandas 'category' columns ({_names(categories)}), but the steps "
+                         f"before it give it a {type(rows).__name__}, not a DataFrame, so frpd cannot give those "
+                         "columns their dtype. Make those steps output DataFrames (set_output(transform='pandas') "
+                         "on them before fitting), or encode the categorical columns in the Pipeline (an "
+                         "OrdinalEncoder before the classifier).")
+    missing = [name for name in categories if name not in rows.columns]
+    if missing:
+        raise ModelError(f"{where} was trained on pandas 'category' columns {_names(categories)}, but "
+                         f"{_names(missing)} {'is' if len(missing) == 1 else 'are'} not among the columns "
+                         f"{'the steps before it give it' if step else 'it is given'} "
+                         f"({_names(map(str, rows.columns))}), so frpd cannot give them their dtype. Save a Pipeline "
+                         "whose steps before the classifier keep those columns' names (a ColumnTransformer with "
+                         "verbose_feature_names_out=False), or encode them in the Pipeline (an OrdinalEncoder).")
+    converted = {}
+    for name, levels in categories.items():
+        column = rows[name]
+        if not isinstance(column.dtype, pd.CategoricalDtype):
+            converted[name] = pd.Categorical(column.to_numpy(dtype=object), categories=levels)
+        elif refit and list(column.cat.categories) != list(levels):
+            converted[name] = pd.Categorical(column.astype(object).to_numpy(dtype=object), categories=levels)
+    return rows.assign(**converted) if converted else rows     # a new frame: the caller's is left as is
+
+
+def _lightgbm_step(estimator):
+    """The LightGBM classifier that receives the rows, and whether it is a Pipeline's last step: the estimator
+    itself (False), the last step of a scikit-learn Pipeline (True), or None for any other model."""
+    if type(estimator).__module__.startswith("lightgbm"):
+        return estimator, False
+    steps = getattr(estimator, "steps", None)
+    if type(estimator).__module__ == "sklearn.pipeline" and type(estimator).__name__ == "Pipeline" and steps:
+        final = steps[-1][1]
+        if type(final).__module__.startswith("lightgbm"):
+            return final, True
+    return None
+
+
+def _pipeline_categories(estimator):
+    """The pandas categories (:func:`_pandas_categories`) of the LightGBM classifier that ends a Pipeline."""
+    found = _lightgbm_step(estimator)
+    if found is None or not found[1]:
+        return None
+    return _pandas_categories(found[0])
+
+
+def fit_as_fitted(original, refit, X: pd.DataFrame, y, *, path: str) -> None:
+    """Fit ``refit`` (an unfitted clone of ``original``) on ``X``, ``y`` as ``original`` was fitted.
+
+    A LightGBM classifier trained on pandas ``category`` columns, alone or as the last step of a Pipeline, is
+    given those columns with that dtype and the original's categories (the training CSV's text columns are
+    read as text, which LightGBM refuses): a bare classifier in ``X`` itself, the last step of a Pipeline in
+    what the steps before it (fitted on ``X`` first) give it. Any other model is fitted on ``X`` as it is.
+
+    Raises
+    ------
+    ModelError
+        The categorical columns cannot be told apart, or the steps before the classifier do not give it a
+        DataFrame with those columns (see :func:`_as_lightgbm_categories`).
+    """
+    found = _lightgbm_step(original)
+    categories = None if found is None else _pandas_categories(found[0])
+    if categories is None:
+        refit.fit(X, y)
+        return
+    if not found[1]:
+        refit.fit(_as_lightgbm_categories(X, categories, path=path, refit=True), y)
+        return
+    head = refit[:-1]               # the same step objects as the refit's: fitting them fits the refit's
+    Z = head.fit_transform(X, y)
+    refit.steps[-1][1].fit(_as_lightgbm_categories(Z, categories, path=path, step=True, refit=True), y)
 
 
 _CATEGORIES = weakref.WeakKeyDictionary()       # estimator -> _find_pandas_categories(estimator)
@@ -742,6 +822,11 @@ def _score_in_blocks(estimator, method: str, X, path: str, *, transformed: bool 
         Xt = X if transformed else _transform_rowwise(prefix, Xt)
         final = estimator.steps[-1][1]
     call = getattr(final, method)
+    categories = _pipeline_categories(estimator)
+    if categories is not None:
+        # a Pipeline's LightGBM classifier trained on pandas 'category' columns: the columns the steps before it
+        # give it get that dtype (they pass the training CSV's text through as text, which LightGBM refuses)
+        call = _typed_call(estimator, method, categories, path, transformed=prefix is not None)
     # A pipeline's preprocessed blocks go to a compiled predict_proba when it reproduced scikit-learn's
     # exactly (frpd_cli._rowwise.final_scorer); anything else is scikit-learn's own call.
     fast = prefix is not None and method == "predict_proba" and not isinstance(Xt, (pd.DataFrame, pd.Series))
@@ -780,6 +865,20 @@ def _score_in_blocks(estimator, method: str, X, path: str, *, transformed: bool 
             )
         parts.append(out[: stop - start])
     return np.concatenate(parts, axis=0)
+
+
+def _typed_call(pipeline, method: str, categories, path: str, *, transformed: bool):
+    """``<method>`` of a Pipeline's last step (a LightGBM classifier) on what the steps before it give, with the
+    classifier's pandas categories (:func:`_as_lightgbm_categories`): on rows the steps have already transformed
+    (``transformed``: its row-wise prefix ran on all rows) or on raw rows, transformed block by block."""
+    final = getattr(pipeline.steps[-1][1], method)
+    head = None if transformed else pipeline[:-1]
+
+    def call(X):
+        Z = X if head is None else head.transform(X)
+        return final(_as_lightgbm_categories(Z, categories, path=path, step=True))
+
+    return call
 
 
 def _block(X, start: int, stop: int, index):

@@ -132,10 +132,13 @@ def refit_rows(X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int, i: int,
     return rows
 
 
-def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int, i: int, how: str):
+def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int, i: int, how: str,
+             path: str = "the model"):
     from sklearn.base import clone
     from sklearn.exceptions import ConvergenceWarning
     from threadpoolctl import threadpool_limits
+
+    from .model import fit_as_fitted
 
     state = refit_seed(seed, i)
     rows = refit_rows(X, y, numeric, seed, i, how)
@@ -145,14 +148,15 @@ def _fit_one(estimator, X: pd.DataFrame, y: np.ndarray, numeric: list, seed: int
     with threadpool_limits(1), warnings.catch_warnings():
         # the user's own recipe: its convergence was the user's call when the model was trained
         warnings.simplefilter("ignore", ConvergenceWarning)
-        refit.fit(X.iloc[rows].reset_index(drop=True), y[rows])
+        # a LightGBM classifier trained on pandas 'category' columns sees them with that dtype again
+        fit_as_fitted(estimator, refit, X.iloc[rows].reset_index(drop=True), y[rows], path=path)
     return refit
 
 
 def _fit_task(shared: tuple, i: int):
-    """:func:`_fit_one` in a worker: ``shared`` is (estimator, X, y, numeric, seed, resample)."""
-    estimator, X, y, numeric, seed, resample = shared
-    return _fit_one(estimator, X, y, numeric, seed, i, resample)
+    """:func:`_fit_one` in a worker: ``shared`` is (estimator, X, y, numeric, seed, resample, path)."""
+    estimator, X, y, numeric, seed, resample, path = shared
+    return _fit_one(estimator, X, y, numeric, seed, i, resample, path)
 
 
 def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, resample: str = DEFAULT_RESAMPLE,
@@ -199,9 +203,9 @@ def fit_refits(model, frame: pd.DataFrame, schema, *, n: int, seed: int = 0, res
             from .backends import map_ordered
 
             fitted = map_ordered(_fit_task, ((i,) for i in range(n)), n_jobs=min(n_jobs, n),
-                                 shared=(estimator, X, y, numeric, seed, resample))
+                                 shared=(estimator, X, y, numeric, seed, resample, model.path))
         else:
-            fitted = (_fit_one(estimator, X, y, numeric, seed, i, resample) for i in range(n))
+            fitted = (_fit_one(estimator, X, y, numeric, seed, i, resample, model.path) for i in range(n))
         out = []
         for refit in fitted:
             out.append(refit)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import joblib
 import numpy as np
@@ -155,3 +156,99 @@ def test_lightgbm_whose_category_columns_cannot_be_told_apart_names_the_cause(sa
     model = load_model(path, favorable=1, feature_names=FEATURES)
     with pytest.raises(ModelError, match=r"trained on pandas 'category' columns.*OrdinalEncoder"):
         model.favorable_probability(raw.head(3))
+
+
+def _lightgbm_categories_model(kind: str, frame: pd.DataFrame, y):
+    """A LightGBM classifier fitted on pandas 'category' columns: bare, or as the last step of a Pipeline whose
+    ColumnTransformer passes every column through (renaming it 'keep__<column>') with pandas output."""
+    lightgbm = pytest.importorskip("lightgbm", reason="lightgbm is not installed (dev extra)")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import Pipeline
+
+    classifier = lightgbm.LGBMClassifier(n_estimators=40, num_leaves=15, n_jobs=1, random_state=0, verbose=-1)
+    if kind == "bare":
+        return classifier.fit(_category_frame(frame), y)
+    keep = ColumnTransformer([("keep", "passthrough", FEATURES)]).set_output(transform="pandas")
+    return Pipeline([("keep", keep), ("gbt", classifier)]).fit(_category_frame(frame), y)
+
+
+def _recourse_frame(rows) -> pd.DataFrame:
+    return pd.DataFrame([{c: r[c] for c in FEATURES} for r in rows]).astype(
+        {"age": np.int64, "duration": np.int64, "credit_amount": float})
+
+
+def _accepted(estimator, recourses: pd.DataFrame) -> np.ndarray:
+    """The estimator's own favourable probabilities of rows typed as it was trained (category columns)."""
+    return estimator.predict_proba(_category_frame(recourses))[:, list(estimator.classes_).index(1)]
+
+
+def test_lightgbm_pipeline_on_category_columns_plans_recourses_it_accepts(sample_paths, tmp_path):
+    credit = pd.read_csv(sample_paths["data"])
+    pipeline = _lightgbm_categories_model("pipeline", credit[FEATURES], credit["label"])
+    path = tmp_path / "pipeline.pkl"
+    joblib.dump(pipeline, path)
+    raw = credit[FEATURES]
+    with pytest.raises(ValueError):
+        pipeline.predict_proba(raw)          # the text columns frpd reads reach the classifier as text
+    model = load_model(path, favorable=1, feature_names=FEATURES)
+    expected = _accepted(pipeline, raw)
+    assert np.array_equal(model.favorable_probability(raw), expected)
+    assert np.array_equal(model.favorable_probability(raw.iloc[[9, 4, 1500]].reset_index(drop=True)),
+                          expected[[9, 4, 1500]])
+    result = _plan(sample_paths, path)
+    assert result.exit_code == 0, result.stderr
+    rows = [r for r in csv.DictReader(io.StringIO(result.stdout)) if r["status"] == "ok"]
+    assert rows
+    proba = _accepted(joblib.load(path), _recourse_frame(rows))     # the model loaded on its own
+    assert np.all(proba >= 0.5)
+    assert np.allclose(proba, [float(r["probability"]) for r in rows], atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["bare", "pipeline"])
+def test_robust_refits_of_lightgbm_on_category_columns_accept_every_recourse(sample_paths, tmp_path, kind):
+    credit = pd.read_csv(sample_paths["data"])
+    estimator = _lightgbm_categories_model(kind, credit[FEATURES], credit["label"])
+    path = tmp_path / "model.pkl"
+    joblib.dump(estimator, path)
+    out = tmp_path / "refits"
+    built = runner.invoke(app, ["build-refits", str(sample_paths["data"]), "--model", str(path), "--schema",
+                                str(sample_paths["schema"]), "--robust", "2", "--out", str(out)])
+    assert built.exit_code == 0, built.stderr
+    manifest = json.loads((out / "manifest.json").read_text())
+    refits = []
+    for name in sorted(p for p in manifest["payloads"] if p.startswith("refit-")):
+        if name.endswith(".skops"):
+            import skops.io as sio
+
+            refits.append(sio.load(out / name, trusted=sio.get_untrusted_types(file=out / name)))
+        else:
+            refits.append(joblib.load(out / name))
+    assert len(refits) == 2
+    for refit in refits:        # each refit's classifier was fitted on the original's categories
+        final = refit if kind == "bare" else refit.steps[-1][1]
+        assert final.booster_.pandas_categorical == (estimator if kind == "bare" else estimator[-1]
+                                                     ).booster_.pandas_categorical
+    result = _plan(sample_paths, path, "--refits", str(out), "--robust", "2")
+    assert result.exit_code == 0, result.stderr
+    rows = [r for r in csv.DictReader(io.StringIO(result.stdout)) if r["status"] == "ok"]
+    assert rows
+    recourses = _recourse_frame(rows)
+    assert np.all(_accepted(joblib.load(path), recourses) >= 0.5)
+    for refit in refits:
+        assert np.all(_accepted(refit, recourses) >= 0.5)
+    # refitted in the run itself: the same plans as with the artifact
+    again = _plan(sample_paths, path, "--robust", "2")
+    assert again.exit_code == 0, again.stderr
+    assert again.stdout == result.stdout
+
+
+def test_lightgbm_pipeline_whose_steps_hide_the_columns_names_the_cause(sample_paths, tmp_path):
+    credit = pd.read_csv(sample_paths["data"])
+    pipeline = _lightgbm_categories_model("pipeline", credit[FEATURES], credit["label"])
+    pipeline[0].set_output(transform="default")     # the step now gives the classifier an array
+    path = tmp_path / "arrays.pkl"
+    joblib.dump(pipeline, path)
+    model = load_model(path, favorable=1, feature_names=FEATURES)
+    with pytest.raises(ModelError, match=r"LightGBM step of the Pipeline .* trained on pandas 'category' columns"
+                                         r".*not a DataFrame.*set_output"):
+        model.favorable_probability(credit[FEATURES].head(3))
