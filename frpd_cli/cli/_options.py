@@ -585,8 +585,8 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     called with the CSV as read (``build-pool`` keeps it in the pool). ``status``, when given, replaces the text
     of a terminal's status line while the model is refitted (``--robust``). ``stage``
     (:class:`frpd_cli.dataset.RowStage`, without ``pool`` or ``robust``): the encoded rows and constraint codes are
-    written there block by block and held memory-mapped (``build-pool``). ``id_in_data``: ``--id-column`` must
-    name a column of the data file (:func:`check_id_column`; commands that read no applicants).
+    written there block by block and held memory-mapped (``build-pool``). ``id_in_data``: the run reads no applicants file, so an
+    ``--id-column`` the data file does not have is warned about (:func:`check_id_column`).
 
     Returns
     -------
@@ -679,23 +679,25 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 
 
 def check_id_column(flags: SchemaFlags, frame, data: Path) -> None:
-    """Refuse an ``--id-column`` that is not a column of the data file (a usage error, exit 2).
+    """Warn about an ``--id-column`` that is not a column of the data file, in a run that reads no applicants.
 
-    For the commands that read no applicants (``build-pool``, ``build-refits``), where the identifier column is
-    only the data file's column left out of the features. The schema file's ``id_column`` is not checked: one
-    file serves every command, and the applicants file may be the only one holding that column.
+    For the commands that read no applicants file (``build-graph``, ``build-pool``, ``build-refits``, and
+    ``evaluate`` and ``audit`` without ``--applicants``), where the identifier column is only the data file's
+    column left out of the features: a name the data file does not have leaves nothing out, and the option has
+    no effect. A warning, not an error: a script gives every command the same flags, and the training data need
+    not hold the applicants' identifier (a mistyped name is refused where the column is read, in the applicants
+    file of ``plan``, ``select``, ``interpolate``). The schema file's ``id_column`` is not checked: one file
+    serves every command.
     """
-    from ..exceptions import OptionError
     from ..names import did_you_mean
 
     name = flags.id_column
     if name is None or name in frame.columns:
         return
     columns = [str(c) for c in frame.columns]
-    raise OptionError("--id-column", f"Column '{name}' is not in '{data}'.{did_you_mean(name, columns)} Its columns "
-                                     f"are: {', '.join(columns)}. This command reads no applicants: --id-column names "
-                                     "the data file's identifier column, which is left out of the features; leave "
-                                     "the option out when the data has none.")
+    echo_err(f"Warning: --id-column '{name}' is not a column of '{data}'.{did_you_mean(name, columns)} This run "
+             "reads no applicants file, so the option only names the data file's identifier column to leave out of "
+             "the features, and here it has no effect.")
 
 
 def _judge_progress(robust, status):

@@ -90,7 +90,8 @@ def audit_command(
                      {"data": data, "model": model, "plans": plans, "applicants": applicants, "schema": flags.schema})
     with lock_outputs(files=(output, plot)):
         fmt, (training, loaded, spec) = load_for_review(fmt, output, plot, data, model, flags, threshold=threshold,
-                                                        encoding=encoding, trusted_types=trust_type, quiet=quiet)
+                                                        encoding=encoding, trusted_types=trust_type, quiet=quiet,
+                                                        id_in_data=applicants is None)
         by = list(dict.fromkeys(by or ()))
         features = list(training.schema.feature_names)
         others = [c for c in by if c not in features]

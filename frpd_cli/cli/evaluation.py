@@ -172,7 +172,8 @@ def evaluate_command(
         if manifold not in MANIFOLDS:
             raise InputError(f"The 'manifold' option must be one of {', '.join(MANIFOLDS)}. Got {manifold!r} instead.")
         fmt, (training, loaded, spec) = load_for_review(fmt, output, plot, data, model, flags, threshold=threshold,
-                                                        encoding=encoding, trusted_types=trust_type, quiet=quiet)
+                                                        encoding=encoding, trusted_types=trust_type, quiet=quiet,
+                                                        id_in_data=applicants is None)
         others = _load_also_models(also_model or (), training.schema, threshold=threshold, trusted_types=trust_type)
         records, frame, ids, without_values = read_plans_with_applicants(
             plans, applicants, training, spec.id_column, encoding=encoding, keep_without_values=True)

@@ -292,7 +292,7 @@ def build_graph_command(
                               "installed. Install it (pip install 'frpd-cli[ann]', or pip install faiss-cpu), or use "
                               "--neighbor-search exact.")
         training, _, _ = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
-                                                trusted_types=trust_type, pool=pool, quiet=quiet)
+                                         trusted_types=trust_type, pool=pool, quiet=quiet, id_in_data=True)
         if neighbors is None:
             neighbors = default_neighbors(training.n_rows)
         blocks = category_blocks(training.encoder) if per_change and radius is None else None

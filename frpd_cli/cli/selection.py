@@ -225,7 +225,7 @@ def _number_or_text(value):
 
 @app.command("interpolate")
 @handle_errors
-@o.SCHEMA_OPTIONS.only("schema", "target", "favorable", "immutable", "increasing", "decreasing")
+@o.SCHEMA_OPTIONS.only("schema", "target", "favorable", "immutable", "increasing", "decreasing", "id_column")
 @ROBUST_OPTIONS
 def interpolate_command(
     selection: Annotated[Path, typer.Option("--selection", readable=False, help="Selection artifact folder from 'frpd select'.",
@@ -262,6 +262,9 @@ def interpolate_command(
 
     Graph example: frpd interpolate --selection graph-sel/ --model sample_data/model.pkl --scheme graph --graph
     graph/ --out graph-plans/
+
+    The records name each applicant as the selection does (select --id-column); with --id-column COL, by the
+    COL value of the applicants file the selection was made from.
     """
     if output is not None:
         resolve_output(output)
@@ -347,6 +350,10 @@ def interpolate_command(
         applicants = artifact.load_csv("applicants.csv", dtype={"applicant": str}, keep_default_na=False)
         prototypes = artifact.load_csv("prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
         status = artifact.load_csv("status.csv", dtype={"applicant": str}, keep_default_na=False)
+        if declared.id_column is not None and declared.id_column != params.get("id_column"):
+            renamed = _ids_by_column(artifact, selection, encoder, declared.id_column, applicants["applicant"].tolist())
+            applicants, prototypes, status = (frame.assign(applicant=frame["applicant"].map(renamed))
+                                              for frame in (applicants, prototypes, status))
         check_selection(encoder, applicants, prototypes, status, thetas=params["thetas"], k=int(params["k"]),
                         artifact=selection, hint=hint, training=train_frame)
         ids = applicants["applicant"].tolist()
@@ -400,6 +407,8 @@ def interpolate_command(
         plan_inputs.update(extra_inputs(others))
         plan_params = {"scheme": scheme, "tol": tol, "selection": params, "margin": margin, "sparsify": sparsify,
                        "max_changes": max_changes, **robust_params(others)}
+        if declared.id_column is not None:
+            plan_params["id_column"] = declared.id_column
         if scheme == "graph":
             plan_inputs.update({"graph": graph, "data": data})
             plan_params["endpoint"] = settings.endpoint
@@ -452,6 +461,44 @@ def _write_interpolate_provenance(provenance, artifact, *, selection, model, gra
                {"path": "-" if output is None else str(output), "format": fmt,
                 "sha256": plans_sha256(output, digest)}]
     write_provenance(provenance, provenance_record("interpolate", inputs=inputs, settings=settings, outputs=outputs))
+
+
+def _ids_by_column(artifact, selection: Path, encoder: Encoder, id_column: str, ids: list) -> dict:
+    """``{id in the selection: the applicant's id_column value}``, read from the applicants file the selection was
+    made from (the one its manifest records, unchanged since), with ``select --id-column``'s checks: the column
+    is there (else a :class:`~frpd_cli.schema.DeclarationError`, a usage error when the flag named it), its
+    values unique.
+
+    Raises
+    ------
+    InputError
+        ``id_column`` is a feature of the selection, or the applicants file is no longer there.
+    StaleArtifactError
+        The applicants file changed since the selection was made.
+    """
+    from ..applicants import ApplicantFile
+
+    rerun = (f"Run frpd select again with --id-column {id_column}, then interpolate.")
+    if id_column in encoder.schema.feature_names:
+        raise InputError(f"The selection '{selection}' was made with '{id_column}' as a feature, so it cannot name "
+                         f"the applicants. {rerun}")
+    recorded = artifact.params.get("id_column")
+    named = "by row number" if recorded is None else f"by '{recorded}'"
+    entry = artifact.manifest.get("inputs", {}).get("applicants")
+    path = Path(entry["path"]) if isinstance(entry, dict) and entry.get("path") else None
+    if path is None or not path.is_file():
+        where = "" if path is None else f" ('{path}')"
+        raise InputError(f"The selection '{selection}' names its applicants {named}; naming them by '{id_column}' "
+                         f"needs the applicants file it was made from{where}, which is not there. {rerun}")
+    read_artifact(selection, kind=SELECTION_KIND, inputs={"applicants": path},
+                  command_hint=f"frpd select DATA --model MODEL --applicants CSV --out DIR --id-column {id_column}")
+    source = ApplicantFile(path, encoder, id_column=id_column)
+    scan = source.scan()
+    values = [a for chunk in source.chunks(max(scan.n_rows, 1)) for a in chunk.ids]
+    if len(values) != len(ids):
+        raise InputError(f"The selection '{selection}' holds {len(ids)} applicant(s) and its applicants file '{path}' "
+                         f"{len(values)}. {rerun}")
+    return dict(zip(ids, values))
 
 
 def _check_flag_features(flags, stored, selection: Path) -> None:
