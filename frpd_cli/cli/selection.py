@@ -41,6 +41,9 @@ __all__ = ["select_command", "interpolate_command"]
 
 SELECTION_KIND = "selection"
 PLAN_KIND = "plan"
+#: ``params["csv_text"]`` of a selection whose csv files escape text cells for spreadsheets (selections written
+#: before it have no such entry and hold the text as it is)
+SAFE_CSV_TEXT = "spreadsheet-safe"
 
 
 def _parse_thetas(text: str) -> list[float]:
@@ -158,9 +161,9 @@ def select_command(
         applicants_frame = raw.loc[:, names].copy()
         applicants_frame.insert(0, "applicant", ids)
         payloads = {
-            "prototypes.csv": prototypes,
-            "status.csv": table.status,
-            "applicants.csv": applicants_frame,
+            "prototypes.csv": _spreadsheet_safe(prototypes),
+            "status.csv": _spreadsheet_safe(table.status),
+            "applicants.csv": _spreadsheet_safe(applicants_frame),
             "encoder.json": training.encoder.to_dict(),
             "population.json": population_of(training).to_dict(),
             "screening.npz": table.screening,
@@ -168,7 +171,8 @@ def select_command(
         if save_eigen:
             payloads["eigen.npz"] = table.eigen
         params = {**settings.to_dict(), "thetas": thetas, "threshold": threshold, "seed": seed,
-                  "id_column": spec.id_column, "scale": training.encoder.scale, **robust_params(others)}
+                  "id_column": spec.id_column, "scale": training.encoder.scale, "csv_text": SAFE_CSV_TEXT,
+                  **robust_params(others)}
         inputs = {"data": data, "model": model, "applicants": applicants, **extra_inputs(others)}
         if graph is not None:
             inputs["graph"] = graph
@@ -190,6 +194,33 @@ def select_command(
         with open_output(None) as stream:
             write_records(stream, fmt_, shown, ["applicant", "theta", "status", "rank", "row", "changes", "objective"],
                           title=f"Prototypes ({method})")
+
+
+def _spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """A selection csv payload with its text cells and header escaped as frpd's csv output escapes them
+    (:func:`frpd_cli.plans.escape_csv_text`: formula-like text gets a leading ``'``; numbers never change)."""
+    from ..plans import escape_csv_text
+
+    safe = frame.rename(columns=escape_csv_text)
+    for column in safe.columns:
+        if not pd.api.types.is_numeric_dtype(safe[column]):
+            safe[column] = safe[column].map(escape_csv_text)
+    return safe
+
+
+def _selection_csv(artifact, name: str) -> pd.DataFrame:
+    """A selection's csv payload as written (text as it is; ids as text), unescaped when the selection escaped it
+    (``params["csv_text"]``; selections of earlier versions hold the text unescaped and are read as they are)."""
+    from ..plans import unescape_csv_text
+
+    frame = artifact.load_csv(name, dtype={"applicant": str}, keep_default_na=False)
+    if artifact.params.get("csv_text") != SAFE_CSV_TEXT:
+        return frame
+    frame.columns = [unescape_csv_text(c) for c in frame.columns]
+    for column in frame.columns:
+        if not pd.api.types.is_numeric_dtype(frame[column]):
+            frame[column] = frame[column].map(unescape_csv_text)
+    return frame
 
 
 def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.DataFrame, ids,
@@ -347,9 +378,8 @@ def interpolate_command(
                 fields["endpoint"] = endpoint
             settings = PlanSettings(**fields).validate()
             train_frame = training.frame
-        applicants = artifact.load_csv("applicants.csv", dtype={"applicant": str}, keep_default_na=False)
-        prototypes = artifact.load_csv("prototypes.csv", dtype={"applicant": str}, keep_default_na=False)
-        status = artifact.load_csv("status.csv", dtype={"applicant": str}, keep_default_na=False)
+        applicants, prototypes, status = (_selection_csv(artifact, name) for name in ("applicants.csv",
+                                                                                     "prototypes.csv", "status.csv"))
         if declared.id_column is not None and declared.id_column != params.get("id_column"):
             renamed = _ids_by_column(artifact, selection, encoder, declared.id_column, applicants["applicant"].tolist())
             applicants, prototypes, status = (frame.assign(applicant=frame["applicant"].map(renamed))
