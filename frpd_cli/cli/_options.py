@@ -679,25 +679,28 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 
 
 def check_id_column(flags: SchemaFlags, frame, data: Path) -> None:
-    """Warn about an ``--id-column`` that is not a column of the data file, in a run that reads no applicants.
+    """Warn about an ``--id-column`` that looks like a misspelling of a column of the data file, in a run that
+    reads no applicants.
 
     For the commands that read no applicants file (``build-graph``, ``build-pool``, ``build-refits``, and
     ``evaluate`` and ``audit`` without ``--applicants``), where the identifier column is only the data file's
-    column left out of the features: a name the data file does not have leaves nothing out, and the option has
-    no effect. A warning, not an error: a script gives every command the same flags, and the training data need
-    not hold the applicants' identifier (a mistyped name is refused where the column is read, in the applicants
-    file of ``plan``, ``select``, ``interpolate``). The schema file's ``id_column`` is not checked: one file
-    serves every command.
+    column left out of the features. The training data need not hold the applicants' identifier, and a script
+    gives every command the same flags: a name the data file does not have leaves nothing out, silently, as in
+    ``plan``. But a near miss of one of its columns (``applicantid`` for ``applicant_id``) leaves that column
+    among the features, where an identifier is no feature: a warning says so. (A mistyped name is refused where
+    the column is read, in the applicants file of ``plan``, ``select``, ``interpolate``.) The schema file's
+    ``id_column`` is not checked: one file serves every command.
     """
-    from ..names import did_you_mean
+    from ..names import near_miss
 
     name = flags.id_column
     if name is None or name in frame.columns:
         return
-    columns = [str(c) for c in frame.columns]
-    echo_err(f"Warning: --id-column '{name}' is not a column of '{data}'.{did_you_mean(name, columns)} This run "
-             "reads no applicants file, so the option only names the data file's identifier column to leave out of "
-             "the features, and here it has no effect.")
+    match = near_miss(name, [str(c) for c in frame.columns])
+    if match:
+        echo_err(f"Warning: --id-column '{name}' is not a column of '{data}'. Did you mean '{match}'? This run reads "
+                 f"no applicants file, so the option only names the data file's identifier column to leave out of "
+                 f"the features; '{match}' stays a feature.")
 
 
 def _judge_progress(robust, status):
