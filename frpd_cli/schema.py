@@ -63,6 +63,7 @@ __all__ = [
     "missing_like_levels",
     "location_like_features",
     "unordered_scale_features",
+    "past_record_features",
     "ranges_outside_training",
     "WHOLE_SHARE",
     "whole_share",
@@ -1612,14 +1613,45 @@ def many_level_features(schema: Schema, *, max_levels: int = MANY_LEVELS) -> lis
 
 #: Words of a column name that name a scale of attainment: its levels have an order (a degree is above a school
 #: certificate), which an unordered categorical feature does not know.
-_SCALE_WORDS = frozenset({"education", "educational", "degree", "degrees", "qualification", "qualifications",
-                          "schooling", "diploma", "bildung", "bildungsabschluss", "ausbildung", "formation",
-                          "diplome", "educacion", "escolaridad", "istruzione", "escolaridade"})
+#: (Not ``degree``: ``c_charge_degree`` is no attainment.)
+_SCALE_WORDS = frozenset({"education", "educational", "qualification", "qualifications", "schooling", "diploma",
+                          "bildung", "bildungsabschluss", "ausbildung", "formation", "diplome", "educacion",
+                          "escolaridad", "istruzione", "escolaridade"})
+#: Words of a column name that name a record of the past (``priors_count``, ``previous``, ``credit_history``,
+#: ``num_delinquencies``, ``two_year_recid``): no one can undo it, so a recourse must not ask for less of it.
+_PAST_WORDS = frozenset({"prior", "priors", "previous", "previously", "past", "history", "historical", "delinquency",
+                         "delinquencies", "delinq", "delinquent", "bankruptcy", "bankruptcies", "arrest", "arrests",
+                         "arrested", "conviction", "convictions", "convicted", "recid", "recidivism", "recidivist",
+                         "chargeoff", "chargeoffs", "foreclosure", "foreclosures", "vorstrafen", "antecedentes"})
+
+
+def past_record_features(schema: Schema, *, vary=()) -> list[str]:
+    """Features free to change whose names say they record the past (``prior``, ``previous``, ``history``,
+    ``delinquencies``, ``bankruptcies``, ``arrests``, ``convictions``, ``recid``, as whole words of the name): no
+    one can undo the past, so a recourse that lowers a count of prior convictions or changes a credit history
+    is no advice to a person.
+
+    As :func:`sensitive_like_features`, a feature is reported when nothing was declared about it (mutability
+    ``free``, no ``--range``, not listed in ``vary``).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> names = ["priors_count", "previous", "credit_history", "numDelinquencies", "two_year_recid", "income",
+    ...          "history_of_art_degree", "priority", "label"]
+    >>> df = pd.DataFrame({n: [0, 1, 0, 1] for n in names})
+    >>> past_record_features(infer_schema(df, SchemaSpec(immutable=("history_of_art_degree",))))
+    ['priors_count', 'previous', 'credit_history', 'numDelinquencies', 'two_year_recid']
+    """
+    declared = set(vary)
+    return [f.name for f in schema.features
+            if f.mutability == "free" and not f.has_declared_range and f.name not in declared
+            and _PAST_WORDS.intersection(_name_words(f.name))]
 
 
 def unordered_scale_features(schema: Schema, *, vary=()) -> list[str]:
     """Unordered categorical features free to change whose names say their levels have an order (``education``,
-    ``degree``, ``qualification``, as whole words of the name): a recourse may move them down a level (Bachelors to
+    ``qualification``, ``schooling``, ``diploma``, as whole words of the name): a recourse may move them down a level (Bachelors to
     HS-grad), and every move costs the same (HS-grad to Doctorate as much as HS-grad to Some-college).
 
     As :func:`sensitive_like_features`, a feature is reported when nothing was declared about it (mutability
@@ -1628,12 +1660,12 @@ def unordered_scale_features(schema: Schema, *, vary=()) -> list[str]:
     Examples
     --------
     >>> import pandas as pd
-    >>> df = pd.DataFrame({"education": ["a", "b"], "highest_degree": ["x", "y"], "degrees_c": [1.0, 2.0],
+    >>> df = pd.DataFrame({"education": ["a", "b"], "qualification": ["x", "y"], "c_charge_degree": ["F", "M"],
     ...                    "educated_guess": ["u", "v"], "label": [0, 1]})
     >>> unordered_scale_features(infer_schema(df))
-    ['education', 'highest_degree']
+    ['education', 'qualification']
     >>> unordered_scale_features(infer_schema(df, SchemaSpec(ordinal={"education": ["a", "b"]})))
-    ['highest_degree']
+    ['qualification']
     """
     declared = set(vary)
     return [f.name for f in schema.features
@@ -1856,6 +1888,7 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
     sensitive, ages = sensitive_like_features(schema, vary=spec.vary)
     decimals = column_decimals(complete, schema)
     scales = set(unordered_scale_features(schema, vary=spec.vary))
+    past = set(past_record_features(schema, vary=spec.vary))
     rows = []
     for name in columns:
         values = frame[name]
@@ -1882,6 +1915,8 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
                 row["note"] = "protected characteristic? declare it immutable"
             elif name in ages:
                 row["note"] = "an age? declare it increasing"
+            elif name in past:
+                row["note"] = "a record of the past? declare it immutable"
             elif name in scales:
                 row["note"] = "a scale? declare its order ([ordinal]) and increasing"
             elif f.withheld:

@@ -172,14 +172,13 @@ def test_an_identifier_gets_the_identifier_warning_only(zips, tmp_path):
 def test_a_scale_without_an_order_is_named(tmp_path):
     from frpd_cli.schema import unordered_scale_features
 
-    names = {"education": True, "Highest Degree": True, "qualifications": True, "education_num": False,
-             "educated": False, "degrees_celsius": False, "job": False}
+    names = {"education": True, "Highest Qualification": True, "qualifications": True, "education_num": False,
+             "educated": False, "c_charge_degree": False, "job": False}
     frame = pd.DataFrame({n: ["a", "b", "c", "a"] for n in names} | {"label": [0, 1, 0, 1]})
     frame["education_num"] = [1, 2, 3, 1]
-    frame["degrees_celsius"] = [1.0, 2.0, 3.0, 1.5]
-    assert unordered_scale_features(infer_schema(frame)) == ["education", "Highest Degree"] + ["qualifications"]
+    assert unordered_scale_features(infer_schema(frame)) == ["education", "Highest Qualification", "qualifications"]
     declared = SchemaSpec(ordinal={"education": ["a", "b", "c"]}, immutable=("qualifications",),
-                          ranges={"Highest Degree": "a,b"})
+                          ranges={"Highest Qualification": "a,b"})
     assert unordered_scale_features(infer_schema(frame, declared)) == []
     # through the command line: schema warns and notes it; a schema file with the order silences it
     data = tmp_path / "d.csv"
@@ -187,10 +186,37 @@ def test_a_scale_without_an_order_is_named(tmp_path):
     result = runner.invoke(app, ["schema", str(data), "--format", "jsonl"])
     assert result.exit_code == 0, result.stderr
     warned = [line for line in result.stderr.splitlines() if "scale of attainment" in line]
-    assert len(warned) == 1 and "'education', 'Highest Degree', 'qualifications'" in warned[0]
+    assert len(warned) == 1 and "'education', 'Highest Qualification', 'qualifications'" in warned[0]
     notes = {r["column"]: r["note"] for r in map(json.loads, result.stdout.splitlines())}
     assert notes["education"].startswith("a scale?") and notes["job"] == ""
     schema = tmp_path / "s.toml"
-    schema.write_text('immutable = ["qualifications", "Highest Degree"]\n[ordinal]\neducation = ["a", "b", "c"]\n')
+    schema.write_text('immutable = ["qualifications", "Highest Qualification", "c_charge_degree"]\n'
+                      '[ordinal]\neducation = ["a", "b", "c"]\n')
     quiet = runner.invoke(app, ["schema", str(data), "--schema", str(schema), "--format", "jsonl"])
     assert quiet.exit_code == 0 and "scale of attainment" not in quiet.stderr
+
+
+def test_a_record_of_the_past_is_named(tmp_path):
+    # COMPAS-like columns: a recourse lowering priors_count asks for what no one can undo
+    from frpd_cli.schema import past_record_features
+
+    rng = np.random.default_rng(1)
+    n = 400
+    frame = pd.DataFrame({"priors_count": rng.integers(0, 12, n), "income": np.round(rng.uniform(10, 90, n), 1),
+                          "credit_history": rng.choice(["good", "poor", "none"], n),
+                          "priority": rng.integers(0, 3, n)})
+    frame["label"] = ((frame["income"] - 4 * frame["priors_count"]) > 30).astype(int)
+    assert past_record_features(infer_schema(frame)) == ["priors_count", "credit_history"]
+    declared = SchemaSpec(immutable=("credit_history",), increasing=("priors_count",))
+    assert past_record_features(infer_schema(frame, declared)) == []
+    data = tmp_path / "d.csv"
+    frame.to_csv(data, index=False)
+    result = runner.invoke(app, ["schema", str(data), "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "record of the past" in line]
+    assert len(warned) == 1 and "--immutable priors_count --immutable credit_history" in warned[0]
+    notes = {r["column"]: r["note"] for r in map(json.loads, result.stdout.splitlines())}
+    assert notes["priors_count"] == "a record of the past? declare it immutable" and notes["priority"] == ""
+    quiet = runner.invoke(app, ["schema", str(data), "--format", "jsonl", "--immutable", "credit_history",
+                                "--increasing", "priors_count"])
+    assert quiet.exit_code == 0 and "record of the past" not in quiet.stderr

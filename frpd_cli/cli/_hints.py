@@ -7,7 +7,7 @@ __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robu
            "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
            "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints",
            "range_outside_warning", "outlier_bound_note",
-           "withheld_levels_note", "unordered_scale_warning"]
+           "withheld_levels_note", "unordered_scale_warning", "past_record_warning"]
 
 
 def _plain(value):
@@ -235,6 +235,19 @@ def location_warning(names, source: str) -> str | None:
             "--range.")
 
 
+def past_record_warning(names, source: str) -> str | None:
+    """Free features named like a record of the past (:func:`frpd_cli.schema.past_record_features`)."""
+    if not names:
+        return None
+    one = len(names) == 1
+    flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
+    return (f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {'is' if one else 'are'} "
+            f"named like a record of the past (prior, previous, history, delinquencies, arrests, convictions) and "
+            f"may change: a recourse may ask an applicant to have fewer prior convictions or another credit history, "
+            f"which no one can undo. Declare {'it' if one else 'them'} immutable ({flags}, or immutable = [...] in "
+            f"the schema file), or --increasing for a count that can only grow.")
+
+
 def unordered_scale_warning(names, source: str) -> str | None:
     """Free unordered categorical features named like a scale of attainment
     (:func:`frpd_cli.schema.unordered_scale_features`)."""
@@ -242,7 +255,7 @@ def unordered_scale_warning(names, source: str) -> str | None:
         return None
     one, name = len(names) == 1, names[0]
     return (f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {'is' if one else 'are'} "
-            f"named like a scale of attainment (education, degree, qualification) but categorical without an order: "
+            f"named like a scale of attainment (education, qualification, schooling) but categorical without an order: "
             f"a recourse may move {'it' if one else 'them'} down a level, and every move costs the same (the "
             f"highest level as much as the next). Declare the order under [ordinal] in the schema file ({name} = "
             f"[lowest, ..., highest]) and --increasing {_quoted(name)}; or --immutable {_quoted(name)}.")
@@ -266,12 +279,13 @@ def range_outside_warning(outside, source: str) -> str | None:
 def schema_shape_warnings(schema, source: str, *, vary=(), id_like=()) -> list[str]:
     """The warnings on the features themselves that every command reading a schema prints: many levels (but for
     the ``id_like`` features, which :func:`id_like_warning` reports), and names of a place of residence."""
-    from ..schema import location_like_features, many_level_features, unordered_scale_features
+    from ..schema import location_like_features, many_level_features, past_record_features, unordered_scale_features
 
     many = [(name, n) for name, n in many_level_features(schema) if name not in set(id_like)]
     messages = (many_levels_warning(many, source),
                 location_warning(location_like_features(schema, vary=vary), source),
-                unordered_scale_warning(unordered_scale_features(schema, vary=vary), source))
+                unordered_scale_warning(unordered_scale_features(schema, vary=vary), source),
+                past_record_warning(past_record_features(schema, vary=vary), source))
     return [m for m in messages if m]
 
 

@@ -100,11 +100,18 @@ def schema_command(
     """
     from ..dataset import read_training_frame
     from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
-    from ..schema import inspect_schema, ranges_outside_training, schema_to_toml, unordered_scale_features
+    from ..schema import (
+        inspect_schema,
+        past_record_features,
+        ranges_outside_training,
+        schema_to_toml,
+        unordered_scale_features,
+    )
     from ._hints import (
         id_like_warning,
         location_warning,
         many_levels_warning,
+        past_record_warning,
         range_outside_warning,
         sensitive_warning,
         unordered_scale_warning,
@@ -139,6 +146,7 @@ def schema_command(
         for message in (many_levels_warning(many, f"'{data}'"),
                         location_warning(report.locations, f"'{data}'"),
                         unordered_scale_warning(unordered_scale_features(report.schema, vary=spec.vary), f"'{data}'"),
+                        past_record_warning(past_record_features(report.schema, vary=spec.vary), f"'{data}'"),
                         range_outside_warning(ranges_outside_training(report.schema, frame), f"'{data}'")):
             if message:
                 echo_err(message)
