@@ -221,18 +221,25 @@ def many_levels_warning(many, source: str) -> str | None:
     return "\n".join(lines) or None
 
 
+def _named_features(names, source: str, verb: str = "is") -> str:
+    """``Warning: feature 'a' of SOURCE is`` / ``Warning: features 'a', 'b' of SOURCE are`` (``verb`` singular:
+    ``is`` or a verb taking an ``s``)."""
+    one = len(names) == 1
+    plural = "are" if verb == "is" else verb.removesuffix("s")
+    return f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {verb if one else plural}"
+
+
 def location_warning(names, source: str) -> str | None:
     """Free features named like a place of residence (:func:`frpd_cli.schema.location_like_features`)."""
     if not names:
         return None
     one = len(names) == 1
     flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
-    return (f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {'reads' if one else 'read'} "
-            f"like a location (zip, postcode, postal, city, county, state, region, address) and may change: "
-            f"recourse would ask the applicant to move. Declare {'it' if one else 'them'} immutable ({flags}, or "
-            f"immutable = [...] in the schema file); to let {'it' if one else 'them'} change on purpose, list "
-            f"{'it' if one else 'them'} in --vary (vary = [...]) or limit {'its' if one else 'their'} values with "
-            "--range.")
+    return (f"{_named_features(names, source, 'reads')} like a location (zip, postcode, postal, city, county, "
+            f"state, region, address) and may change: recourse would ask the applicant to move. Declare "
+            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file); to let "
+            f"{'it' if one else 'them'} change on purpose, list {'it' if one else 'them'} in --vary (vary = [...]) "
+            f"or limit {'its' if one else 'their'} values with --range.")
 
 
 def past_record_warning(names, source: str) -> str | None:
@@ -241,11 +248,11 @@ def past_record_warning(names, source: str) -> str | None:
         return None
     one = len(names) == 1
     flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
-    return (f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {'is' if one else 'are'} "
-            f"named like a record of the past (prior, previous, history, delinquencies, arrests, convictions) and "
-            f"may change: a recourse may ask an applicant to have fewer prior convictions or another credit history, "
-            f"which no one can undo. Declare {'it' if one else 'them'} immutable ({flags}, or immutable = [...] in "
-            f"the schema file), or --increasing for a count that can only grow.")
+    return (f"{_named_features(names, source)} named like a record of the past (prior, previous, history, "
+            f"delinquencies, arrests, convictions) and may change: a recourse may ask an applicant to have fewer "
+            f"prior convictions or another credit history, which no one can undo. Declare "
+            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file), or "
+            f"--increasing for a count that can only grow.")
 
 
 def unordered_scale_warning(names, source: str) -> str | None:
@@ -254,11 +261,11 @@ def unordered_scale_warning(names, source: str) -> str | None:
     if not names:
         return None
     one, name = len(names) == 1, names[0]
-    return (f"Warning: {'feature' if one else 'features'} {_listed(names)} of {source} {'is' if one else 'are'} "
-            f"named like a scale of attainment (education, qualification, schooling) but categorical without an order: "
-            f"a recourse may move {'it' if one else 'them'} down a level, and every move costs the same (the "
-            f"highest level as much as the next). Declare the order under [ordinal] in the schema file ({name} = "
-            f"[lowest, ..., highest]) and --increasing {_quoted(name)}; or --immutable {_quoted(name)}.")
+    return (f"{_named_features(names, source)} named like a scale of attainment (education, qualification, "
+            f"schooling) but categorical without an order: a recourse may move {'it' if one else 'them'} down a "
+            f"level, and every move costs the same (the highest level as much as the next). Declare the order under "
+            f"[ordinal] in the schema file ({name} = [lowest, ..., highest]) and --increasing {_quoted(name)}; or "
+            f"--immutable {_quoted(name)}.")
 
 
 def range_outside_warning(outside, source: str) -> str | None:
