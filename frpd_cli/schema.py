@@ -285,8 +285,7 @@ class Feature:
 
             keys = {category_key(v) for v in self.allowed}
             withheld = {category_key(v) for v in self.withheld}
-            return np.array([(not keys or category_key(v) in keys) and category_key(v) not in withheld
-                             for v in values], dtype=bool)
+            return _keys_where(values, lambda key: (not keys or key in keys) and key not in withheld)
         array = np.asarray(values, dtype=np.float64)
         ok = np.ones(array.shape[0], dtype=bool)
         if self.low is not None:
@@ -467,6 +466,35 @@ class SchemaSpec:
             parse_max_move(self.max_move)
         for name, share in self.max_moves.items():
             parse_max_move(share, name)
+
+
+#: What :func:`pandas.api.types.infer_dtype` says of values that are equal only when their category keys are
+#: (strings; numbers, where 1 == 1.0 and both key as "1"; booleans): such values can be keyed once per distinct
+#: value. Booleans among numbers are not (True == 1, but they key as "True" and "1").
+_KEYED_BY_EQUALITY = ("string", "integer", "floating", "mixed-integer-float", "boolean")
+
+
+def _keys_where(values, keep) -> np.ndarray:
+    """``keep(category_key(v))`` for every value of ``values``, as a bool array of shape (n,).
+
+    A training column of a million rows holds a few distinct levels: each distinct value is keyed once (missing
+    values and columns of mixed types one by one, as :func:`frpd_cli.encoding.category_key` keys them).
+    """
+    from .encoding import category_key
+
+    array = np.empty(len(values), dtype=object)
+    array[:] = list(values) if not isinstance(values, np.ndarray) else values
+    ok = np.empty(array.shape[0], dtype=bool)
+    missing = pd.isna(array)
+    present = ~missing
+    rest = array[present]
+    if rest.size and pd.api.types.infer_dtype(rest, skipna=False) in _KEYED_BY_EQUALITY:
+        codes, uniques = pd.factorize(rest, use_na_sentinel=False)
+        ok[present] = np.array([bool(keep(category_key(v))) for v in uniques], dtype=bool)[codes]
+    else:
+        ok[present] = [bool(keep(category_key(v))) for v in rest]
+    ok[missing] = [bool(keep(category_key(v))) for v in array[missing]]
+    return ok
 
 
 def _check_disjoint_within(spec: SchemaSpec, key: str) -> None:
