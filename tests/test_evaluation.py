@@ -510,3 +510,28 @@ def _write_plans(sample_paths, folder):
     path = folder / "frpd.jsonl"
     path.write_text(result.stdout, encoding="utf-8")
     return path
+
+
+def test_short_plans_are_told_apart_from_plans_holding_a_refused_recourse(sample_paths, plan_files, tmp_path):
+    """A plan below validity 1 only for holding fewer than K recourses is not a plan whose recourse the model turns
+    down: stderr counts the two apart, and warns only of the second."""
+    records = [json.loads(line) for line in plan_files["jsonl"].read_text(encoding="utf-8").splitlines()]
+    quad = [r for r in records if r["method"] == "quad"]
+    short = sum(1 for r in quad if r["status"] == "ok" and len(r["recourses"]) < 3)
+    assert short >= 1                                          # the sample holds partial plans
+    result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(plan_files["jsonl"]),
+                                 "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    assert "does not predict favourable" not in result.stderr
+    assert f"Note: {sum(1 for r in records if r['status'] == 'ok' and len(r['recourses']) < 3)} plan(s) " \
+           "count as not valid only for holding fewer than K recourses" in result.stderr
+    # one full plan's first recourse sent back to the applicant's own (refused) values
+    full = next(r for r in quad if len(r["recourses"]) == 3)
+    first = full["recourses"][0]
+    first["features"].update({f: old for f, (old, _new) in first["changes"].items()})
+    first["changes"] = {}
+    bad = tmp_path / "refused.jsonl"
+    bad.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = runner.invoke(app, ["evaluate", *_common(sample_paths), "--plans", str(bad), "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    assert "Warning: 1 plan(s) hold a recourse the model does not predict favourable" in result.stderr

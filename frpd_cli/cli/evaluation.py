@@ -209,15 +209,22 @@ def evaluate_command(
 
         needing = per[per["status"] == "needs-recourse"]
         violations = int(needing["violations"].fillna(0).sum())
-        invalid = int((needing["validity"] < 1).sum())
+        invalid = needing["validity"] < 1
+        # a plan below validity 1 is either short (fewer than K recourses, each accepted) or holds a recourse the
+        # model turns down: the second is the failure a reviewer looks for, so the two are counted apart
+        rejected = int((invalid & (needing["n_favorable"] < needing["n_recourses"])).sum())
+        short = int(invalid.sum()) - rejected
         if not quiet:
             full, partial, none = plan_counts(needing).values()
             echo_err(f"Evaluated {len(per)} plan(s) of {summary.shape[0]} method(s); {len(needing)} need a recourse "
                      f"({full} full, {partial} partial, {none} without recourse), {len(per) - len(needing)} already "
                      "favourable.")
-        if invalid:
-            echo_err(f"Warning: {invalid} plan(s) are not valid (fewer than K recourses, or a recourse the model "
-                     "does not predict favourable); --per-applicant lists them.")
+        if rejected:
+            echo_err(f"Warning: {rejected} plan(s) hold a recourse the model does not predict favourable; "
+                     "--per-applicant lists them.")
+        if short:
+            echo_err(f"Note: {short} plan(s) count as not valid only for holding fewer than K recourses (every "
+                     "recourse they hold is predicted favourable); --per-applicant lists them.")
         if violations:
             echo_err(f"Warning: {violations} constraint violation(s) (immutable, monotone, range or vocabulary); "
                      "--per-applicant lists them.")
