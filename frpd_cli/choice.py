@@ -473,11 +473,30 @@ def _geometry_of_rows(training: TrainingSet, cand: np.ndarray, x0: np.ndarray):
     return compute_geometry(Xc, x0, overwrite_X=fresh)
 
 
-def empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method: str, raw0: dict) -> Plan:
-    """The plan of an applicant without recourses: already favourable (``out`` is None) or not selectable."""
+def already_favorable_reason(prob: float, threshold: float | None) -> str:
+    """Why an applicant needs no recourse; a probability exactly at the threshold says so, and what to pass.
+
+    A probability equal to the threshold counts as favourable (``>= threshold``), but a classifier's own
+    ``predict`` breaks such a tie by its class order: scikit-learn's takes the first class at 0.5, so a forest
+    with an even number of trees denies an applicant whose trees split evenly, whom frpd would call favourable.
+    """
+    if threshold is not None and float(prob) == float(threshold):
+        return (f"the model's probability {prob:.4f} is exactly the threshold {threshold:g}, which counts as favourable "
+                "(>= threshold), but the model's own predict() may break the tie the other way and deny it; a "
+                f"--threshold a little above {threshold:g} (e.g. {threshold + 1e-6:g}) plans a recourse for it")
+    return f"the model already predicts favourable (probability {prob:.4f})"
+
+
+def empty_plan(applicant: str, out: SelectionOutcome | None, prob: float, method: str, raw0: dict, *,
+               threshold: float | None = None) -> Plan:
+    """The plan of an applicant without recourses: already favourable (``out`` is None) or not selectable.
+
+    ``threshold``: the model's; an already favourable applicant exactly at it is marked ``at_threshold``.
+    """
     if out is None:
-        return Plan(applicant, "already-favorable", f"the model already predicts favourable (probability {prob:.4f})",
-                    method, (), raw0)
+        tie = threshold is not None and float(prob) == float(threshold)
+        return Plan(applicant, "already-favorable", already_favorable_reason(prob, threshold), method, (), raw0,
+                    at_threshold=tie)
     return Plan(applicant, out.status, out.reason, method, (), raw0, shortfall=out.shortfall)
 
 

@@ -39,6 +39,7 @@ from .choice import (
     SCHEMES,
     PlanSettings,
     SelectionOutcome,
+    already_favorable_reason,
     changes,
     empty_plan,
     infeasibility_reason,
@@ -269,7 +270,8 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     for i, out in enumerate(outcomes):
         raw0 = raw_rows[i]
         if pending[i] is None:
-            plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
+            plans.append(empty_plan(ids[i], out, prob0[i], method, raw0,
+                                    threshold=model.threshold))
             continue
         drafts, n_lost, n_long, n_dominated = pending[i]
         notes = [out.reason] if out.reason else []  # a selection note (e.g. exact ran quad instead)
@@ -818,8 +820,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
             stored = Eigen(values=reuse_eigen[f"values_{i}"].astype(np.float64),
                            vectors=reuse_eigen[f"vectors_{i}"].astype(np.float64))
         if prob0[i] >= model.threshold:
-            outcomes = [SelectionOutcome("already-favorable",
-                                         f"the model already predicts favourable (probability {prob0[i]:.4f})",
+            outcomes = [SelectionOutcome("already-favorable", already_favorable_reason(prob0[i], model.threshold),
                                          np.zeros(0, dtype=np.int64)) for _ in thetas]
         else:
             found = ahead[i]

@@ -136,7 +136,9 @@ class Plan:
     (:func:`frpd_cli.choice.pruning_bound`). ``shortfall``: set when the
     applicant had fewer than K candidates, the counts (a
     :class:`frpd_cli.candidates.Shortfall`) its reason quotes; no output
-    record holds it.
+    record holds it. ``at_threshold``: an ``already-favorable`` applicant whose
+    probability is exactly the threshold (a tie the model's own ``predict``
+    may break the other way); no output record holds it.
     """
 
     applicant: str
@@ -148,6 +150,7 @@ class Plan:
     partial: bool = False
     pruning: dict | None = None
     shortfall: Shortfall | None = None
+    at_threshold: bool = False
 
 
 def python_value(value):

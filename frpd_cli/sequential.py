@@ -122,7 +122,8 @@ def graph_plans(training: TrainingSet, graph, raw: pd.DataFrame, X0: np.ndarray,
     for i, out in enumerate(outcomes):
         raw0 = raw_rows[i]
         if out is None or out.status != "ok":
-            plans.append(empty_plan(ids[i], out, prob0[i], method, raw0))
+            plans.append(empty_plan(ids[i], out, prob0[i], method, raw0,
+                                         threshold=model.threshold))
             continue
         recourses = []
         for rank, g in enumerate(drafts[i], start=1):

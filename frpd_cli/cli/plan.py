@@ -155,6 +155,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     start = time.perf_counter()
     counts: dict = {}
     reasons: dict = {}
+    ties: list = []                     # already favourable applicants exactly at the threshold
     causes = _CauseTally()
     pruned = _PruningTally()
     console = stderr_console()
@@ -173,6 +174,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     def consume(plans, writer, done):
         for p in plans:
             counts[p.status] = counts.get(p.status, 0) + 1
+            if p.at_threshold:
+                ties.append(p.applicant)
             if p.partial:
                 counts["partial"] = counts.get("partial", 0) + 1
             if p.pruning is not None:
@@ -246,6 +249,12 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
         if pruned.n:
             echo_err(pruned.summary())
+    if ties:
+        echo_err(f"Warning: {len(ties)} applicant(s) have a favourable probability exactly at the threshold "
+                 f"{model.threshold:g} (first: applicant {ties[0]}); frpd counts them already favourable (>= "
+                 "threshold) and plans nothing for them, but the model's own predict() may break the tie the other "
+                 f"way and deny them (scikit-learn's does, when the favourable class is not its first). A --threshold "
+                 f"a little above {model.threshold:g} (e.g. {model.threshold + 1e-6:g}) plans recourses for them.")
     hint = already_favorable_hint(counts.get("already-favorable", 0), n, model)
     if hint:
         echo_err(hint)
