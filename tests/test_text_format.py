@@ -222,3 +222,42 @@ def test_a_graph_recourse_lists_its_steps_in_order():
                     "in 2\n     steps: lower amount from 1234.50 to 1000.25; then raise savings from none to little.\n"
                     "  It keeps everything it does not mention as it is now: age 30, savings none, housing rent, "
                     "amount\n  1234.50.\n\n")
+
+
+def test_a_column_with_a_few_long_values_does_not_pad_every_value_with_zeros(tmp_path):
+    """A ratio column mostly 0.5 / 0.75 but with a few values of 8 decimals (SBA's Portion): the text and the
+    table show 0.75 and 1.0, not 0.75000000; the value a change needs keeps every decimal it has."""
+    import joblib
+    import numpy as np
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    portion = rng.choice([0.5, 0.75, 1.0], size=200)
+    portion[:3] = [0.29677419, 0.61290323, 0.83870968]
+    amount = rng.integers(1000, 5000, size=200)
+    frame = pd.DataFrame({"portion": portion, "amount": amount, "label": (portion < 0.8).astype(int)})
+    data = tmp_path / "train.csv"
+    frame.to_csv(data, index=False)
+    model = LogisticRegression().fit(frame[["portion", "amount"]], frame["label"])
+    joblib.dump(model, tmp_path / "model.joblib")
+    applicants = tmp_path / "applicants.csv"
+    pd.DataFrame({"portion": [1.0], "amount": [2500]}).to_csv(applicants, index=False)
+    base = ["plan", str(data), "--model", str(tmp_path / "model.joblib"), "--applicants", str(applicants),
+            "--max-move", "none"]
+    record = json.loads(runner.invoke(app, [*base, "--format", "jsonl"]).stdout)
+    new = [r["changes"]["portion"][1] for r in record["recourses"] if "portion" in r["changes"]]
+    assert new
+    for fmt in ("text", "table"):
+        result = runner.invoke(app, [*base, "--format", fmt], env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.stderr
+        assert "1.0" in result.stdout and "1.00000000" not in result.stdout
+        for value in new:                       # the changed value as the records hold it, trailing zeros off
+            assert f"{value:.8f}".rstrip("0") in result.stdout
+
+
+def test_value_format_drops_trailing_zeros_only_beyond_a_few_decimals():
+    values = ValueFormat({"amount": 2, "portion": 8})
+    assert values("amount", 1929.2) == "1929.20" and values("amount", 12.0) == "12.00"
+    assert [values("portion", v) for v in (0.75, 1.0, 0.8499997)] == ["0.75", "1.0", "0.8499997"]
+    assert values.pair("portion", 0.75, 0.7500001) == ("0.75", "0.7500001")

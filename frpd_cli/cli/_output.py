@@ -208,21 +208,37 @@ def encoder_decimals(encoder) -> dict:
     return {f.name: d for f, d in zip(encoder.schema.features, encoder.decimals) if d is not None}
 
 
+#: A column whose values need more decimals than this (a ratio such as SBA's Portion, most of whose values are
+#: 0.5 or 0.75 but a few 0.29677419) shows each value without its trailing zeros: 0.75, not 0.75000000.
+FIXED_DECIMALS = 3
+
+
 class ValueFormat:
     """Formats each feature's values with the precision of its training column.
+
+    Up to :data:`FIXED_DECIMALS` decimals every value shows them all (1929.20); beyond, trailing zeros are
+    dropped down to one decimal (0.75, 1.0, 0.8499997), so that a few long values of a column do not pad all
+    the others with zeros.
 
     Parameters
     ----------
     decimals : dict of str to int, optional
         Decimals per numeric feature (:func:`encoder_decimals`); other features and
         unknown columns are written by :func:`format_value` without a fixed precision.
+
+    Examples
+    --------
+    >>> ValueFormat({"amount": 2, "portion": 8})("amount", 1929.2), ValueFormat({"portion": 8})("portion", 0.75)
+    ('1929.20', '0.75')
+    >>> ValueFormat({"portion": 8})("portion", 1.0), ValueFormat({"portion": 8})("portion", 0.84999970)
+    ('1.0', '0.8499997')
     """
 
     def __init__(self, decimals: dict | None = None):
         self.decimals = dict(decimals or {})
 
     def __call__(self, name: str, value) -> str:
-        return format_value(value, self.decimals.get(name))
+        return _format_with(value, self.decimals.get(name))
 
     def pair(self, name: str, old, new) -> tuple[str, str]:
         """Old and new value of a change; more decimals when the column's own would show them equal."""
@@ -230,10 +246,19 @@ class ValueFormat:
         d = self.decimals.get(name)
         if a == b and d is not None and _numbers_differ(old, new):
             for more in range(d + 1, 12):
-                a, b = format_value(old, more), format_value(new, more)
+                a, b = _format_with(old, more), _format_with(new, more)
                 if a != b:
                     break
         return a, b
+
+
+def _format_with(value, decimals: int | None) -> str:
+    text = format_value(value, decimals)
+    if decimals is not None and decimals > FIXED_DECIMALS and "." in text and "e" not in text:
+        text = text.rstrip("0")
+        if text.endswith("."):
+            text += "0"
+    return text
 
 
 def _numbers_differ(a, b) -> bool:
