@@ -156,6 +156,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     counts: dict = {}
     reasons: dict = {}
     ties: list = []                     # already favourable applicants exactly at the threshold
+    relations = _order_relations(training)
+    broken: dict = {}                   # relation -> [n recourses, applicants, first example]
     causes = _CauseTally()
     pruned = _PruningTally()
     console = stderr_console()
@@ -176,6 +178,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             counts[p.status] = counts.get(p.status, 0) + 1
             if p.at_threshold:
                 ties.append(p.applicant)
+            if relations and p.status == "ok":
+                _tally_broken(relations, p, broken)
             if p.partial:
                 counts["partial"] = counts.get("partial", 0) + 1
             if p.pruning is not None:
@@ -249,6 +253,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
         if pruned.n:
             echo_err(pruned.summary())
+    for relation, (n_broken, applicants_broken, first) in broken.items():
+        echo_err(_broken_relation_warning(relation, n_broken, len(applicants_broken), first))
     if ties:
         echo_err(f"Warning: {len(ties)} applicant(s) have a favourable probability exactly at the threshold "
                  f"{model.threshold:g} (first: applicant {ties[0]}); frpd counts them already favourable (>= "
@@ -307,6 +313,43 @@ class _CauseTally:
         if self.n_other:
             out.append({"rule": "other", "n": self.n_other})
         return out
+
+
+def _order_relations(training) -> list:
+    """The order relations of the training rows (:mod:`frpd_cli.relations`); none without a raw frame."""
+    import pandas as pd
+
+    from ..relations import find_order_relations
+
+    frame = getattr(training, "frame", None)
+    return find_order_relations(frame, training.schema) if isinstance(frame, pd.DataFrame) else []
+
+
+def _tally_broken(relations, plan, broken: dict) -> None:
+    from ..relations import broken_relation
+
+    for r in plan.recourses:
+        for relation in relations:
+            if broken_relation(relation, plan.applicant_features, r.features):
+                entry = broken.setdefault(relation, [0, set(), (plan.applicant, r.features)])
+                entry[0] += 1
+                entry[1].add(plan.applicant)
+
+
+def _broken_relation_warning(relation, n_broken: int, n_applicants: int, first) -> str:
+    import shlex
+
+    from ._output import format_value
+
+    low, high = relation.low, relation.high
+    applicant, features = first
+    return (f"Warning: {n_broken} recourse(s) of {n_applicants} applicant(s) put {low!r} above {high!r} (first: "
+            f"applicant {applicant}, {low} {format_value(features[low])} > {high} {format_value(features[high])}), "
+            f"which no training row does ({low} <= {high} in all {relation.n_rows} rows, equal in "
+            f"{relation.equal_share:.0%} of them): a combination that may not exist, such as a part larger than "
+            f"its whole. frpd does not keep such relations by itself: review these recourses, or keep the two in "
+            f"order with --decreasing {shlex.quote(low)} --increasing {shlex.quote(high)} (which also forbids the "
+            "moves that crossed them).")
 
 
 def _margin_hint(training, model, settings) -> str | None:
