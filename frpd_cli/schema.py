@@ -1650,14 +1650,23 @@ _SCALE_WORDS = frozenset({"education", "educational", "qualification", "qualific
 _PAST_WORDS = frozenset({"prior", "priors", "previous", "previously", "past", "history", "historical", "delinquency",
                          "delinquencies", "delinq", "delinquent", "bankruptcy", "bankruptcies", "arrest", "arrests",
                          "arrested", "conviction", "convictions", "convicted", "recid", "recidivism", "recidivist",
-                         "chargeoff", "chargeoffs", "foreclosure", "foreclosures", "vorstrafen", "antecedentes"})
+                         "chargeoff", "chargeoffs", "chgoff", "foreclosure", "foreclosures", "vorstrafen",
+                         "antecedentes"})
+#: Two words that name a record of the past together: a charge-off written ``charge_off``, ``ChargedOff`` or SBA's
+#: ``ChgOffPrinGr`` (the principal charged off, known only once the loan failed).
+_PAST_PAIRS = frozenset({("charge", "off"), ("charged", "off"), ("chg", "off"), ("charge", "offs")})
+
+
+def _names_past(name: str) -> bool:
+    words = _name_words(name)
+    return bool(_PAST_WORDS.intersection(words)) or any(pair in _PAST_PAIRS for pair in zip(words, words[1:]))
 
 
 def past_record_features(schema: Schema, *, vary=()) -> list[str]:
     """Features free to change whose names say they record the past (``prior``, ``previous``, ``history``,
     ``delinquencies``, ``bankruptcies``, ``arrests``, ``convictions``, ``recid``, as whole words of the name): no
     one can undo the past, so a recourse that lowers a count of prior convictions or changes a credit history
-    is no advice to a person.
+    is no advice to a person; likewise a charge-off (``charge_off``, ``ChgOffPrinGr``: two words together).
 
     As :func:`sensitive_like_features`, a feature is reported when nothing was declared about it (mutability
     ``free``, no ``--range``, not listed in ``vary``).
@@ -1666,15 +1675,15 @@ def past_record_features(schema: Schema, *, vary=()) -> list[str]:
     --------
     >>> import pandas as pd
     >>> names = ["priors_count", "previous", "credit_history", "numDelinquencies", "two_year_recid", "income",
-    ...          "history_of_art_degree", "priority", "label"]
+    ...          "history_of_art_degree", "priority", "ChgOffPrinGr", "payoff", "label"]
     >>> df = pd.DataFrame({n: [0, 1, 0, 1] for n in names})
     >>> past_record_features(infer_schema(df, SchemaSpec(immutable=("history_of_art_degree",))))
-    ['priors_count', 'previous', 'credit_history', 'numDelinquencies', 'two_year_recid']
+    ['priors_count', 'previous', 'credit_history', 'numDelinquencies', 'two_year_recid', 'ChgOffPrinGr']
     """
     declared = set(vary)
     return [f.name for f in schema.features
             if f.mutability == "free" and not f.has_declared_range and f.name not in declared
-            and _PAST_WORDS.intersection(_name_words(f.name))]
+            and _names_past(f.name)]
 
 
 def unordered_scale_features(schema: Schema, *, vary=()) -> list[str]:

@@ -249,9 +249,9 @@ def past_record_warning(names, source: str) -> str | None:
     one = len(names) == 1
     flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
     return (f"{_named_features(names, source)} named like a record of the past (prior, previous, history, "
-            f"delinquencies, arrests, convictions) and may change: a recourse may ask an applicant to have fewer "
-            f"prior convictions or another credit history, which no one can undo. Declare "
-            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file), or "
+            f"delinquencies, arrests, convictions, charge-offs) and may change: a recourse may ask an applicant to "
+            f"have fewer prior convictions, another credit history or a smaller charge-off, which no one can undo. "
+            f"Declare {'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file), or "
             f"--increasing for a count that can only grow.")
 
 
