@@ -468,3 +468,18 @@ def test_cli_without_applicants_counts_the_plans_without_recourse(constructed, t
     rows = json.loads(groups.stdout)
     assert sum(r["denied"] for r in rows) == 60 and rows[-1]["group"] == "(values unknown)"
     assert rows[-1]["denied"] == 10 and rows[-1]["none"] == 1.0
+
+
+def test_cli_action_table_on_a_terminal_gives_the_median_change_and_what_a_size_means(constructed):
+    """'x ↑ 0.25–0.5' is a share of the population crossed (or of the range), not of x's units: the terminal
+    table says so and shows each action's median raw change next to it."""
+    for scale, size in (("effort", "share of the training population a move crosses"),
+                        ("minmax", "share of the feature's min-max range")):
+        result = runner.invoke(app, _args(constructed, "--actions", "--format", "table", "--scale", scale),
+                               env={"COLUMNS": "200"})
+        assert result.exit_code == 0, result.output
+        assert size in result.stdout and "median change" in result.stdout
+        data = runner.invoke(app, _args(constructed, "--actions", "--format", "jsonl", "--scale", scale))
+        for a in map(json.loads, data.stdout.splitlines()):
+            row = next(line for line in result.stdout.splitlines() if a["action"] in line)
+            assert f"{a['median change']:+.6g}" in row

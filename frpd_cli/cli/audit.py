@@ -128,8 +128,11 @@ def audit_command(
             tables.append(("groups", "Cost of each denied applicant's cheapest recourse, by group (* the gap's "
                            "interval excludes 0)", result.groups))
         if actions:
+            size = ("share of the training population a move crosses" if training.encoder.scale == "effort"
+                    else "share of the feature's min-max range")
             tables.append(("actions", "Actions by coverage (share of the denied applicants one action alone gets "
-                           "accepted)", shown_actions))
+                           f"accepted; ↑/↓ sizes: {size}; median change: in the feature's own units)",
+                           shown_actions))
         if pairs:
             tables.append(("pairs", "Best pair of actions per group", result.pairs))
         with open_output(output) as stream:
@@ -207,6 +210,13 @@ def _num(v) -> str:
     return "–" if v is None else f"{v:.3f}"
 
 
+def _change(v) -> str:
+    """A numeric action's median raw change, signed (+2, -15.5); a category move has none."""
+    if v is None:
+        return "–"
+    return f"{v:+.6g}"
+
+
 def _interval(low, high) -> str:
     return "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
 
@@ -226,8 +236,9 @@ def _terminal(kind: str, table) -> tuple[list[dict], list[str]]:
                    "gap to the rest [95%]": (_num(r["gap"]) + _interval(r["gap low"], r["gap high"]) + flag),
                    "note": r["note"]}
         elif kind == "actions":
-            row = {"rank": r["rank"], "action": r["action"], "plans": r["plans"], "cost": _num(r["cost"]),
-                   "coverage": _pct(r["coverage"]), "top-n coverage": _pct(r["cumulative coverage"])}
+            row = {"rank": r["rank"], "action": r["action"], "median change": _change(r["median change"]),
+                   "plans": r["plans"], "cost": _num(r["cost"]), "coverage": _pct(r["coverage"]),
+                   "top-n coverage": _pct(r["cumulative coverage"])}
         else:
             row = {"by": r["by"], "group": r["group"], "denied": r["denied"], "first": r["first"] or "–",
                    "second": r["second"] or "–", "coverage": _pct(r["coverage"]),
