@@ -158,6 +158,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     ties: list = []                     # already favourable applicants exactly at the threshold
     relations = _order_relations(training)
     broken: dict = {}                   # relation -> [n recourses, applicants, first example]
+    sentinels = _sentinels(training)
+    coded: dict = {}                    # sentinel -> [n recourses, applicants, first example]
     causes = _CauseTally()
     pruned = _PruningTally()
     console = stderr_console()
@@ -180,6 +182,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
                 ties.append(p.applicant)
             if relations and p.status == "ok":
                 _tally_broken(relations, p, broken)
+            if sentinels and p.status == "ok":
+                _tally_coded(sentinels, p, coded)
             if p.partial:
                 counts["partial"] = counts.get("partial", 0) + 1
             if p.pruning is not None:
@@ -255,6 +259,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             echo_err(pruned.summary())
     for relation, (n_broken, applicants_broken, first) in broken.items():
         echo_err(_broken_relation_warning(relation, n_broken, len(applicants_broken), first))
+    for sentinel, (n_coded, applicants_coded, first) in coded.items():
+        echo_err(_sentinel_warning(sentinel, n_coded, len(applicants_coded), first))
     if ties:
         echo_err(f"Warning: {len(ties)} applicant(s) have a favourable probability exactly at the threshold "
                  f"{model.threshold:g} (first: applicant {ties[0]}); frpd counts them already favourable (>= "
@@ -334,6 +340,47 @@ def _tally_broken(relations, plan, broken: dict) -> None:
                 entry = broken.setdefault(relation, [0, set(), (plan.applicant, r.features)])
                 entry[0] += 1
                 entry[1].add(plan.applicant)
+
+
+def _sentinels(training) -> list:
+    """The lone negative codes of the training rows (:mod:`frpd_cli.sentinels`); none without a raw frame."""
+    import pandas as pd
+
+    from ..sentinels import find_sentinels
+
+    frame = getattr(training, "frame", None)
+    return find_sentinels(frame, training.schema) if isinstance(frame, pd.DataFrame) else []
+
+
+def _tally_coded(sentinels, plan, coded: dict) -> None:
+    for r in plan.recourses:
+        for sentinel in sentinels:
+            name = sentinel.feature
+            if name in r.changes and _equals(r.features.get(name), sentinel.value):
+                entry = coded.setdefault(sentinel, [0, set(), (plan.applicant, r.changes[name][0])])
+                entry[0] += 1
+                entry[1].add(plan.applicant)
+
+
+def _equals(value, number: float) -> bool:
+    try:
+        return float(value) == number
+    except (TypeError, ValueError):
+        return False
+
+
+def _sentinel_warning(sentinel, n_coded: int, n_applicants: int, first) -> str:
+    import shlex
+
+    from ._output import format_value
+
+    name, value = sentinel.feature, format_value(sentinel.value)
+    applicant, old = first
+    return (f"Warning: {n_coded} recourse(s) of {n_applicants} applicant(s) move {name!r} to {value} (first: "
+            f"applicant {applicant}, from {format_value(old)}), its only negative value, held by {sentinel.n_at} "
+            f"of its {sentinel.n_rows} training rows while every other value is 0 or more: a code for a missing or "
+            f"wrong value rather than an amount, which no applicant can choose. --range {shlex.quote(name)}=0: "
+            "keeps recourses off it.")
 
 
 def _broken_relation_warning(relation, n_broken: int, n_applicants: int, first) -> str:
