@@ -322,3 +322,15 @@ def test_a_boolean_column_declared_ordinal_plans_and_round_trips(tmp_path):
             assert r["probability"] >= 0.5
         # flag only goes up (False to True): some recourses take that step
         assert any(r["features"]["flag"] for r in recourses)
+
+
+def test_the_range_example_of_the_either_way_warning_is_no_0_1_flag(tmp_path):
+    # SBA's first numeric column is the 0/1 flag Selected: '--range Selected=+0:+12' is no move of a flag
+    rng = np.random.default_rng(3)
+    frame = pd.DataFrame({"Selected": rng.integers(0, 2, 50), "New": rng.integers(0, 2, 50),
+                          "Term": rng.integers(6, 300, 50), "label": rng.integers(0, 2, 50)})
+    data = tmp_path / "loans.csv"
+    frame.to_csv(data, index=False)
+    result = runner.invoke(app, ["schema", str(data), "--format", "csv"])
+    assert result.exit_code == 0, result.stderr
+    assert "--range Term=+0:+12" in result.stderr and "--range Selected" not in result.stderr

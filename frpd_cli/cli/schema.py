@@ -136,7 +136,7 @@ def schema_command(
         warning = id_like_warning(report.id_like, f"'{data}'")
         if warning:
             echo_err(warning)
-        unconstrained = unconstrained_warning(report.schema)
+        unconstrained = unconstrained_warning(report.schema, report.columns)
         if unconstrained:
             echo_err(unconstrained)
         sensitive = sensitive_warning(report.sensitive, report.ages, f"'{data}'")
@@ -183,13 +183,19 @@ def schema_command(
             echo_err("; ".join(parts) + ".")
 
 
-def unconstrained_warning(schema) -> str | None:
+def unconstrained_warning(schema, columns=()) -> str | None:
     """A warning when no feature is immutable, monotone or limited: every recourse may then move any feature
-    either way, as far as the model rewards it (waiting decades, changing one's marital status)."""
+    either way, as far as the model rewards it (waiting decades, changing one's marital status).
+
+    ``columns``: the report's column entries (``column``, ``min``, ``max``); the ``--range`` example is then a
+    numeric feature spanning more than one unit, not a 0/1 flag (SBA's ``Selected``: ``+0:+12`` is no move of it).
+    """
     if any(f.mutability != "free" or f.has_declared_range or f.max_move is not None for f in schema.features):
         return None
+    spans = {c["column"]: (c.get("min"), c.get("max")) for c in columns}
     numeric = [f.name for f in schema.features if f.is_numeric]
-    example = numeric[0] if numeric else schema.features[0].name
+    wide = [n for n in numeric if n in spans and None not in spans[n] and spans[n][1] - spans[n][0] > 1]
+    example = (wide or numeric or [schema.features[0].name])[0]
     return ("Warning: every feature may change in either direction: no feature is immutable, monotone or limited, "
             "so a recourse may ask for any move the model rewards. Declare what applicants cannot change "
             "(--immutable COL, or immutable = [...] in the schema file), what only goes one way (--increasing / "
