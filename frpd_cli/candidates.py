@@ -1407,6 +1407,7 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
         column = training.frame[f.name].iloc[at]
         differs = (column != raw0[f.name]).to_numpy()
         limit = replace(f, max_move=None)
+        outside = None
         if limit.has_range:
             outside = ~limit.in_range(column.to_numpy(), float(raw0[f.name]) if limit.is_relative else None)
             removed = count(outside & differs)
@@ -1417,6 +1418,8 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
         if f.max_move is not None:
             far = np.abs(column.to_numpy(dtype=np.float64) - float(raw0[f.name])) > f.max_move
             removed = count(far & differs)
+            if removed and outside is not None and not count(far & differs & ~outside):
+                removed = 0                 # a tighter --range already rules out every row: the bound adds nothing
             if removed:
                 share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its training range"
                 parts.append(Exclusion(removed, "max-move", f.name,
