@@ -257,10 +257,10 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
         if pruned.n:
             echo_err(pruned.summary())
-    for relation, (n_broken, applicants_broken, first) in broken.items():
-        echo_err(_broken_relation_warning(relation, n_broken, len(applicants_broken), first))
-    for sentinel, (n_coded, applicants_coded, first) in coded.items():
-        echo_err(_sentinel_warning(sentinel, n_coded, len(applicants_coded), first))
+    for relation, (n_broken, n_applicants, first) in broken.items():
+        echo_err(_broken_relation_warning(relation, n_broken, n_applicants, first))
+    for sentinel, (n_coded, n_applicants, first) in coded.items():
+        echo_err(_sentinel_warning(sentinel, n_coded, n_applicants, first))
     if ties:
         echo_err(f"Warning: {len(ties)} applicant(s) have a favourable probability exactly at the threshold "
                  f"{model.threshold:g} (first: applicant {ties[0]}); frpd counts them already favourable (>= "
@@ -331,15 +331,29 @@ def _order_relations(training) -> list:
     return find_order_relations(frame, training.schema) if isinstance(frame, pd.DataFrame) else []
 
 
+def _tally(found, plan, tally: dict, example) -> None:
+    """Count, per item of ``found``, the plan's recourses it concerns and, once, the plan's applicant:
+    ``tally[item] = [recourses, applicants, first example]``; ``example(item, recourse)`` is the example to keep
+    or None when the recourse is not concerned (counts, not the applicants' ids: a batch of millions stays
+    small)."""
+    seen = set()
+    for r in plan.recourses:
+        for item in found:
+            first = example(item, r)
+            if first is None:
+                continue
+            entry = tally.setdefault(item, [0, 0, first])
+            entry[0] += 1
+            if item not in seen:
+                seen.add(item)
+                entry[1] += 1
+
+
 def _tally_broken(relations, plan, broken: dict) -> None:
     from ..relations import broken_relation
 
-    for r in plan.recourses:
-        for relation in relations:
-            if broken_relation(relation, plan.applicant_features, r.features):
-                entry = broken.setdefault(relation, [0, set(), (plan.applicant, r.features)])
-                entry[0] += 1
-                entry[1].add(plan.applicant)
+    _tally(relations, plan, broken, lambda relation, r: (plan.applicant, r.features)
+           if broken_relation(relation, plan.applicant_features, r.features) else None)
 
 
 def _sentinels(training) -> list:
@@ -353,13 +367,13 @@ def _sentinels(training) -> list:
 
 
 def _tally_coded(sentinels, plan, coded: dict) -> None:
-    for r in plan.recourses:
-        for sentinel in sentinels:
-            name = sentinel.feature
-            if name in r.changes and _equals(r.features.get(name), sentinel.value):
-                entry = coded.setdefault(sentinel, [0, set(), (plan.applicant, r.changes[name][0])])
-                entry[0] += 1
-                entry[1].add(plan.applicant)
+    def example(sentinel, r):
+        name = sentinel.feature
+        if name in r.changes and _equals(r.features.get(name), sentinel.value):
+            return plan.applicant, r.changes[name][0]
+        return None
+
+    _tally(sentinels, plan, coded, example)
 
 
 def _equals(value, number: float) -> bool:
