@@ -110,7 +110,7 @@ def test_a_selection_written_before_with_unescaped_text_still_interpolates(hosti
         if name.endswith(".csv"):
             frame = pd.read_csv(path, dtype=str, keep_default_na=False)
             frame.columns = [unescape_csv_text(c) for c in frame.columns]
-            payloads[name] = frame.map(unescape_csv_text)
+            payloads[name] = frame.apply(lambda column: column.map(unescape_csv_text))   # pandas 2.0: no DataFrame.map
         elif name.endswith(".json"):
             payloads[name] = json.loads(path.read_text())
         else:
