@@ -60,11 +60,11 @@ def find_sentinels(frame: pd.DataFrame, schema, *, max_share: float = MAX_SENTIN
             continue
         values = pd.to_numeric(frame[f.name], errors="coerce").to_numpy(dtype=np.float64)
         values = values[np.isfinite(values)]
-        if values.size == 0 or len(np.unique(values)) <= 2:
+        if values.size == 0 or float(values.min()) >= 0:
+            continue            # (the common case, decided before the sort below)
+        if len(np.unique(values)) <= 2:
             continue
         low = float(values.min())
-        if low >= 0:
-            continue
         negative = values < 0
         at = int(np.sum(values == low))
         if np.all(values[negative] == low) and at <= max_share * values.size:

@@ -321,14 +321,19 @@ class _CauseTally:
         return out
 
 
-def _order_relations(training) -> list:
-    """The order relations of the training rows (:mod:`frpd_cli.relations`); none without a raw frame."""
+def _in_frame(find, training) -> list:
+    """``find(frame, schema)`` over the raw training rows; none without a raw frame."""
     import pandas as pd
 
+    frame = getattr(training, "frame", None)
+    return find(frame, training.schema) if isinstance(frame, pd.DataFrame) else []
+
+
+def _order_relations(training) -> list:
+    """The order relations of the training rows (:mod:`frpd_cli.relations`)."""
     from ..relations import find_order_relations
 
-    frame = getattr(training, "frame", None)
-    return find_order_relations(frame, training.schema) if isinstance(frame, pd.DataFrame) else []
+    return _in_frame(find_order_relations, training)
 
 
 def _tally(found, plan, tally: dict, example) -> None:
@@ -357,13 +362,10 @@ def _tally_broken(relations, plan, broken: dict) -> None:
 
 
 def _sentinels(training) -> list:
-    """The lone negative codes of the training rows (:mod:`frpd_cli.sentinels`); none without a raw frame."""
-    import pandas as pd
-
+    """The lone negative codes of the training rows (:mod:`frpd_cli.sentinels`)."""
     from ..sentinels import find_sentinels
 
-    frame = getattr(training, "frame", None)
-    return find_sentinels(frame, training.schema) if isinstance(frame, pd.DataFrame) else []
+    return _in_frame(find_sentinels, training)
 
 
 def _tally_coded(sentinels, plan, coded: dict) -> None:
