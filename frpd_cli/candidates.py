@@ -425,10 +425,25 @@ def outside_ranges(training: TrainingSet) -> list[tuple]:
         return []
     if cached is None:
         # the absolute part of each range (limits relative to the applicant: :func:`relative_outside`)
-        cached = [(training.encoder.block(f.name), ~_absolute(f).in_range(training.frame[f.name].to_numpy()))
+        coded = training.__dict__.get("_level_codes", {})
+        cached = [(training.encoder.block(f.name), ~_in_absolute_range(f, training.frame[f.name], coded.get(f.name)))
                   for f in training.schema.features if f.has_range]
         object.__setattr__(training, "_outside_ranges", cached)
     return cached
+
+
+def _in_absolute_range(f, column, coded=None) -> np.ndarray:
+    """``_absolute(f).in_range`` of a training column; with the column's level codes (``(codes, levels)``, from a
+    pool: :func:`frpd_cli.pool.pool_level_codes`) each level is judged once and the rows take their level's
+    verdict (the same values: the column is ``levels[codes]``, code -1 a missing value)."""
+    absolute = _absolute(f)
+    if coded is None or not f.is_categorical:
+        return absolute.in_range(column.to_numpy())
+    codes, levels = coded
+    values = np.empty(len(levels) + 1, dtype=object)
+    values[:-1] = levels
+    values[-1] = np.nan
+    return absolute.in_range(values)[np.asarray(codes)]
 
 
 def _absolute(f):

@@ -60,7 +60,8 @@ from .encoding import DEFAULT_SCALE, Encoder, fit_encoder
 from .exceptions import ArtifactError, StaleArtifactError
 from .population import PopulationShares, population_of
 
-__all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "open_pool", "pool_frame", "pool_schema",
+__all__ = ["POOL_KIND", "POOL_HINT", "write_pool", "load_pool", "open_pool", "pool_frame", "pool_level_codes",
+           "pool_schema",
            "pool_schema_outdated", "pool_difference"]
 
 POOL_KIND = "pool"
@@ -133,7 +134,7 @@ def write_pool(out_dir, training: TrainingSet, *, data, model, threshold: float,
 
 def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encoding: str = "utf-8",
               source: str = "the data file", scale: str = DEFAULT_SCALE, artifact=None,
-              derived: bool = False) -> TrainingSet:
+              derived: bool = False, frame_from_pool: bool = False) -> TrainingSet:
     """Open a pool artifact and return the training set it holds, checked against the inputs given now.
 
     Parameters
@@ -225,6 +226,10 @@ def load_pool(pool_dir, frame, schema, *, data, model, threshold: float, encodin
     training = TrainingSet(frame=features, schema=schema, encoder=encoder, X=arrays["X"], codes=codes,
                            probability=probability, favorable=probability >= threshold,
                            labeled=_labeled(artifact, frame, schema, n_rows))
+    if frame_from_pool:
+        coded = pool_level_codes(artifact)
+        object.__setattr__(training, "_level_codes", {name: coded[name] for name in schema.feature_names
+                                                      if name in coded})
     first = _copies(artifact, n_rows)
     if first is not None:
         object.__setattr__(training, "_copy_of", first)
@@ -379,6 +384,23 @@ def pool_frame(artifact, *, encoding: str = "utf-8") -> pd.DataFrame | None:
         return _rebuild_frame(described, {name: artifact.load_npy(name) for name in names})
     except (ArtifactError, KeyError, TypeError, ValueError, OSError):
         return None
+
+
+def pool_level_codes(artifact) -> dict:
+    """The codes of the text columns of the pool's parsed CSV: ``{name: (codes, levels)}``.
+
+    ``codes`` (integers, shape (n_rows,), memory-mapped) index ``levels`` (a tuple of str), -1 a missing value:
+    the column :func:`pool_frame` rebuilds is ``levels[codes]``. Empty when the pool holds no parsed CSV (or one
+    :func:`pool_frame` would not use: only call it for a frame that function gave).
+    """
+    if "frame.json" not in artifact.payload_names:
+        return {}
+    described = artifact.load_json("frame.json")
+    out = {}
+    for j, column in enumerate(described["columns"]):
+        if "levels" in column:
+            out[column["name"]] = (artifact.load_npy(f"frame_{j}.npy"), tuple(column["levels"]))
+    return out
 
 
 #: The modules that parse the CSV (when the pool's parsed copy is not used), infer the schema from it and fit the

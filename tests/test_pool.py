@@ -548,3 +548,34 @@ def test_an_id_column_unknown_to_the_model_is_named_with_id_column(sample_paths,
                                  "--out", str(tmp_path / "pool")])
     assert result.exit_code == 1 and "unknown to the model: 'applicant_id'" in result.stderr
     assert "pass --id-column applicant_id" in result.stderr
+
+
+def test_range_checks_over_the_pools_level_codes_match_the_rows(sample_paths, tmp_path):
+    """With a pool, the rows outside a categorical's range are found from the pool's level codes (each level judged
+    once); they are those the raw rows give: levels withheld by default (``unknown``) and a declared --range."""
+    from frpd_cli.candidates import outside_ranges
+    from frpd_cli.cli._options import SchemaFlags, read_training
+
+    frame = read_training_frame(sample_paths["data"])
+    frame.loc[::17, "housing"] = "unknown"            # a level recording missing information: withheld
+    data = tmp_path / "data.csv"
+    frame.to_csv(data, index=False)
+    flags = SchemaFlags(schema=sample_paths["schema"], ranges=["job=skilled,unskilled"])
+    out = tmp_path / "pool"
+    result = runner.invoke(app, ["build-pool", str(data), "--model", str(sample_paths["model"]),
+                                 "--schema", str(sample_paths["schema"]), "--out", str(out)])
+    assert result.exit_code == 0, result.stderr
+    pooled, _, _ = read_training(data, sample_paths["model"], flags, pool=out)
+    parsed, _, _ = read_training(data, sample_paths["model"], flags)
+    assert set(pooled.__dict__["_level_codes"]) >= {"housing", "job"}
+    assert "_level_codes" not in parsed.__dict__
+    housing = pooled.schema.feature("housing")
+    assert "unknown" in housing.withheld
+    got, expected = outside_ranges(pooled), outside_ranges(parsed)
+    assert len(got) == len(expected) > 2              # the schema file's numeric ranges too
+    for (block_a, rows_a), (block_b, rows_b) in zip(got, expected):
+        assert block_a == block_b and rows_a.dtype == bool and np.array_equal(rows_a, rows_b)
+    # the oracle: the raw values, one by one
+    by_name = dict(zip((f.name for f in pooled.schema.features if f.has_range), got))
+    assert np.array_equal(by_name["housing"][1], (frame["housing"] == "unknown").to_numpy())
+    assert np.array_equal(by_name["job"][1], ~frame["job"].isin(["skilled", "unskilled"]).to_numpy())

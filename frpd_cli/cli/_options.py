@@ -601,7 +601,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
     if stage is not None and (pool is not None or robust is not None):
         raise ValueError("read_training: a stage is for a training set built from the CSV by the model alone")
     spec = flags.spec()
-    artifact, frame, schema, id_like, hinted = None, None, None, None, False
+    artifact, frame, schema, id_like, hinted, from_pool = None, None, None, None, False, False
     if pool is not None:
         from ..exceptions import FrpdError
         from ..pool import POOL_HINT, open_pool, pool_frame, pool_schema, pool_schema_outdated
@@ -609,6 +609,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
         try:
             artifact = open_pool(pool, data=data, model=model_path)
             frame = pool_frame(artifact, encoding=encoding)
+            from_pool = frame is not None
             schema, id_like = pool_schema(artifact, spec, encoding=encoding)
         except FrpdError:      # reported by load_pool below, after the CSV's, schema's and model's own errors
             artifact, schema, id_like = None, None, None
@@ -652,7 +653,7 @@ def read_training(data: Path, model_path: Path, flags: SchemaFlags, *, threshold
 
         training = load_pool(pool, frame, schema, data=data, model=model_path, threshold=threshold,
                              encoding=encoding, source=f"'{data}'", scale=flags.scale, artifact=artifact,
-                             derived=id_like is not None)
+                             derived=id_like is not None, frame_from_pool=from_pool)
         encoded = (training.encoder, training.X)
     else:
         from ..dataset import encode_training
