@@ -1874,6 +1874,8 @@ class SchemaReport:
         Free features named like a place of residence (:func:`location_like_features`).
     decimals : dict of str to int
         Decimals of each numeric feature (:func:`column_decimals`).
+    leaks : list of LabelLeak
+        Mutable features that alone separate the labels (:func:`frpd_cli.leaks.find_label_leaks`).
     """
 
     schema: Schema
@@ -1886,6 +1888,7 @@ class SchemaReport:
     ages: list = field(default_factory=list)
     many_levels: list = field(default_factory=list)
     locations: list = field(default_factory=list)
+    leaks: list = field(default_factory=list)
 
 
 def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
@@ -1926,6 +1929,8 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
     decimals = column_decimals(complete, schema)
     scales = set(unordered_scale_features(schema, vary=spec.vary))
     past = set(past_record_features(schema, vary=spec.vary))
+    leaks = _label_leaks(complete, schema)
+    separating = {leak.feature: leak.balanced_accuracy for leak in leaks}
     rows = []
     for name in columns:
         values = frame[name]
@@ -1948,6 +1953,9 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
                                    "makes a count; recourses propose whole numbers)")
             if name in id_like:
                 row["note"] = "a different value in every row: looks like an identifier"
+            elif name in separating:
+                row["note"] = (f"separates the labels alone (balanced accuracy {separating[name]:.3f}): a record of "
+                               "the outcome? drop it from the model or declare it immutable")
             elif name in sensitive:
                 row["note"] = "protected characteristic? declare it immutable"
             elif name in ages:
@@ -1969,7 +1977,19 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
     return SchemaReport(schema=schema, columns=rows, n_rows=len(frame), n_incomplete=int(incomplete.sum()),
                         id_like=id_like, decimals=decimals, sensitive=sensitive, ages=ages,
                         many_levels=many_level_features(schema),
-                        locations=location_like_features(schema, vary=spec.vary))
+                        locations=location_like_features(schema, vary=spec.vary), leaks=leaks)
+
+
+def _label_leaks(frame: pd.DataFrame, schema: Schema) -> list:
+    """:func:`frpd_cli.leaks.find_label_leaks` of the rows, labelled as the commands label them; none without
+    the target column or a row of each class."""
+    from .dataset import labeled_rows
+    from .leaks import find_label_leaks
+
+    if schema.target not in frame.columns or not len(frame):
+        return []
+    labels = labeled_rows(frame, schema)
+    return find_label_leaks(frame, schema, labels) if labels.any() and not labels.all() else []
 
 
 def _percent(share: float) -> str:

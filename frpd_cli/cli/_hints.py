@@ -7,7 +7,7 @@ __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robu
            "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
            "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints",
            "range_outside_warning", "outlier_bound_note",
-           "withheld_levels_note", "unordered_scale_warning", "past_record_warning"]
+           "withheld_levels_note", "unordered_scale_warning", "past_record_warning", "label_leak_warning"]
 
 
 def _plain(value):
@@ -255,6 +255,22 @@ def past_record_warning(names, source: str) -> str | None:
             f"--increasing for a count that can only grow.")
 
 
+def label_leak_warning(leaks, source: str) -> str | None:
+    """Mutable features that alone tell the training labels apart (:func:`frpd_cli.leaks.find_label_leaks`)."""
+    if not leaks:
+        return None
+    one = len(leaks) == 1
+    names = [leak.feature for leak in leaks]
+    scores = ", ".join(f"{leak.balanced_accuracy:.3f}" for leak in leaks)
+    flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
+    return (f"{_named_features(names, source, verb='separates')} the training labels on "
+            f"{'its' if one else 'their'} own (balanced accuracy {scores} for one threshold or one class per level; "
+            f"1 is perfect): a feature that predicts the outcome this well is often recorded after it (a charge-off "
+            f"after a default), and a recourse that moves it is no advice. If {'it is' if one else 'they are'}, "
+            f"train the model without {'it' if one else 'them'}; else declare {'it' if one else 'them'} immutable "
+            f"({flags}, or immutable = [...] in the schema file).")
+
+
 def unordered_scale_warning(names, source: str) -> str | None:
     """Free unordered categorical features named like a scale of attainment
     (:func:`frpd_cli.schema.unordered_scale_features`)."""
@@ -283,16 +299,19 @@ def range_outside_warning(outside, source: str) -> str | None:
     return "\n".join(lines) or None
 
 
-def schema_shape_warnings(schema, source: str, *, vary=(), id_like=()) -> list[str]:
+def schema_shape_warnings(schema, source: str, *, vary=(), id_like=(), leaks=()) -> list[str]:
     """The warnings on the features themselves that every command reading a schema prints: many levels (but for
-    the ``id_like`` features, which :func:`id_like_warning` reports), and names of a place of residence."""
+    the ``id_like`` features, which :func:`id_like_warning` reports), and names of a place of residence;
+    features of ``leaks`` (names), reported as separating the labels, are not reported again as records of the
+    past."""
     from ..schema import location_like_features, many_level_features, past_record_features, unordered_scale_features
 
     many = [(name, n) for name, n in many_level_features(schema) if name not in set(id_like)]
     messages = (many_levels_warning(many, source),
                 location_warning(location_like_features(schema, vary=vary), source),
                 unordered_scale_warning(unordered_scale_features(schema, vary=vary), source),
-                past_record_warning(past_record_features(schema, vary=vary), source))
+                past_record_warning([n for n in past_record_features(schema, vary=vary) if n not in set(leaks)],
+                                    source))
     return [m for m in messages if m]
 
 

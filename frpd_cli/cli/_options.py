@@ -727,10 +727,12 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     """Warnings and hints about inputs that are likely a mistake (see ``_hints``); ``spec``, the declarations the
     schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
     ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
+    from ..leaks import find_label_leaks
     from ..schema import ages_without_horizon, id_like_columns, ranges_outside_training, sensitive_like_features
     from ._hints import (
         age_horizon_hint,
         id_like_warning,
+        label_leak_warning,
         no_favorable_hint,
         outlier_bound_note,
         range_outside_warning,
@@ -741,6 +743,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
 
     if id_like is None:
         id_like = id_like_columns(frame, training.schema)
+    leaks = find_label_leaks(training.frame, training.schema, training.labeled) if training.labeled.any() else []
     highest = float(training.probability.max()) if training.n_rows else 0.0
     for message in (id_like_warning(id_like, source),
                     sensitive_warning(*sensitive_like_features(training.schema, vary=spec.vary), source),
@@ -749,7 +752,9 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
                     outlier_bound_note(training.schema, training.encoder, source),
                     withheld_levels_note(training.schema),
                     _no_labels(frame, training, source),
-                    *schema_shape_warnings(training.schema, source, vary=spec.vary, id_like=id_like),
+                    label_leak_warning(leaks, source),
+                    *schema_shape_warnings(training.schema, source, vary=spec.vary, id_like=id_like,
+                                           leaks=[leak.feature for leak in leaks]),
                     range_outside_warning(ranges_outside_training(training.schema, frame), source)):
         if message:
             echo_err(message)

@@ -109,6 +109,7 @@ def schema_command(
     )
     from ._hints import (
         id_like_warning,
+        label_leak_warning,
         location_warning,
         many_levels_warning,
         past_record_warning,
@@ -146,7 +147,9 @@ def schema_command(
         for message in (many_levels_warning(many, f"'{data}'"),
                         location_warning(report.locations, f"'{data}'"),
                         unordered_scale_warning(unordered_scale_features(report.schema, vary=spec.vary), f"'{data}'"),
-                        past_record_warning(past_record_features(report.schema, vary=spec.vary), f"'{data}'"),
+                        label_leak_warning(report.leaks, f"'{data}'"),
+                        past_record_warning([n for n in past_record_features(report.schema, vary=spec.vary)
+                                             if n not in {leak.feature for leak in report.leaks}], f"'{data}'"),
                         range_outside_warning(ranges_outside_training(report.schema, frame), f"'{data}'")):
             if message:
                 echo_err(message)
