@@ -64,6 +64,7 @@ __all__ = [
     "location_like_features",
     "unordered_scale_features",
     "past_record_features",
+    "named_fact",
     "ranges_outside_training",
     "WHOLE_SHARE",
     "whole_share",
@@ -1595,14 +1596,34 @@ def sensitive_like_features(schema: Schema, *, vary=()) -> tuple[list[str], list
     for f in schema.features:
         if f.mutability != "free" or f.has_declared_range or f.name in declared:
             continue
-        words = _name_words(f.name)
-        joined = [w for w in words if w not in ("of", "at", "in", "the")]      # country_of_birth: country birth
-        pairs = set(zip(joined, joined[1:]))
-        if _SENSITIVE_WORDS.intersection(words) or pairs.intersection(_SENSITIVE_PAIRS):
+        if _names_sensitive(f.name):
             sensitive.append(f.name)
-        elif "age" in words:
+        elif "age" in _name_words(f.name):
             ages.append(f.name)
     return sensitive, ages
+
+
+def _names_sensitive(name: str) -> bool:
+    words = _name_words(name)
+    joined = [w for w in words if w not in ("of", "at", "in", "the")]      # country_of_birth: country birth
+    return bool(_SENSITIVE_WORDS.intersection(words) or set(zip(joined, joined[1:])).intersection(_SENSITIVE_PAIRS))
+
+
+def named_fact(name: str) -> str | None:
+    """What a feature's name says no one can change, whatever was declared about it: ``"a protected
+    characteristic"``, ``"an age"`` (it only grows), ``"a record of the past"``, or None (the name tests of
+    :func:`sensitive_like_features` and :func:`past_record_features`).
+
+    Examples
+    --------
+    >>> [named_fact(n) for n in ("race", "age", "priors_count", "income")]
+    ['a protected characteristic', 'an age', 'a record of the past', None]
+    """
+    if _names_sensitive(name):
+        return "a protected characteristic"
+    if "age" in _name_words(name):
+        return "an age"
+    return "a record of the past" if _names_past(name) else None
 
 
 #: An unordered categorical feature free to take more levels than this draws a warning: a recourse may move it to

@@ -251,3 +251,30 @@ def test_schema_warns_about_a_range_of_the_schema_file(income_only, tmp_path):
     (warning,) = _range_warnings(result.stderr)
     assert "'income' (5e+06:6e+06," in warning and "wholly above" in warning
     assert "Warning" not in result.stdout
+
+
+def test_a_fact_of_the_applicant_is_never_offered_as_a_rule_to_relax():
+    import pandas as pd
+
+    from frpd_cli.cli._hints import infeasible_hints
+    from frpd_cli.schema import SchemaSpec, infer_schema
+
+    frame = pd.DataFrame({"priors_count": [0, 1, 2, 5], "age": [20, 30, 40, 50], "job": ["a", "b", "a", "b"],
+                          "income": [1.0, 2.0, 3.0, 4.0], "label": [0, 1, 0, 1]})
+    schema = infer_schema(frame, SchemaSpec(immutable=("priors_count", "job"), increasing=("age",)))
+
+    def cause(rule, feature):
+        return {"rule": rule, "feature": feature, "n": 4, "applicant": 7, "removed": 90, "n_pool": 100,
+                "detail": None}
+
+    past, age, job = infeasible_hints([cause("immutable", "priors_count"), cause("increasing", "age"),
+                                       cause("immutable", "job")], schema, policy="filter")
+    assert past.startswith("Hint: 4 applicant(s) have too few candidates, most limited by priors_count, which may "
+                           "not change (it removed 90 of the 100 favourable training rows")
+    assert "priors_count is named like a record of the past, so the rule stays" in past
+    assert "--immutable-policy project may find more" in past
+    assert "age is named like an age, so the rule stays" in age and "--immutable-policy" not in age
+    for hint in (past, age):
+        assert "fewer immutable" not in hint
+    # a feature whose name says nothing keeps the advice to relax it
+    assert "declare fewer immutable or monotone features" in job

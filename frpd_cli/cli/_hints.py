@@ -133,6 +133,15 @@ def _cause_hint(cause: dict, schema, policy: str) -> str:
                 f"in the schema file: {removed}.")
     what = {"immutable": "which may not change", "increasing": "which may only increase",
             "decreasing": "which may only decrease"}[rule]
+    from ..schema import named_fact
+
+    fact = named_fact(name)
+    if fact is not None:
+        # a fact of the applicant: relaxing it is no advice; what is left is a finding about these applicants
+        project = "; --immutable-policy project may find more" if policy == "filter" and rule == "immutable" else ""
+        return (f"Hint: {who}, most limited by {name}, {what} ({removed}): {name} is named like {fact}, so the rule "
+                f"stays: few favourable training rows keep to it for these applicants{project} (see each plan's "
+                f"reason).")
     if policy == "filter":
         return (f"Hint: {who}, most limited by {name}, {what} ({removed}); try --immutable-policy project, or "
                 "declare fewer immutable or monotone features (see each plan's reason).")
