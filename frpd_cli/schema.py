@@ -1672,10 +1672,13 @@ _PAST_WORDS = frozenset({"prior", "priors", "previous", "previously", "past", "h
                          "delinquencies", "delinq", "delinquent", "bankruptcy", "bankruptcies", "arrest", "arrests",
                          "arrested", "conviction", "convictions", "convicted", "recid", "recidivism", "recidivist",
                          "chargeoff", "chargeoffs", "chgoff", "foreclosure", "foreclosures", "vorstrafen",
-                         "antecedentes"})
+                         "antecedentes", "offense", "offenses", "offence", "offences", "felony", "felonies",
+                         "misdemeanor", "misdemeanors", "misdemeanour", "misdemeanours", "criminal"})
 #: Two words that name a record of the past together: a charge-off written ``charge_off``, ``ChargedOff`` or SBA's
 #: ``ChgOffPrinGr`` (the principal charged off, known only once the loan failed).
-_PAST_PAIRS = frozenset({("charge", "off"), ("charged", "off"), ("chg", "off"), ("charge", "offs")})
+_PAST_PAIRS = frozenset({("charge", "off"), ("charged", "off"), ("chg", "off"), ("charge", "offs"),
+                         # the charge of an offence (COMPAS's c_charge_degree: felony or misdemeanour)
+                         ("charge", "degree"), ("charge", "desc"), ("charge", "description")})
 
 
 def _names_past(name: str) -> bool:
@@ -1687,7 +1690,9 @@ def past_record_features(schema: Schema, *, vary=()) -> list[str]:
     """Features free to change whose names say they record the past (``prior``, ``previous``, ``history``,
     ``delinquencies``, ``bankruptcies``, ``arrests``, ``convictions``, ``recid``, as whole words of the name): no
     one can undo the past, so a recourse that lowers a count of prior convictions or changes a credit history
-    is no advice to a person; likewise a charge-off (``charge_off``, ``ChgOffPrinGr``: two words together).
+    is no advice to a person; likewise a charge-off (``charge_off``, ``ChgOffPrinGr``: two words together), an
+    offence (``offense``, ``felony``, ``misdemeanor``, ``criminal``) and the charge of one (COMPAS's
+    ``c_charge_degree``, felony or misdemeanour: ``charge degree`` together; not ``monthly_charges``).
 
     As :func:`sensitive_like_features`, a feature is reported when nothing was declared about it (mutability
     ``free``, no ``--range``, not listed in ``vary``).

@@ -242,3 +242,14 @@ def test_a_charge_off_is_a_record_of_the_past(tmp_path):
     assert len(warned) == 1 and "--immutable ChgOffPrinGr" in warned[0] and "charge-off" in warned[0]
     notes = {r["column"]: r["note"] for r in map(json.loads, result.stdout.splitlines())}
     assert notes["ChgOffPrinGr"] == "a record of the past? declare it immutable" and notes["payoff"] == ""
+
+
+def test_an_offence_and_its_charge_are_records_of_the_past():
+    # COMPAS's c_charge_degree (F or M: the degree of the charge of the current offence): plans moved it F -> M
+    from frpd_cli.schema import past_record_features
+
+    frame = pd.DataFrame({"c_charge_degree": ["F", "M"] * 10, "prior_offenses": range(20), "felony_count": range(20),
+                          "MonthlyCharges": np.linspace(10, 90, 20), "charge_amount": range(20),
+                          "degree": ["BA", "MA"] * 10, "Criminal Record": ["y", "n"] * 10, "label": [0, 1] * 10})
+    assert past_record_features(infer_schema(frame)) == ["c_charge_degree", "prior_offenses", "felony_count",
+                                                         "Criminal Record"]
