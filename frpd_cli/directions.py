@@ -21,14 +21,21 @@ each no larger) is a repeat as well: whatever it asks, the other asks less. Its 
 recourse equal to another of its plan, may cost up to :data:`DOMINATED_COST_FACTOR` times its plain recourse when
 none within the plain recourse's cost points elsewhere, since without one
 :func:`frpd_cli.planning.interpolate_plans` drops it from the plan (a dominated option is no option).
-The replacement keeps the prototype number of the recourse it replaces. Everything depends only on each
-applicant's own segments, so plans do not depend on chunking or workers, and ``frpd interpolate`` finds what
-``frpd plan`` finds.
+The replacement keeps the prototype number of the recourse it replaces.
+
+Two recourses of a plan may also be *the same advice* (:func:`same_advice`): they change the same features, move
+every categorical one to the same level and every numeric one to targets less than :data:`SAME_ADVICE` of the
+feature's move span apart (``Term: 240 -> 173`` beside ``240 -> 174``). The dearer one is a repeat too, replaced
+like a dominated one, and :func:`frpd_cli.planning.interpolate_plans` drops it when nothing replaces it.
+
+Everything depends only on each applicant's own segments, so plans do not depend on chunking or workers, and
+``frpd interpolate`` finds what ``frpd plan`` finds.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -36,8 +43,8 @@ import pandas as pd
 
 from .sparsify import _EPS, changed_features
 
-__all__ = ["SAME_DIRECTION", "DOMINATED_COST_FACTOR", "same_direction_repeats", "dominated", "favourable_levels",
-           "other_directions"]
+__all__ = ["SAME_DIRECTION", "DOMINATED_COST_FACTOR", "SAME_ADVICE", "same_direction_repeats", "dominated",
+           "advice_spans", "same_advice", "favourable_levels", "other_directions"]
 
 #: Two recourses of an applicant repeat one another when the cosine of their moves (encoded space) is at least this.
 SAME_DIRECTION = 0.9
@@ -53,6 +60,10 @@ MAX_TRADED = 2
 #: The replacement of a recourse another one dominates (:func:`dominated`) may cost up to this many times its plain
 #: recourse: without one the dominated recourse leaves the plan.
 DOMINATED_COST_FACTOR = 2.0
+#: Two recourses of a plan that change the same features, categorical ones to the same levels, are the same advice
+#: when every numeric target differs by less than this share of the feature's move span (:func:`advice_spans`):
+#: 3 months of SBA's Term (span 306), 9,936 of its ChgOffPrinGr (span 993,600), half a year of German's age.
+SAME_ADVICE = 0.01
 
 
 def _unit(D: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -231,6 +242,133 @@ def _dominates(encoder, Z: np.ndarray, X0: np.ndarray, a: np.ndarray, b: np.ndar
     return ok & differ
 
 
+def advice_spans(encoder) -> np.ndarray:
+    """Per feature, the raw span numeric targets are compared against (:func:`same_advice`); NaN for categoricals.
+
+    The span of the move bound (``--max-move``, :func:`frpd_cli.schema.move_span`: the training range, capped at
+    twice that of the central 99% of the values when outliers stretch it) where the feature has one, else the
+    training range (max minus min). Neither depends on ``--scale`` or ``--weight``: whether two targets are the
+    same advice is a matter of raw values, not of how a move is priced.
+
+    Examples
+    --------
+    >>> from frpd_cli.encoding import fit_encoder
+    >>> from frpd_cli.schema import Feature, Schema
+    >>> schema = Schema(features=(Feature("x", "continuous"), Feature("n", "integer", max_move=25.0,
+    ...                           max_move_share=0.25), Feature("c", "categorical", levels=("a", "b"))),
+    ...                 target="y", favorable=1)
+    >>> enc = fit_encoder(schema, pd.DataFrame({"x": [0.0, 10.0], "n": [0, 500], "c": ["a", "b"]}), scale="minmax")
+    >>> advice_spans(enc).tolist()
+    [10.0, 100.0, nan]
+    """
+    out = np.full(len(encoder.schema.features), np.nan)
+    for j, f in enumerate(encoder.schema.features):
+        if f.is_categorical:
+            continue
+        share = f.max_move_share
+        if f.max_move is not None and share is not None and math.isfinite(share) and share > 0:
+            out[j] = float(f.max_move) / float(share)
+        else:
+            out[j] = float(encoder.maximum[j]) - float(encoder.minimum[j])
+    return out
+
+
+def _alike(encoder, Z: np.ndarray, X0: np.ndarray, values: dict, a: np.ndarray, b: np.ndarray, *,
+           share: float) -> np.ndarray:
+    """Whether recourses ``a[i]`` and ``b[i]`` (rows of ``Z``, moves from the same applicant) are the same advice:
+    the same changed features, categorical ones at the same level, numeric targets (``values``: feature index ->
+    raw values of every row) less than ``share`` of the feature's span (:func:`advice_spans`) apart."""
+    changed = changed_features(encoder, Z, X0)
+    ok = np.all(changed[a] == changed[b], axis=1)
+    spans = advice_spans(encoder)
+    for j, f in enumerate(encoder.schema.features):
+        both = ok & changed[a, j]
+        if not both.any():
+            continue
+        if f.is_categorical:
+            lo, hi = int(encoder.offsets[j]), int(encoder.offsets[j + 1])
+            level = np.argmax(Z[:, lo:hi], axis=1)
+            ok &= ~both | (level[a] == level[b])
+        else:
+            v = values[j]
+            with np.errstate(invalid="ignore"):
+                near = np.abs(v[a] - v[b]) < share * spans[j]
+            ok &= ~both | near
+    return ok
+
+
+def same_advice(encoder, rows: pd.DataFrame, Z: np.ndarray, X0: np.ndarray, groups: np.ndarray,
+                usable: np.ndarray, *, share: float = SAME_ADVICE) -> np.ndarray:
+    """Which recourses give the same advice as a cheaper recourse of their applicant.
+
+    Two recourses of one applicant are the same advice when they change the same set of features, move every
+    categorical feature they change to the same level (an ordinal one too), and every numeric target they set
+    differs by less than ``share`` of the feature's span (:func:`advice_spans`): ``Term: 240 -> 173`` and
+    ``Term: 240 -> 174`` (span 306) are one option, not two, and so are two recourses equal but for such
+    differences. Equal recourses are the same advice too.
+
+    Parameters
+    ----------
+    encoder : Encoder
+    rows : DataFrame of shape (n_segments, n_features)
+        Raw recourses (their numeric values are compared).
+    Z : ndarray of shape (n_segments, n_features_out)
+        The same recourses encoded (which features they change, at which levels).
+    X0 : ndarray of shape (n_segments, n_features_out)
+        Encoded applicant of each segment.
+    groups : ndarray of int, shape (n_segments,)
+        The applicant of each segment.
+    usable : ndarray of bool, shape (n_segments,)
+        Segments with a recourse (the others are never compared).
+    share : float, default=SAME_ADVICE
+
+    Returns
+    -------
+    ndarray of bool, shape (n_segments,)
+        Within a group the recourses are visited cheapest first (Euclidean cost in the encoded space; ties: lower
+        segment first); one is flagged when it is the same advice as an earlier one not flagged, so that of each
+        set of alike recourses the cheapest stays.
+
+    Examples
+    --------
+    >>> from frpd_cli.encoding import fit_encoder
+    >>> from frpd_cli.schema import Feature, Schema
+    >>> schema = Schema(features=(Feature("term", "integer"), Feature("c", "categorical", levels=("a", "b"))),
+    ...                 target="y", favorable=1)
+    >>> enc = fit_encoder(schema, pd.DataFrame({"term": [0, 300], "c": ["a", "b"]}), scale="minmax")
+    >>> rows = pd.DataFrame({"term": [173, 174, 150, 173], "c": ["a", "a", "a", "b"]})
+    >>> now = enc.encode(pd.DataFrame({"term": [240] * 4, "c": ["a"] * 4}))
+    >>> same_advice(enc, rows, enc.encode(rows), now, np.zeros(4, dtype=int), np.ones(4, dtype=bool)).tolist()
+    [True, False, False, False]
+    """
+    Z = np.asarray(Z, dtype=np.float64)
+    X0 = np.asarray(X0, dtype=np.float64)
+    out = np.zeros(len(Z), dtype=bool)
+    usable = np.asarray(usable, dtype=bool)
+    cost = np.linalg.norm(Z - X0, axis=1) if len(Z) else np.zeros(0)
+    ordered = {}
+    for g, segs in _members(np.asarray(groups)).items():
+        segs = segs[usable[segs]]
+        if len(segs) > 1:
+            ordered[g] = segs[np.lexsort((segs, cost[segs]))]
+    pairs = [(int(x), int(y)) for segs in ordered.values() for i, x in enumerate(segs) for y in segs[i + 1:]]
+    if not pairs:
+        return out
+    a, b = np.asarray(pairs, dtype=np.int64).T
+    values = {j: pd.to_numeric(rows[f.name], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+              for j, f in enumerate(encoder.schema.features) if not f.is_categorical}
+    hit = _alike(encoder, Z, X0, values, a, b, share=share)
+    alike = set(zip(a[hit].tolist(), b[hit].tolist()))
+    for segs in ordered.values():
+        kept: list[int] = []
+        for s in segs.tolist():
+            if any((k, s) in alike for k in kept):
+                out[s] = True
+            else:
+                kept.append(s)
+    return out
+
+
 def moved_rows(schema, base: pd.DataFrame, owner, changes) -> pd.DataFrame:
     """Rows ``base.iloc[owner]`` with the values of ``changes`` (one dict of feature -> value per row) set.
 
@@ -395,7 +533,8 @@ def other_directions(encoder, judge, X0: np.ndarray, raw0: pd.DataFrame, seg_app
         return result
     Z = encoder.encode(result.rows, source="the recourses")
     repeats = same_direction_repeats(Z - X0, seg_app, usable)
-    worse = dominated(encoder, Z, X0, seg_app, usable) | _same_row(Z, seg_app, usable)
+    worse = dominated(encoder, Z, X0, seg_app, usable) | _same_row(Z, seg_app, usable) | \
+        same_advice(encoder, result.rows, Z, X0, seg_app, usable)
     repeats = sorted(set(repeats) | set(np.flatnonzero(worse).tolist()))
     if not repeats:
         return result

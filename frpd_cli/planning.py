@@ -48,6 +48,7 @@ from .choice import (
     short_plan_reason,
 )
 from .dataset import TrainingSet
+from .directions import SAME_ADVICE
 from .exceptions import InputError
 from .interpolation import interpolate_linear
 from .judge import annotate_plans, primary_model
@@ -190,10 +191,12 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
     A prototype whose decoded row the model does not predict favourable (possible
     only for end points that are not training rows as scored, or below the
     margin) yields no recourse; the plan's reason says so. Recourses that
-    sparsification makes identical are kept once, and with ``sparsify`` a
-    recourse another one of its plan dominates
-    (:func:`frpd_cli.directions.dominated`) and that nothing replaced is left
-    out (the reason says how many).
+    sparsification makes identical are kept once; with ``sparsify`` a recourse
+    another one of its plan dominates (:func:`frpd_cli.directions.dominated`)
+    and that nothing replaced is left out; then a recourse that is the same
+    advice as a cheaper one of its plan (:func:`frpd_cli.directions.same_advice`)
+    falls back on its plain recourse when that is other advice, else it is left
+    out (the reason says how many of each).
     """
     judge = raised_threshold(model, margin)
     seg_app, seg_rows, seg_X, seg_proj = [], [], [], []
@@ -262,9 +265,10 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             seen.add(key)
             drafts.append((cost, s, features, probability))
         cursor += len(out.rows)
-        pending.append((drafts, n_lost, n_long, 0))
+        pending.append((drafts, n_lost, n_long, 0, 0))
     if sparsify:
         pending = _drop_dominated(encoder, X0, pending)
+    pending = _drop_same_advice(encoder, X0, pending, plain)
 
     plans = []
     for i, out in enumerate(outcomes):
@@ -273,15 +277,18 @@ def interpolate_plans(encoder, model, raw: pd.DataFrame, X0: np.ndarray, prob0: 
             plans.append(empty_plan(ids[i], out, prob0[i], method, raw0,
                                     threshold=model.threshold))
             continue
-        drafts, n_lost, n_long, n_dominated = pending[i]
+        drafts, n_lost, n_long, n_dominated, n_alike = pending[i]
         notes = [out.reason] if out.reason else []  # a selection note (e.g. exact ran quad instead)
         drafts.sort(key=lambda d: d[0])        # rank 1 the cheapest; ties keep the prototypes' order (stable)
         recourses = [Recourse(rank=rank, features=features, changes=changes(raw0, features), cost=cost,
                               probability=probability, prototype=int(seg_rows[s]), projected=bool(seg_proj[s]))
                      for rank, (cost, s, features, probability) in enumerate(drafts, start=1)]
-        n_same = len(out.rows) - n_lost - n_long - n_dominated - len(recourses)
+        n_same = len(out.rows) - n_lost - n_long - n_dominated - n_alike - len(recourses)
         if n_same:
             notes.append(f"{n_same} prototype(s) led to the same recourse as another one")
+        if n_alike:
+            notes.append(f"{n_alike} recourse(s) dropped: the same advice as a cheaper recourse of the plan "
+                         f"(the same changes, numeric targets less than {SAME_ADVICE:.0%} of the feature's span apart)")
         if n_dominated:
             notes.append(f"{n_dominated} recourse(s) dropped: another recourse of the plan asks less of every "
                          "feature it changes")
@@ -321,10 +328,102 @@ def _drop_dominated(encoder, X0: np.ndarray, pending: list) -> list:
         if p is None:
             out.append(None)
             continue
-        drafts, n_lost, n_long, _ = p
+        drafts, n_lost, n_long, _, n_alike = p
         mine = drop[at:at + len(drafts)]
         at += len(drafts)
-        out.append(([d for d, gone in zip(drafts, mine) if not gone], n_lost, n_long, int(mine.sum())))
+        out.append(([d for d, gone in zip(drafts, mine) if not gone], n_lost, n_long, int(mine.sum()), n_alike))
+    return out
+
+
+def _drop_same_advice(encoder, X0: np.ndarray, pending: list, plain) -> list:
+    """Each applicant's drafts without two that are the same advice (:func:`frpd_cli.directions.same_advice`).
+
+    Drafts are taken cheapest first (ties: the prototypes' order); one that is the same advice as a draft already
+    taken is replaced by its segment's plain recourse (``plain``, when usable), which then waits its turn at its
+    own cost and is taken if it is other advice than, and not dominated by, every draft taken; else it is left
+    out. So no two drafts kept are alike, and of alike ones the cheapest stays. Their number goes
+    in the last place of ``(drafts, n_lost, n_long, n_dominated, n_alike)``. Two encodings for the batch.
+    """
+    import heapq
+
+    from .directions import _alike, _dominates
+
+    owner = [i for i, p in enumerate(pending) if p is not None for _ in p[0]]
+    if not owner:
+        return pending
+    names = list(encoder.schema.feature_names)
+    drafts = [d for p in pending if p is not None for d in p[0]]
+    first = {}                                    # applicant -> position of its first draft
+    for at, i in enumerate(owner):
+        first.setdefault(i, at)
+    owner = np.asarray(owner, dtype=np.int64)
+    frame = pd.DataFrame([d[2] for d in drafts])[names]
+    Z = encoder.encode(frame, source="the recourses")
+    numeric = [j for j, f in enumerate(encoder.schema.features) if not f.is_categorical]
+
+    def values_of(frame):
+        return {j: pd.to_numeric(frame[names[j]], errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+                for j in numeric}
+
+    values = values_of(frame)
+    # which drafts are alike to another draft of theirs: only those applicants need the careful pass
+    a, b = [], []
+    for i in dict.fromkeys(owner.tolist()):
+        n = len(pending[i][0])
+        for x, y in itertools.combinations(range(first[i], first[i] + n), 2):
+            a.append(x)
+            b.append(y)
+    if not a:
+        return pending
+    a, b = np.asarray(a, dtype=np.int64), np.asarray(b, dtype=np.int64)
+    hit = _alike(encoder, Z, X0[owner], values, a, b, share=SAME_ADVICE)
+    if not hit.any():
+        return pending
+    affected = sorted(set(owner[a[hit]].tolist()))
+    # the plain recourses the drafts of those applicants may fall back on (those that differ from the draft)
+    spare = {}
+    if plain is not None:
+        for i in affected:
+            for at in range(first[i], first[i] + len(pending[i][0])):
+                s = drafts[at][1]
+                if plain.usable[s]:
+                    features, cost, probability = plain.recourse(s, names)
+                    if any(str(features[n]) != str(drafts[at][2][n]) for n in names):
+                        spare[at] = (cost, s, features, probability)
+    pool = list(drafts) + [spare[at] for at in sorted(spare)]
+    spare_at = {at: len(drafts) + k for k, at in enumerate(sorted(spare))}
+    if spare:
+        extra = pd.DataFrame([spare[at][2] for at in sorted(spare)])[names]
+        Z = np.vstack([Z, encoder.encode(extra, source="the recourses")])
+        more = values_of(extra)
+        values = {j: np.concatenate([values[j], more[j]]) for j in numeric}
+        owner = np.concatenate([owner, owner[sorted(spare)]])
+    out = list(pending)
+    for i in affected:
+        drafts_i, n_lost, n_long, n_dominated, _ = pending[i]
+        heap = [(float(d[0]), at - first[i], at) for at, d in enumerate(drafts[first[i]:first[i] + len(drafts_i)],
+                                                                        start=first[i])]
+        heapq.heapify(heap)
+        kept: list[int] = []
+        n_alike, order = 0, len(drafts_i)
+        while heap:
+            _, _, at = heapq.heappop(heap)
+            if kept:
+                ks = np.asarray(kept, dtype=np.int64)
+                same = _alike(encoder, Z, X0[owner], values, ks, np.full(ks.size, at, dtype=np.int64),
+                              share=SAME_ADVICE).any()
+            else:
+                same = False
+            if not same and at >= len(drafts) and kept:  # a plain recourse another one kept dominates is no option
+                same = _dominates(encoder, Z, X0[owner], ks, np.full(ks.size, at, dtype=np.int64)).any()
+            if not same:
+                kept.append(at)
+            elif at in spare_at:                  # a draft: its plain recourse waits its turn
+                heapq.heappush(heap, (float(pool[spare_at[at]][0]), order, spare_at[at]))
+                order += 1
+            else:
+                n_alike += 1
+        out[i] = ([pool[at] for at in kept], n_lost, n_long, n_dominated, n_alike)
     return out
 
 

@@ -101,12 +101,14 @@ def test_sample_plans_hold_every_invariant(sample, method, sparsify):
     # distinct prototypes give distinct recourses (a sparse recourse that repeats another falls back); sparse
     # plans lose the recourses another one of the plan dominates (another plus changes it does not need, or
     # savings raised to rich where moderate is enough): measured 13-16 of the 20 plans full, every other plan's
-    # reason says which recourses merged or left
+    # reason says which recourses merged or left (or were the same advice as a cheaper one: one plain nearest plan,
+    # whose three recourses differ only in credit_amount, by less than 1% of its span)
     full = sum(len(p.recourses) == 3 for p in plans)
     assert full >= len(applicants) - (8 if sparsify else 3)
     for p in plans:
         if len(p.recourses) < 3:
-            assert "led to the same recourse" in p.reason or "asks less of every feature" in p.reason, p.reason
+            assert ("led to the same recourse" in p.reason or "asks less of every feature" in p.reason
+                    or "the same advice as a cheaper recourse" in p.reason), p.reason
 
 
 def test_already_favorable_and_infeasible_statuses(sample):
