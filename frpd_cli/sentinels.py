@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from .numeric import more_than_two_values, numeric_columns
+
 __all__ = ["MAX_SENTINEL_SHARE", "Sentinel", "find_sentinels"]
 
 #: The largest share of training rows at the value for it to count as a code rather than an amount.
@@ -31,7 +33,7 @@ class Sentinel:
     n_rows: int
 
 
-def find_sentinels(frame: pd.DataFrame, schema, *, max_share: float = MAX_SENTINEL_SHARE) -> list:
+def find_sentinels(frame: pd.DataFrame, schema, *, max_share: float = MAX_SENTINEL_SHARE, columns=None) -> list:
     """Mutable numeric features whose one negative value, held by few rows, lies below a column of amounts >= 0.
 
     Parameters
@@ -41,6 +43,9 @@ def find_sentinels(frame: pd.DataFrame, schema, *, max_share: float = MAX_SENTIN
     schema : Schema
     max_share : float
         The largest share of rows at the value.
+    columns : dict, optional
+        The frame's numeric columns as :func:`frpd_cli.numeric.numeric_columns` returns them (given when another
+        search converts them too); computed when not given.
 
     Returns
     -------
@@ -54,15 +59,17 @@ def find_sentinels(frame: pd.DataFrame, schema, *, max_share: float = MAX_SENTIN
     >>> find_sentinels(frame, infer_schema(frame, SchemaSpec()))
     [Sentinel(feature='stay', value=-1.0, n_at=1, n_rows=20)]
     """
+    if columns is None:
+        columns = numeric_columns(frame, schema)
     out = []
     for f in schema.features:
-        if not f.is_numeric or f.mutability == "immutable" or f.name not in frame.columns:
+        if f.mutability == "immutable" or f.name not in columns:
             continue
-        values = pd.to_numeric(frame[f.name], errors="coerce").to_numpy(dtype=np.float64)
+        values = columns[f.name]
         values = values[np.isfinite(values)]
         if values.size == 0 or float(values.min()) >= 0:
-            continue            # (the common case, decided before the sort below)
-        if len(np.unique(values)) <= 2:
+            continue            # (the common case, decided first)
+        if not more_than_two_values(values):
             continue
         low = float(values.min())
         negative = values < 0

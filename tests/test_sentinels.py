@@ -66,3 +66,36 @@ def test_plan_warns_of_recourses_moved_onto_the_code_and_the_range_it_names_keep
     kept = [r for line in off.stdout.splitlines() for r in json.loads(line)["recourses"]]
     assert kept and all(r["features"]["stay"] >= 0 for r in kept)
     assert "move 'stay'" not in off.stderr
+
+
+def test_interpolate_and_evaluate_warn_of_recourses_moved_onto_the_code_as_plan_does(tmp_path):
+    frame = _stays()
+    data = tmp_path / "stays.csv"
+    frame.to_csv(data, index=False)
+    tree = DecisionTreeClassifier(random_state=0).fit(frame[["stay", "score", "balance"]], frame["label"])
+    joblib.dump(tree, tmp_path / "model.joblib")
+    applicants = tmp_path / "applicants.csv"
+    pd.DataFrame({"stay": [3, 2, 5], "score": [40, 50, 30], "balance": [0, 10, -20]}).to_csv(applicants,
+                                                                                            index=False)
+    common = ["--model", str(tmp_path / "model.joblib")]
+    plan = runner.invoke(app, ["plan", str(data), "--applicants", str(applicants), *common, "--format", "jsonl",
+                               "--max-move", "none"])
+    assert plan.exit_code == 0, plan.stderr
+    (line,) = [x for x in plan.stderr.splitlines() if "move 'stay' to -1" in x]
+    select = runner.invoke(app, ["select", str(data), "--applicants", str(applicants), *common, "--out",
+                                 str(tmp_path / "sel"), "--max-move", "none"])
+    assert select.exit_code == 0, select.stderr
+    interpolate = runner.invoke(app, ["interpolate", "--selection", str(tmp_path / "sel"), *common, "--out",
+                                      str(tmp_path / "plans"), "--data", str(data), "--format", "jsonl"])
+    assert interpolate.exit_code == 0, interpolate.stderr
+    assert [x for x in interpolate.stderr.splitlines() if "move 'stay'" in x] == [line]
+    # without the training rows (the linear scheme without --data) there is nothing to search: no warning
+    bare = runner.invoke(app, ["interpolate", "--selection", str(tmp_path / "sel"), *common, "--out",
+                               str(tmp_path / "plans2"), "--format", "jsonl"])
+    assert bare.exit_code == 0, bare.stderr
+    assert bare.stdout == interpolate.stdout and "move 'stay'" not in bare.stderr
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text(plan.stdout, encoding="utf-8")      # jsonl plans: the applicants' values from the records
+    evaluate = runner.invoke(app, ["evaluate", str(data), *common, "--plans", str(plans), "--format", "csv"])
+    assert evaluate.exit_code == 0, evaluate.stderr
+    assert [x for x in evaluate.stderr.splitlines() if "move 'stay'" in x] == [line]

@@ -228,8 +228,32 @@ def evaluate_command(
         if violations:
             echo_err(f"Warning: {violations} constraint violation(s) (immutable, monotone, range or vocabulary); "
                      "--per-applicant lists them.")
+        for message in _broken_checks(training, records, frame, ids):
+            echo_err(message)
         if plot is not None:
             echo_err(f"Wrote {plot}.")
+
+
+def _broken_checks(training, records, applicants, ids) -> list[str]:
+    """The warnings of recourses that break what the training rows keep (:mod:`frpd_cli.cli._checks`), as plan
+    gives them: each record's recourses against its applicant's raw row (an applicant of several methods'
+    plans counted once)."""
+    from ._checks import RecourseChecks
+
+    checks = RecourseChecks.of_training(training, distinct_applicants=True)
+    if not checks:
+        return []
+    names = list(training.schema.feature_names)
+    row_of: dict = {}
+    for i, a in enumerate(ids):
+        row_of.setdefault(str(a), i)
+    rows = applicants.loc[:, names].to_dict("records")
+    for record in records:
+        recourses = record.get("recourses") or []
+        i = row_of.get(str(record["applicant"]))
+        if recourses and i is not None:
+            checks.add(str(record["applicant"]), rows[i], [r.get("features") or {} for r in recourses])
+    return checks.warnings()
 
 
 def _load_also_models(paths, schema, *, threshold: float, trusted_types) -> dict:

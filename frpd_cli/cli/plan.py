@@ -20,6 +20,7 @@ from ..exceptions import InputError
 from ..outputs import check_not_inputs, is_stdio, lock_outputs, resolve_output
 from ..planning import TASK_APPLICANTS, PlanSettings, plan_stream
 from . import _options as o
+from ._checks import RecourseChecks
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint, ignored_columns_warning, infeasible_hints, robust_infeasible_hint
 from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console
@@ -156,10 +157,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     counts: dict = {}
     reasons: dict = {}
     ties: list = []                     # already favourable applicants exactly at the threshold
-    relations = _order_relations(training)
-    broken: dict = {}                   # relation -> [n recourses, applicants, first example]
-    sentinels = _sentinels(training)
-    coded: dict = {}                    # sentinel -> [n recourses, applicants, first example]
+    checks = RecourseChecks.of_training(training)   # relations and codes of the training rows, and the tally
     causes = _CauseTally()
     pruned = _PruningTally()
     console = stderr_console()
@@ -180,10 +178,7 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             counts[p.status] = counts.get(p.status, 0) + 1
             if p.at_threshold:
                 ties.append(p.applicant)
-            if relations and p.status == "ok":
-                _tally_broken(relations, p, broken)
-            if sentinels and p.status == "ok":
-                _tally_coded(sentinels, p, coded)
+            checks.add_plan(p)
             if p.partial:
                 counts["partial"] = counts.get("partial", 0) + 1
             if p.pruning is not None:
@@ -257,10 +252,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
         echo_err(summarize_plans(counts, reasons, n, time.perf_counter() - start))
         if pruned.n:
             echo_err(pruned.summary())
-    for relation, (n_broken, n_applicants, first) in broken.items():
-        echo_err(_broken_relation_warning(relation, n_broken, n_applicants, first))
-    for sentinel, (n_coded, n_applicants, first) in coded.items():
-        echo_err(_sentinel_warning(sentinel, n_coded, n_applicants, first))
+    for message in checks.warnings():
+        echo_err(message)
     if ties:
         echo_err(f"Warning: {len(ties)} applicant(s) have a favourable probability exactly at the threshold "
                  f"{model.threshold:g} (first: applicant {ties[0]}); frpd counts them already favourable (>= "
@@ -319,100 +312,6 @@ class _CauseTally:
         if self.n_other:
             out.append({"rule": "other", "n": self.n_other})
         return out
-
-
-def _in_frame(find, training) -> list:
-    """``find(frame, schema)`` over the raw training rows; none without a raw frame."""
-    import pandas as pd
-
-    frame = getattr(training, "frame", None)
-    return find(frame, training.schema) if isinstance(frame, pd.DataFrame) else []
-
-
-def _order_relations(training) -> list:
-    """The order relations of the training rows (:mod:`frpd_cli.relations`)."""
-    from ..relations import find_order_relations
-
-    return _in_frame(find_order_relations, training)
-
-
-def _tally(found, plan, tally: dict, example) -> None:
-    """Count, per item of ``found``, the plan's recourses it concerns and, once, the plan's applicant:
-    ``tally[item] = [recourses, applicants, first example]``; ``example(item, recourse)`` is the example to keep
-    or None when the recourse is not concerned (counts, not the applicants' ids: a batch of millions stays
-    small)."""
-    seen = set()
-    for r in plan.recourses:
-        for item in found:
-            first = example(item, r)
-            if first is None:
-                continue
-            entry = tally.setdefault(item, [0, 0, first])
-            entry[0] += 1
-            if item not in seen:
-                seen.add(item)
-                entry[1] += 1
-
-
-def _tally_broken(relations, plan, broken: dict) -> None:
-    from ..relations import broken_relation
-
-    _tally(relations, plan, broken, lambda relation, r: (plan.applicant, r.features)
-           if broken_relation(relation, plan.applicant_features, r.features) else None)
-
-
-def _sentinels(training) -> list:
-    """The lone negative codes of the training rows (:mod:`frpd_cli.sentinels`)."""
-    from ..sentinels import find_sentinels
-
-    return _in_frame(find_sentinels, training)
-
-
-def _tally_coded(sentinels, plan, coded: dict) -> None:
-    def example(sentinel, r):
-        name = sentinel.feature
-        if name in r.changes and _equals(r.features.get(name), sentinel.value):
-            return plan.applicant, r.changes[name][0]
-        return None
-
-    _tally(sentinels, plan, coded, example)
-
-
-def _equals(value, number: float) -> bool:
-    try:
-        return float(value) == number
-    except (TypeError, ValueError):
-        return False
-
-
-def _sentinel_warning(sentinel, n_coded: int, n_applicants: int, first) -> str:
-    import shlex
-
-    from ._output import format_value
-
-    name, value = sentinel.feature, format_value(sentinel.value)
-    applicant, old = first
-    return (f"Warning: {n_coded} recourse(s) of {n_applicants} applicant(s) move {name!r} to {value} (first: "
-            f"applicant {applicant}, from {format_value(old)}), its only negative value, held by {sentinel.n_at} "
-            f"of its {sentinel.n_rows} training rows while every other value is 0 or more: a code for a missing or "
-            f"wrong value rather than an amount, which no applicant can choose. --range {shlex.quote(name)}=0: "
-            "keeps recourses off it.")
-
-
-def _broken_relation_warning(relation, n_broken: int, n_applicants: int, first) -> str:
-    import shlex
-
-    from ._output import format_value
-
-    low, high = relation.low, relation.high
-    applicant, features = first
-    return (f"Warning: {n_broken} recourse(s) of {n_applicants} applicant(s) put {low!r} above {high!r} (first: "
-            f"applicant {applicant}, {low} {format_value(features[low])} > {high} {format_value(features[high])}), "
-            f"which no training row does ({low} <= {high} in all {relation.n_rows} rows, equal in "
-            f"{relation.equal_share:.0%} of them): a combination that may not exist, such as a part larger than "
-            f"its whole. frpd does not keep such relations by itself: review these recourses, or keep the two in "
-            f"order with --decreasing {shlex.quote(low)} --increasing {shlex.quote(high)} (which also forbids the "
-            "moves that crossed them).")
 
 
 def _margin_hint(training, model, settings) -> str | None:

@@ -30,6 +30,7 @@ from ..plans import plan_record
 from ..population import PopulationShares, fit_population, population_of, with_largest_shifts
 from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
+from ._checks import RecourseChecks
 from ._errors import echo_err, handle_errors
 from ._hints import already_favorable_hint, schema_shape_warnings
 from ._output import PLAN_FORMATS, PlanWriter, encoder_decimals, open_output, resolve_format, stderr_console, write_records
@@ -464,6 +465,13 @@ def interpolate_command(
                                 explain=explain, scale=encoder.scale)
             writer.write(all_plans)
             writer.close()
+        # what the training rows keep and the recourses break (when the training rows were read: --data, or the
+        # graph scheme); an applicant's plans of several thetas count it once
+        checks = RecourseChecks.of_frame(train_frame, encoder.schema, distinct_applicants=True)
+        for p in all_plans if checks else ():
+            checks.add_plan(p)
+        for message in checks.warnings():
+            echo_err(message)
         if provenance is not None:
             _write_interpolate_provenance(provenance, artifact, selection=selection, model=model, graph=graph, out=out,
                                           output=output, fmt=fmt_, digest=digest,
