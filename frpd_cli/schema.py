@@ -1673,12 +1673,17 @@ _PAST_WORDS = frozenset({"prior", "priors", "previous", "previously", "past", "h
                          "arrested", "conviction", "convictions", "convicted", "recid", "recidivism", "recidivist",
                          "chargeoff", "chargeoffs", "chgoff", "foreclosure", "foreclosures", "vorstrafen",
                          "antecedentes", "offense", "offenses", "offence", "offences", "felony", "felonies",
-                         "misdemeanor", "misdemeanors", "misdemeanour", "misdemeanours", "criminal"})
+                         "misdemeanor", "misdemeanors", "misdemeanour", "misdemeanours", "criminal",
+                         # time already served, and the lender's own past contacts (Bank's campaign: the calls made
+                         # to the client in this campaign; pdays, poutcome: of the previous one)
+                         "jail", "custody", "incarceration", "incarcerated", "campaign", "pdays", "poutcome"})
 #: Two words that name a record of the past together: a charge-off written ``charge_off``, ``ChargedOff`` or SBA's
 #: ``ChgOffPrinGr`` (the principal charged off, known only once the loan failed).
 _PAST_PAIRS = frozenset({("charge", "off"), ("charged", "off"), ("chg", "off"), ("charge", "offs"),
                          # the charge of an offence (COMPAS's c_charge_degree: felony or misdemeanour)
-                         ("charge", "degree"), ("charge", "desc"), ("charge", "description")})
+                         ("charge", "degree"), ("charge", "desc"), ("charge", "description"),
+                         # COMPAS's length_of_stay: the days already spent in jail
+                         ("of", "stay"), ("length", "stay")})
 
 
 def _names_past(name: str) -> bool:
@@ -1694,8 +1699,8 @@ def past_record_features(schema: Schema, *, vary=()) -> list[str]:
     offence (``offense``, ``felony``, ``misdemeanor``, ``criminal``) and the charge of one (COMPAS's
     ``c_charge_degree``, felony or misdemeanour: ``charge degree`` together; not ``monthly_charges``).
 
-    As :func:`sensitive_like_features`, a feature is reported when nothing was declared about it (mutability
-    ``free``, no ``--range``, not listed in ``vary``).
+    A feature is reported when it may change (free, or monotone: ``--increasing priors_count`` lets a recourse
+    ask for more prior convictions), has no ``--range`` and is not listed in ``vary``.
 
     Examples
     --------
@@ -1708,7 +1713,7 @@ def past_record_features(schema: Schema, *, vary=()) -> list[str]:
     """
     declared = set(vary)
     return [f.name for f in schema.features
-            if f.mutability == "free" and not f.has_declared_range and f.name not in declared
+            if f.mutability != "immutable" and not f.has_declared_range and f.name not in declared
             and _names_past(f.name)]
 
 

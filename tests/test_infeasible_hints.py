@@ -278,3 +278,9 @@ def test_a_fact_of_the_applicant_is_never_offered_as_a_rule_to_relax():
         assert "fewer immutable" not in hint
     # a feature whose name says nothing keeps the advice to relax it
     assert "declare fewer immutable or monotone features" in job
+    # a protected characteristic: a disparity to review, with no setting to relax (projection neither)
+    schema = infer_schema(frame.assign(gender=["f", "m"] * 2), SchemaSpec(immutable=("gender",)))
+    (gender,) = infeasible_hints([cause("immutable", "gender")], schema, policy="filter")
+    assert "gender is named like a protected characteristic, so the rule stays" in gender
+    assert "a disparity of the model and its data for review (frpd audit --by gender measures it)" in gender
+    assert "--immutable-policy" not in gender and "fewer immutable" not in gender

@@ -208,7 +208,9 @@ def test_a_record_of_the_past_is_named(tmp_path):
     frame["label"] = ((frame["income"] - 4 * frame["priors_count"]) > 30).astype(int)
     assert past_record_features(infer_schema(frame)) == ["priors_count", "credit_history"]
     declared = SchemaSpec(immutable=("credit_history",), increasing=("priors_count",))
-    assert past_record_features(infer_schema(frame, declared)) == []
+    # increasing still lets a recourse ask for more prior convictions: only immutable silences it
+    assert past_record_features(infer_schema(frame, declared)) == ["priors_count"]
+    assert past_record_features(infer_schema(frame, SchemaSpec(immutable=("credit_history", "priors_count")))) == []
     data = tmp_path / "d.csv"
     frame.to_csv(data, index=False)
     result = runner.invoke(app, ["schema", str(data), "--format", "jsonl"])
@@ -217,8 +219,9 @@ def test_a_record_of_the_past_is_named(tmp_path):
     assert len(warned) == 1 and "--immutable priors_count --immutable credit_history" in warned[0]
     notes = {r["column"]: r["note"] for r in map(json.loads, result.stdout.splitlines())}
     assert notes["priors_count"] == "a record of the past? declare it immutable" and notes["priority"] == ""
+    assert "--increasing" not in warned[0].split("Declare")[1]     # the remedy is immutable, never increasing
     quiet = runner.invoke(app, ["schema", str(data), "--format", "jsonl", "--immutable", "credit_history",
-                                "--increasing", "priors_count"])
+                                "--immutable", "priors_count"])
     assert quiet.exit_code == 0 and "record of the past" not in quiet.stderr
 
 
@@ -253,3 +256,10 @@ def test_an_offence_and_its_charge_are_records_of_the_past():
                           "degree": ["BA", "MA"] * 10, "Criminal Record": ["y", "n"] * 10, "label": [0, 1] * 10})
     assert past_record_features(infer_schema(frame)) == ["c_charge_degree", "prior_offenses", "felony_count",
                                                          "Criminal Record"]
+    # COMPAS's days in jail, Bank's contacts of this campaign and the previous one's outcome; not a stay-at-home
+    # count or a campaign_budget's neighbour "budget"
+    frame = pd.DataFrame({"length_of_stay": range(20), "campaign": range(20), "pdays": range(20),
+                          "poutcome": ["success", "failure"] * 10, "days_in_jail": range(20), "stay_home": range(20),
+                          "budget": range(20), "label": [0, 1] * 10})
+    assert past_record_features(infer_schema(frame)) == ["length_of_stay", "campaign", "pdays", "poutcome",
+                                                         "days_in_jail"]

@@ -136,6 +136,11 @@ def _cause_hint(cause: dict, schema, policy: str) -> str:
     from ..schema import named_fact
 
     fact = named_fact(name)
+    if fact == "a protected characteristic":
+        # not a setting to relax: what the counts show is how few favourable rows the model grants the group
+        return (f"Hint: {who}, most limited by {name}, {what} ({removed}): {name} is named like {fact}, so the rule "
+                f"stays; few of the rows the model favours share these applicants' {name}, a disparity of the "
+                f"model and its data for review (frpd audit --by {_quoted(name)} measures it), not a rule to relax.")
     if fact is not None:
         # a fact of the applicant: relaxing it is no advice; what is left is a finding about these applicants
         project = "; --immutable-policy project may find more" if policy == "filter" and rule == "immutable" else ""
@@ -259,9 +264,9 @@ def past_record_warning(names, source: str) -> str | None:
     flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
     return (f"{_named_features(names, source)} named like a record of the past (prior, previous, history, "
             f"delinquencies, arrests, convictions, charge-offs) and may change: a recourse may ask an applicant to "
-            f"have fewer prior convictions, another credit history or a smaller charge-off, which no one can undo. "
-            f"Declare {'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file), or "
-            f"--increasing for a count that can only grow.")
+            f"have fewer prior convictions, another credit history or a smaller charge-off, which no one can undo "
+            f"(or, declared --increasing, more of them, which is no advice either). Declare "
+            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file).")
 
 
 def label_leak_warning(leaks, source: str) -> str | None:
