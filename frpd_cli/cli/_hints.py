@@ -104,9 +104,17 @@ def infeasible_hints(causes, schema, *, policy: str) -> list[str]:
     lines = []
     for cause in causes[:_CAUSES_SHOWN]:
         lines.append(_cause_hint(cause, schema, policy))
-    rest = sum(c["n"] for c in causes[_CAUSES_SHOWN:])
-    if rest:
-        lines.append(f"Hint: {rest} other applicant(s) have no recourse for other reasons (see each plan's "
+    rest = causes[_CAUSES_SHOWN:]
+    ruled = [c for c in rest if c["rule"] != "other"]
+    n_other = sum(c["n"] for c in rest if c["rule"] == "other")
+    if ruled:
+        # causes beyond the ones shown are rules too, not "other reasons"
+        named = ", ".join(f"{c['feature']} ({c['n']})" for c in ruled)
+        more = f", and {n_other} for other reasons" if n_other else ""
+        lines.append(f"Hint: {sum(c['n'] for c in ruled)} more applicant(s) have too few candidates, most limited by "
+                     f"{named}{more} (see each plan's reason).")
+    elif n_other:
+        lines.append(f"Hint: {n_other} other applicant(s) have no recourse for other reasons (see each plan's "
                      "reason).")
     return [line for line in lines if line]
 
