@@ -58,6 +58,7 @@ values into the ranges and stops at threshold + margin). For one applicant
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -1018,7 +1019,7 @@ def moved_candidates_many(training: TrainingSet, model, X0: np.ndarray, codes0: 
     edges = favourable_edges(training.encoder, model, raw0) if edges is None else edges
     pushed = moved.copy()
     changed = np.zeros(len(moved), dtype=bool)
-    for f in bounded:
+    for f in [*bounded, *held_flags(training.encoder)]:
         edge = edges[f.name][owner]
         values = pushed[f.name].to_numpy(dtype=np.float64).copy()
         at = ~np.isnan(edge) & (values != edge)
@@ -1070,11 +1071,32 @@ def _inside_limits(training: TrainingSet, frame: pd.DataFrame, owner: np.ndarray
     return inside
 
 
+def held_flags(encoder) -> list:
+    """The flags a move bound in effect would hold were they scales (:func:`frpd_cli.schema.is_flag_column`: an
+    integer feature whose training values are two whole numbers one apart; a share of ``--max-move`` that is not
+    ``none``), which the bound leaves free to flip: the moved candidates set each to its favourable level."""
+    out = []
+    for j, f in enumerate(encoder.schema.features):
+        if f.kind != "integer" or f.mutability == "immutable" or f.max_move is not None \
+                or f.max_move_share is None or math.isinf(f.max_move_share):
+            continue
+        if encoder.fractional and encoder.fractional[j]:
+            continue
+        if encoder.maximum[j] - encoder.minimum[j] == 1.0:
+            out.append(f)
+    return out
+
+
 def favourable_edges(encoder, model, raw0: list) -> dict:
     """Per feature with a move bound, per applicant: the end of the applicant's bounds (the allowed side of a
     monotone feature, inside the training range unless the applicant is outside it) where the model's probability
     is highest when that feature alone moves there, if higher than the applicant's own; NaN where neither end
     raises it.
+
+    A flag the move bound leaves free (:func:`held_flags`) is a feature with two levels: its edge is the level
+    where the probability is highest, the applicant's own where the other level does not raise it (a moved row
+    keeping a prototype's flag that lowers the probability is pushed back to the applicant's level, as the
+    bound's clipping did when it held flags).
 
     One model call for all the applicants and features (each applicant, and each feature alone at each end).
 
@@ -1091,8 +1113,9 @@ def favourable_edges(encoder, model, raw0: list) -> dict:
     edges : dict of str to ndarray of shape (len(raw0),)
     """
     schema = encoder.schema
+    flags = held_flags(encoder)
     bounded = [f for f in schema.features
-               if f.is_numeric and f.max_move is not None and f.mutability != "immutable"]
+               if f.is_numeric and f.max_move is not None and f.mutability != "immutable"] + flags
     n = len(raw0)
     edges = {f.name: np.full(n, np.nan) for f in bounded}
     if not bounded or n == 0:
@@ -1116,7 +1139,7 @@ def favourable_edges(encoder, model, raw0: list) -> dict:
             at.extend((f.name, a, float(edge[a])) for a in moves)
     index = np.concatenate(probes)
     if index.size == n:
-        return edges
+        return _own_flag_levels(edges, flags, base)
     frame = base.iloc[index].reset_index(drop=True)
     for name in dict.fromkeys(name for name, _, _ in at):
         values = frame[name].to_numpy(dtype=np.float64).copy()
@@ -1131,6 +1154,14 @@ def favourable_edges(encoder, model, raw0: list) -> dict:
             if feature == name and prob[j] > best_f[a]:
                 best_f[a] = prob[j]
                 edges[name][a] = edge
+    return _own_flag_levels(edges, flags, base)
+
+
+def _own_flag_levels(edges: dict, flags: list, base: pd.DataFrame) -> dict:
+    """``edges`` with each flag's missing edge set to the applicant's own level (:func:`favourable_edges`)."""
+    for f in flags:
+        own = base[f.name].to_numpy(dtype=np.float64)
+        edges[f.name] = np.where(np.isnan(edges[f.name]), own, edges[f.name])
     return edges
 
 

@@ -65,6 +65,8 @@ __all__ = [
     "unordered_scale_features",
     "past_record_features",
     "named_fact",
+    "is_flag_column",
+    "flag_features",
     "ranges_outside_training",
     "WHOLE_SHARE",
     "whole_share",
@@ -168,7 +170,8 @@ class Feature:
     max_move_share : float or None
         The share of the training range ``max_move`` (or ``max_levels``) was
         computed from (how messages and schema files state it); ``math.inf``
-        when the bound was declared ``none``.
+        when the bound was declared ``none``. A flag (:func:`is_flag_column`)
+        keeps the share with no ``max_move``: the bound does not hold a flip.
     max_levels : int or None
         Ordinal features: the most levels a recourse may move the feature away
         from the applicant's level, either way (``--max-move``: the share of
@@ -960,7 +963,8 @@ def infer_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *, source:
             feature = _withholding_missing(feature)
         if name in spec.max_moves:
             _check_own_max_move(feature, spec.max_moves[name])
-        feature = _with_max_move(feature, values, spec.max_moves.get(name, spec.max_move), source)
+        feature = _with_max_move(feature, values, spec.max_moves.get(name, spec.max_move), source,
+                                 own=name in spec.max_moves)
         features.append(feature)
 
     favorable = spec.favorable if spec.favorable is not None else 1
@@ -1024,10 +1028,12 @@ def _check_own_max_move(feature: Feature, share: float) -> None:
             f"{feature.name}=LEVEL,LEVEL.")
 
 
-def _with_max_move(feature: Feature, values: pd.Series, share, source: str) -> Feature:
+def _with_max_move(feature: Feature, values: pd.Series, share, source: str, *, own: bool = False) -> Feature:
     """``feature`` with its move bound: ``share`` of its training range, in its units (numeric features that
     may change), or of its levels (ordinal features); other features pass (a share declared for an unordered
-    categorical one was refused before, :func:`_check_own_max_move`)."""
+    categorical one was refused before, :func:`_check_own_max_move`). A flag (:func:`is_flag_column`) is held
+    only by a share declared for it alone (``own``: ``--max-move COL=SHARE``, ``[max_move]``), as before flags
+    were told apart; the bound of every feature does not hold it."""
     from dataclasses import replace
 
     if share is not None and feature.kind == "ordinal" and feature.mutability != "immutable":
@@ -1036,10 +1042,78 @@ def _with_max_move(feature: Feature, values: pd.Series, share, source: str) -> F
         return feature
     if math.isinf(share):                          # declared none: no bound (schema files say so)
         return replace(feature, max_move_share=math.inf)
+    if feature.kind == "integer" and not own and is_flag_column(values):
+        # a flag (0/1) has two levels, and a bound of at least one level reaches both, as for a two-level
+        # ordinal: the share is kept (schema files state it) and no flip is ruled out
+        return replace(feature, max_move_share=float(share))
     span = move_span(values)
     if not math.isfinite(span) or span <= 0:
         return feature
     return replace(feature, max_move=share * span, max_move_share=float(share))
+
+
+def is_flag_column(values) -> bool:
+    """Whether a numeric column holds exactly two whole values one apart (0 and 1; 1 and 2): a flag.
+
+    A flip of a flag is a change of state, not a move along a scale: the move bound (``--max-move``), a share of
+    a feature's range, does not apply to an integer flag, as a bound of at least one level reaches both levels
+    of a two-level ordinal (a quarter of the range of a 0/1 column, rounded inwards, would keep it fixed).
+
+    Examples
+    --------
+    >>> is_flag_column([0, 1, 1, 0]), is_flag_column([1.0, 2.0]), is_flag_column([0, 1, 2]), is_flag_column([0, 5])
+    (True, True, False, False)
+    >>> is_flag_column([1, 1]), is_flag_column([0.0, 0.5, 1.0])
+    (False, False)
+    """
+    numbers = pd.to_numeric(values if isinstance(values, pd.Series) else pd.Series(values), errors="coerce")
+    numbers = numbers.to_numpy(dtype=np.float64, na_value=np.nan)
+    if numbers.size == 0 or not np.all(np.isfinite(numbers)):
+        return False
+    low, high = float(numbers.min()), float(numbers.max())
+    if high - low != 1.0 or not low.is_integer():
+        return False
+    return bool(np.all((numbers == low) | (numbers == high)))
+
+
+def _flag_values(values) -> tuple[int, int]:
+    """The two values of a flag column (:func:`is_flag_column`), as whole numbers."""
+    numbers = pd.to_numeric(values if isinstance(values, pd.Series) else pd.Series(values), errors="coerce")
+    return int(numbers.min()), int(numbers.max())
+
+
+def _shell_quoted(name) -> str:
+    import shlex
+
+    return shlex.quote(str(name))
+
+
+def flag_features(schema: Schema, frame: pd.DataFrame, *, vary=()) -> list[tuple[str, int, int]]:
+    """Integer features free to change that are flags (:func:`is_flag_column`): a recourse may flip them.
+
+    The move bound does not hold a flag (a flip is a change of state), so one that records a fact the applicant
+    cannot change (a new business, a past event) needs a declaration: as :func:`sensitive_like_features`, a
+    feature is reported when nothing was declared about it (mutability ``free``, no ``--range``, not listed in
+    ``vary``). ``frame``: the training rows the schema was inferred from.
+
+    Returns
+    -------
+    flags : list of (str, int, int)
+        Each flag's name and its two values, lowest first.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"New": [0, 1, 0], "RealEstate": [1, 0, 1], "Term": [84, 120, 60], "label": [0, 1, 1]})
+    >>> flag_features(infer_schema(df), df)
+    [('New', 0, 1), ('RealEstate', 0, 1)]
+    >>> flag_features(infer_schema(df, SchemaSpec(immutable=("New",), increasing=("RealEstate",))), df)
+    []
+    """
+    declared = set(vary)
+    return [(f.name, *_flag_values(frame[f.name])) for f in schema.features
+            if f.kind == "integer" and f.mutability == "free" and not f.has_declared_range and f.max_move is None
+            and f.name not in declared and f.name in frame.columns and is_flag_column(frame[f.name])]
 
 
 #: The move bound's range is at most this many times the range of the central values (:data:`CENTRAL_SHARE`).
@@ -1962,6 +2036,7 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
     past = set(past_record_features(schema, vary=spec.vary))
     leaks = _label_leaks(complete, schema)
     separating = {leak.feature: leak.balanced_accuracy for leak in leaks}
+    flags = {name: (low, high) for name, low, high in flag_features(schema, complete, vary=spec.vary)}
     rows = []
     for name in columns:
         values = frame[name]
@@ -1998,6 +2073,9 @@ def inspect_schema(frame: pd.DataFrame, spec: SchemaSpec | None = None, *,
             elif f.withheld:
                 row["note"] = (f"no recourse moves it to {', '.join(map(str, f.withheld))} (missing information; "
                                "a --range listing it allows it)")
+            elif name in flags:
+                row["note"] = ("a {}/{} flag: a recourse may flip it (--max-move does not hold a flag); declare it "
+                               "immutable if it records a fact".format(*flags[name]))
         elif name == schema.target:
             classes = sorted(_python_values(values.dropna().unique()), key=_sort_key)
             row.update(role="target", levels=classes,

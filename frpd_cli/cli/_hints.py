@@ -7,7 +7,8 @@ __all__ = ["model_classes", "already_favorable_hint", "no_favorable_hint", "robu
            "ignored_columns_warning", "sensitive_warning", "age_horizon_hint", "many_levels_warning",
            "location_warning", "schema_shape_warnings", "margin_hint", "infeasible_hints",
            "range_outside_warning", "outlier_bound_note",
-           "withheld_levels_note", "unordered_scale_warning", "past_record_warning", "label_leak_warning"]
+           "withheld_levels_note", "flag_note", "unordered_scale_warning", "past_record_warning",
+           "label_leak_warning"]
 
 
 def _plain(value):
@@ -393,6 +394,26 @@ def withheld_levels_note(schema) -> str | None:
             "to withhold information is no recourse (an applicant already there may stay). To allow such a level, "
             f"list the levels a recourse may choose: --range {example} (or [range] in the "
             "schema file).")
+
+
+def flag_note(schema, flags, source: str) -> str | None:
+    """Flags free to change (:func:`frpd_cli.schema.flag_features`, ``(name, low, high)``) that a move bound in
+    effect would hold were they scales: a recourse may flip them, and one that records a fact needs declaring."""
+    held = []
+    for name, low, high in flags:
+        share = schema.feature(name).max_move_share if name in schema.feature_names else None
+        if share is not None and share != float("inf"):
+            held.append((name, low, high))
+    if not held:
+        return None
+    one = len(held) == 1
+    parts = [f"'{name}' ({low}/{high})" for name, low, high in held]
+    name = _quoted(held[0][0])
+    return (f"Note: {'feature' if one else 'features'} {', '.join(parts)} of {source} {'is a flag' if one else 'are flags'}"
+            f": a flip is a change of state, not a move along a scale, so the move bound (--max-move) does not hold "
+            f"{'it' if one else 'them'} and a recourse may flip {'it' if one else 'them'}. If one records a fact the "
+            f"applicant cannot change, declare it immutable (--immutable {name}, or immutable = [...] in the schema "
+            f"file); to allow one direction only, --increasing {name} or --decreasing {name} (docs/move-bound.md).")
 
 
 def _quoted(name: str) -> str:

@@ -728,9 +728,16 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
     schema was inferred with (what the user declared about each feature); ``id_like``, when given, is
     ``id_like_columns(frame, training.schema)`` (stored in a pool)."""
     from ..leaks import find_label_leaks
-    from ..schema import ages_without_horizon, id_like_columns, ranges_outside_training, sensitive_like_features
+    from ..schema import (
+        ages_without_horizon,
+        flag_features,
+        id_like_columns,
+        ranges_outside_training,
+        sensitive_like_features,
+    )
     from ._hints import (
         age_horizon_hint,
+        flag_note,
         id_like_warning,
         label_leak_warning,
         no_favorable_hint,
@@ -751,6 +758,7 @@ def _warn_about_training(frame, training: TrainingSet, model, *, source: str, sp
                     no_favorable_hint(int(training.favorable.sum()), training.n_rows, model, highest),
                     outlier_bound_note(training.schema, training.encoder, source),
                     withheld_levels_note(training.schema),
+                    flag_note(training.schema, flag_features(training.schema, frame, vary=spec.vary), source),
                     _no_labels(frame, training, source),
                     label_leak_warning(leaks, source),
                     *schema_shape_warnings(training.schema, source, vary=spec.vary, id_like=id_like,
