@@ -284,3 +284,27 @@ def test_a_fact_of_the_applicant_is_never_offered_as_a_rule_to_relax():
     assert "gender is named like a protected characteristic, so the rule stays" in gender
     assert "a disparity of the model and its data for review (frpd audit --by gender measures it)" in gender
     assert "--immutable-policy" not in gender and "fewer immutable" not in gender
+
+
+def test_causes_beyond_the_shown_ones_are_named_not_called_other_reasons():
+    import pandas as pd
+
+    from frpd_cli.cli._hints import infeasible_hints
+    from frpd_cli.schema import SchemaSpec, infer_schema
+
+    frame = pd.DataFrame({n: [1.0, 2.0, 3.0, 4.0] for n in ("a", "b", "c", "d", "e")} | {"label": [0, 1, 0, 1]})
+    schema = infer_schema(frame, SchemaSpec(immutable=("a", "b", "c")))
+
+    def cause(rule, feature, n):
+        return {"rule": rule, "feature": feature, "n": n, "applicant": 0, "removed": 9, "n_pool": 10,
+                "detail": None}
+
+    causes = [cause("immutable", "a", 5), cause("immutable", "b", 4), cause("immutable", "c", 3),
+              cause("max-move", "d", 2), cause("range", "e", 1), {"rule": "other", "n": 6}]
+    lines = infeasible_hints(causes, schema, policy="filter")
+    assert len(lines) == 4
+    assert lines[-1] == ("Hint: 3 more applicant(s) have too few candidates, most limited by d (2), e (1), and 6 for "
+                         "other reasons (see each plan's reason).")
+    # only causes of no rule: as before
+    only_other = infeasible_hints([*causes[:3], {"rule": "other", "n": 6}], schema, policy="filter")
+    assert only_other[-1] == "Hint: 6 other applicant(s) have no recourse for other reasons (see each plan's reason)."
