@@ -1469,7 +1469,7 @@ def _range_exclusions(training: TrainingSet, at: np.ndarray, raw0, count) -> lis
             if removed:
                 share = "" if f.max_move_share is None else f", --max-move {f.max_move_share:g} of its training range"
                 parts.append(Exclusion(removed, "max-move", f.name,
-                                       f"{removed} move {f.name} by more than {f.max_move:g}{share} (applicant: "
+                                       f"{removed} move {f.name} by more than {f.move_limit:g}{share} (applicant: "
                                        f"{raw0[f.name]})"))
     from .schema import levels_text
 

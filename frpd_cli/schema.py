@@ -370,6 +370,14 @@ class Feature:
         return ":".join("" if b is None else f"{b:+g}{unit}" for b in (self.rel_low, self.rel_high))
 
     @property
+    def move_limit(self) -> float | None:
+        """The largest move ``max_move`` allows, as messages state it: whole for an integer feature (a bound of
+        24.5 allows moves of at most 24), else ``max_move``."""
+        if self.max_move is None or self.kind != "integer":
+            return self.max_move
+        return float(math.floor(self.max_move + 1e-9))
+
+    @property
     def move_text(self) -> str:
         """The move bound as messages state it (``a move of at most 17 (--max-move 0.25 of its training
         range)``); empty without one."""
@@ -379,7 +387,7 @@ class Feature:
         if self.max_move is None:
             return ""
         share = f" {self.max_move_share:g} of its training range" if self.max_move_share is not None else ""
-        return f"a move of at most {self.max_move:g} either way (--max-move{share})"
+        return f"a move of at most {self.move_limit:g} either way (--max-move{share})"
 
 
 @dataclass(frozen=True)

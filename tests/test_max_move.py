@@ -305,3 +305,17 @@ def test_german_plans_stay_within_the_default_bound(german, tmp_path):
     # measured 54 recourses (68 before a recourse another one of its plan dominates left the plan)
     assert len(moves) >= 45 and max(moves) <= DEFAULT_MAX_MOVE + 1e-9
     assert sum(bool(rec["recourses"]) for rec in records) >= 0.7 * len(records)
+
+
+def test_an_integer_features_bound_is_stated_in_whole_units():
+    # hours_per_week (1-99): a quarter of its range is 24.5, and the moves it allows are of at most 24 hours
+    from frpd_cli.schema import Feature
+
+    hours = Feature("hours_per_week", "integer", max_move=24.5, max_move_share=0.25)
+    assert hours.move_limit == 24.0
+    assert hours.move_text == "a move of at most 24 either way (--max-move 0.25 of its training range)"
+    assert hours.bounds(np.array([40.0]))[1][0] == 64.0           # the same limit the stages hold
+    amount = Feature("amount", "continuous", max_move=24.5, max_move_share=0.25)
+    assert amount.move_limit == 24.5 and "at most 24.5 either way" in amount.move_text
+    exact = Feature("n", "integer", max_move=3.0, max_move_share=0.25)
+    assert exact.move_limit == 3.0

@@ -371,7 +371,7 @@ def outlier_bound_note(schema, encoder, source: str) -> str | None:
             capped.append((f, encoder.minimum[j], encoder.maximum[j]))
     if not capped:
         return None
-    parts = [f"'{f.name}' (training values {low:.10g} to {high:.10g}: at most {f.max_move:.6g} either way)"
+    parts = [f"'{f.name}' (training values {low:.10g} to {high:.10g}: at most {f.move_limit:.6g} either way)"
              for f, low, high in capped[:5]]
     more = f" and {len(capped) - 5} more" if len(capped) > 5 else ""
     return (f"Note: a few outlying values of {source} stretch the training range of {', '.join(parts)}{more}; "
