@@ -261,3 +261,64 @@ def test_value_format_drops_trailing_zeros_only_beyond_a_few_decimals():
     assert values("amount", 1929.2) == "1929.20" and values("amount", 12.0) == "12.00"
     assert [values("portion", v) for v in (0.75, 1.0, 0.8499997)] == ["0.75", "1.0", "0.8499997"]
     assert values.pair("portion", 0.75, 0.7500001) == ("0.75", "0.7500001")
+
+
+def test_options_that_move_a_feature_opposite_ways_are_said_to_be_both_valid():
+    from frpd_cli.cli._text import opposite_moves
+
+    features = {"age": 30, "group": "a", "savings": "little", "housing": "rent", "amount": 1000.0}
+
+    def option(rank, **changes):
+        end = {**features, **{n: new for n, (_, new) in changes.items()}}
+        return Recourse(rank=rank, features=end, changes=changes, cost=0.1 * rank, probability=0.7, prototype=rank)
+
+    up, down, other = (option(1, amount=(1000.0, 1200.0)), option(2, amount=(1000.0, 700.0), age=(30, 31)),
+                       option(3, savings=("little", "none"), housing=("rent", "own")))
+    schema = _schema()
+    by_name = {f.name: f for f in schema.features}
+    plan = Plan("X2", "ok", None, "quad", (up, down, other), features)
+    assert opposite_moves(plan, by_name) == [("amount", 1, 2)]
+    text = plan_text(plan, schema, ValueFormat({"amount": 0}))
+    assert ("  Options 1 and 2 move amount opposite ways: the model accepts either direction (each option is\n"
+            "  complete on its own).\n") in text
+    # an ordinal lowered by one option and raised by another is opposite too; the same way twice is not
+    lowered, raised = option(2, savings=("little", "none")), option(3, savings=("little", "rich"))
+    assert opposite_moves(Plan("X3", "ok", None, "quad", (up, lowered, raised), features), by_name) == [
+        ("savings", 3, 2)]
+    same_way = Plan("X4", "ok", None, "quad", (up, option(2, amount=(1000.0, 1100.0))), features)
+    assert opposite_moves(same_way, by_name) == [] and "opposite" not in plan_text(same_way, schema)
+
+
+def test_plan_notes_features_its_options_move_opposite_ways(tmp_path):
+    # a model that accepts x far from 50 either way: an applicant at 50 is told to raise x or to lower it
+    import joblib
+    import numpy as np
+    import pandas as pd
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import PolynomialFeatures, StandardScaler
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": np.round(rng.uniform(0, 100, 600), 1), "y": np.round(rng.uniform(0, 10, 600), 1)})
+    frame["label"] = (np.abs(frame["x"] - 50) > 20).astype(int)
+    model = make_pipeline(PolynomialFeatures(2), StandardScaler(), LogisticRegression(C=100, max_iter=5000))
+    model.fit(frame[["x", "y"]], frame["label"])
+    data, model_path, applicants = tmp_path / "d.csv", tmp_path / "m.joblib", tmp_path / "a.csv"
+    frame.to_csv(data, index=False)
+    joblib.dump(model, model_path)
+    pd.DataFrame({"x": [50.0, 48.0], "y": [5.0, 5.0]}).to_csv(applicants, index=False)
+    args = ["plan", str(data), "--model", str(model_path), "--applicants", str(applicants), "--immutable", "y"]
+    result = runner.invoke(app, [*args, "--format", "jsonl"])
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    two_way = [r for r in records if {np.sign(c["changes"]["x"][1] - c["changes"]["x"][0])
+                                      for c in r["recourses"]} == {1.0, -1.0}]
+    assert two_way                                        # the oracle: some plan raises x and lowers it
+    (note,) = [line for line in result.stderr.splitlines() if "opposite ways" in line]
+    assert note.startswith(f"Note: plans offer options that move a feature opposite ways ('x' in {len(two_way)} of "
+                           f"the {len(records)} planned applicant(s))")
+    assert "--increasing x or --decreasing x" in note
+    held = runner.invoke(app, [*args, "--format", "jsonl", "--increasing", "x"])
+    assert held.exit_code == 0 and "opposite ways" not in held.stderr
+    text = runner.invoke(app, [*args, "--format", "text"]).stdout
+    assert text.count("move x opposite ways") == len(two_way)

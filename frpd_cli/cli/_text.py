@@ -23,7 +23,7 @@ import textwrap
 from ..plans import Plan, python_value
 from ._output import ValueFormat
 
-__all__ = ["plan_text", "change_verb"]
+__all__ = ["plan_text", "change_verb", "opposite_moves"]
 
 _WIDTH = 100
 
@@ -40,6 +40,25 @@ def change_verb(feature, old, new) -> str:
         if isinstance(a, (int, float)) and isinstance(b, (int, float)):
             return "raise" if b > a else "lower"
     return "change"
+
+
+def opposite_moves(plan: Plan, features: dict) -> list[tuple[str, int, int]]:
+    """The features one recourse of ``plan`` raises and another lowers: ``(name, rank raising, rank lowering)``,
+    the first of each, in the order the plan first moves them (``features``: name -> Feature).
+
+    A model that is not monotone in a feature may accept it moved either way; the person then reads "raise it"
+    and "lower it" side by side.
+    """
+    ups: dict = {}
+    downs: dict = {}
+    for r in plan.recourses:
+        for name, (old, new) in r.changes.items():
+            verb = change_verb(features.get(name), old, new)
+            if verb == "raise":
+                ups.setdefault(name, r.rank)
+            elif verb == "lower":
+                downs.setdefault(name, r.rank)
+    return [(name, ups[name], downs[name]) for name in ups if name in downs]
 
 
 def _action(features: dict, values: ValueFormat, name: str, old, new) -> str:
@@ -118,6 +137,10 @@ def plan_text(plan: Plan, schema=None, values: ValueFormat | None = None) -> str
             subject = "Each option keeps" if several else "It keeps"
             lines += _wrapped(f"{subject} everything it does not mention as it is now: {', '.join(kept)}.",
                               "  ", "  ")
+        for name, up, down in opposite_moves(plan, features):
+            first, second = sorted((up, down))
+            lines += _wrapped(f"Options {first} and {second} move {name} opposite ways: the model accepts either "
+                              "direction (each option is complete on its own).", "  ", "  ")
         if plan.partial:
             n = len(plan.recourses)
             lines += _wrapped(f"Only {n} different option{'s were' if n != 1 else ' was'} found for this "

@@ -45,6 +45,20 @@ _RULE_LABELS = {"immutable": "most limited by {}, which may not change",
                 "max-move": "most limited by how far {} may move (--max-move)"}
 
 
+def _two_way_note(two_way: dict, n_planned: int) -> str:
+    """Features some plans raise in one recourse and lower in another, most plans first."""
+    import shlex
+
+    ranked = sorted(two_way.items(), key=lambda item: -item[1])
+    shown = ", ".join(f"{name!r} in {n}" for name, n in ranked[:5]) + (
+        f" and {len(ranked) - 5} more feature(s)" if len(ranked) > 5 else "")
+    first = shlex.quote(ranked[0][0])
+    return (f"Note: plans offer options that move a feature opposite ways ({shown} of the {n_planned} planned "
+            f"applicant(s)): the model accepts the feature raised and lowered, so it is not monotone there. Each "
+            f"option is valid; if only one direction is advice, declare it (--increasing {first} or --decreasing "
+            f"{first}).")
+
+
 def _reason_key(plan) -> str:
     """A short label grouping infeasible plans by the rule that removed the most of their candidates, in words
     (``most limited by gender, which may not change``), read from the plan's counts (``plan.shortfall``)."""
@@ -173,12 +187,20 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
     decimals = encoder_decimals(training.encoder) if fmt in ("table", "text") else None
     models = getattr(model, "names", ("model",))[1:]       # other models to satisfy: their csv columns
 
+    from ._text import opposite_moves
+
+    schema_features = {f.name: f for f in training.schema.features}
+    two_way: dict = {}                  # feature -> plans raising it in one recourse and lowering it in another
+
     def consume(plans, writer, done):
         for p in plans:
             counts[p.status] = counts.get(p.status, 0) + 1
             if p.at_threshold:
                 ties.append(p.applicant)
             checks.add_plan(p)
+            if len(p.recourses) > 1:
+                for name, _, _ in opposite_moves(p, schema_features):
+                    two_way[name] = two_way.get(name, 0) + 1
             if p.partial:
                 counts["partial"] = counts.get("partial", 0) + 1
             if p.pruning is not None:
@@ -254,6 +276,8 @@ def run_plan(training, model, applicants: ApplicantFile, settings: PlanSettings,
             echo_err(pruned.summary())
     for message in checks.warnings():
         echo_err(message)
+    if two_way:
+        echo_err(_two_way_note(two_way, counts.get("ok", 0)))
     if ties:
         echo_err(f"Warning: {len(ties)} applicant(s) have a favourable probability exactly at the threshold "
                  f"{model.threshold:g} (first: applicant {ties[0]}); frpd counts them already favourable (>= "
