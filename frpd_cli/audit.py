@@ -8,7 +8,8 @@ questions about the whole batch:
 * **groups**: per group of a column (``--by``) and per method, how many denied applicants got a full plan, a
   partial one or none, what their cheapest valid recourse costs (mean, median and a seeded bootstrap 95%
   interval of the mean, in the scale the plans were made in), how many features it changes and how sure the
-  model is of it, and the gap between the group's mean cost and the rest's, with its interval;
+  model is of it, the gap between the group's mean cost and the rest's, with its interval, and the gap between
+  the group's share of denied applicants left without any recourse and the rest's, with its interval;
 * **actions**: every single change the plans make (a categorical move ``from -> to``, a numeric move by
   direction and size in the encoded scale), how many plans hold it, what it costs, and its *coverage*: the share
   of all denied applicants the model accepts after applying that action alone, where the action does not break
@@ -58,7 +59,8 @@ __all__ = [
     "SUMMARY_COLUMNS",
 ]
 
-#: Groups with fewer denied applicants holding a valid recourse get no interval and no gap interval.
+#: Groups with fewer denied applicants holding a valid recourse get no cost interval and no cost gap interval;
+#: groups (or rests) with fewer denied applicants get no interval of the gap in the share without a recourse.
 MIN_GROUP = 20
 #: Bootstrap resamples of each group's costs.
 N_BOOTSTRAP = 1000
@@ -76,7 +78,7 @@ UNKNOWN_GROUP = "(values unknown)"
 
 GROUP_COLUMNS = ("method", "by", "group", "denied", "full", "partial", "none", "with recourse", "cost mean",
                  "cost median", "cost low", "cost high", "changed", "probability", "gap", "gap low", "gap high",
-                 "gap excludes 0", "note")
+                 "gap excludes 0", "note", "none gap", "none gap low", "none gap high", "none gap excludes 0")
 ACTION_COLUMNS = ("method", "rank", "action", "feature", "from", "to", "direction", "size", "step",
                   "median change", "plans", "cost", "covered", "coverage", "cumulative coverage")
 PAIR_COLUMNS = ("method", "by", "group", "denied", "first", "second", "coverage", "best single",
@@ -292,12 +294,14 @@ def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *,
         Build the pairs table (needs ``groups``): for each group, the pair among the :data:`PAIR_POOL` actions
         of highest coverage that covers most of the group.
     min_group : int, default=20
-        Groups with fewer denied applicants holding a valid recourse are reported with a note and no interval.
+        Groups with fewer denied applicants holding a valid recourse are reported with a note and no cost
+        interval; the gap in the share without a recourse ("none gap") is over all denied applicants, and has no
+        interval when the group or the rest has fewer than ``min_group`` of them.
     n_bootstrap : int, default=1000
         Bootstrap resamples for the intervals.
     seed : int, default=0
-        Seeds the bootstrap: each (method, column, group) draws from its own stream, so results depend on the
-        seed only.
+        Seeds the bootstrap: each (method, column, group) draws from its own streams (one for the costs, one for
+        the none shares), so results depend on the seed only.
     n_jobs : int, default=1
         Threads for the coverage predictions; results do not depend on it.
     without_values : collection of str, optional
@@ -324,7 +328,7 @@ def audit_plans(records, training, model, applicants: pd.DataFrame, ids=None, *,
     An applicant's cost is the distance (the plans' scale) to the cheapest such recourse. The applicants and
     recourses take one model call each; coverage takes one call per action on the distinct denied rows
     (identical rows are scored once), in chunks of 65,536 rows. The bootstrap of a column draws
-    ``n_bootstrap x n_denied`` indices per method.
+    ``n_bootstrap x n_denied`` indices per method for the none shares, and at most as many for the costs.
     """
     records = _check_records(records)
     methods = list(dict.fromkeys(_method_of(rec) for rec in records))
@@ -445,6 +449,9 @@ def _group_table(batch: _Batch, mine, method, column, labels, order, *, min_grou
             sums[g] = _bootstrap_sums(costs[g], n_bootstrap, np.random.SeedSequence([*seed, gi]))
     total = sum(sums.values()) if sums else None
     n_all = int(with_cost.sum())
+    nones, none_sums, none_total = _none_bootstrap(batch, denied, label, order, n_bootstrap, seed)
+    n_denied = sum(v.size for v in nones.values())            # the rest: the other groups of ``order``
+    n_none = float(sum(v.sum() for v in nones.values()))
     rows = []
     for g in order:
         in_g = denied & (label == g)
@@ -461,11 +468,17 @@ def _group_table(batch: _Batch, mine, method, column, labels, order, *, min_grou
                     "changed": _mean(batch.changed[with_cost & (label == g)]),
                     "probability": _mean(batch.probability[with_cost & (label == g)]),
                     "gap": _mean(c) - _mean(rest) if c.size and rest.size else None,
-                    "gap low": None, "gap high": None, "gap excludes 0": None, "note": ""})
+                    "gap low": None, "gap high": None, "gap excludes 0": None, "note": "",
+                    "none gap": None, "none gap low": None, "none gap high": None, "none gap excludes 0": None})
         if n_g == 0:
             row["note"] = "no denied applicant"
+            rows.append(row)
+            continue
+        notes = []
+        if n_g < min_group:                                     # then c.size <= n_g is tiny too
+            notes.append(f"tiny group ({n_g} < {min_group} denied): no interval")
         elif c.size < min_group:
-            row["note"] = f"tiny group ({c.size} < {min_group}): no interval"
+            notes.append(f"tiny group ({c.size} < {min_group}): no cost interval")
         else:
             means = sums[g] / c.size
             row["cost low"], row["cost high"] = _interval(means)
@@ -474,9 +487,34 @@ def _group_table(batch: _Batch, mine, method, column, labels, order, *, min_grou
                 low, high = _interval(gap)
                 row.update({"gap low": low, "gap high": high, "gap excludes 0": bool(low > 0 or high < 0)})
             else:
-                row["note"] = f"small rest ({rest.size} < {min_group}): no gap interval"
+                notes.append(f"small rest ({rest.size} < {min_group}): no cost gap interval")
+        n_rest = n_denied - n_g
+        if n_rest:
+            row["none gap"] = float(nones[g].mean()) - (n_none - float(nones[g].sum())) / n_rest
+        if n_g < min_group:
+            pass
+        elif n_rest < min_group:
+            notes.append(f"small rest ({n_rest} < {min_group} denied): no none gap interval")
+        else:
+            gap = none_sums[g] / n_g - (none_total - none_sums[g]) / n_rest
+            low, high = _interval(gap)
+            row.update({"none gap low": low, "none gap high": high, "none gap excludes 0": bool(low > 0 or high < 0)})
+        row["note"] = "; ".join(notes)
         rows.append(row)
     return rows
+
+
+def _none_bootstrap(batch: _Batch, denied, label, order, n_bootstrap: int, seed):
+    """Each group's 0/1 indicators of the denied applicants without a counting recourse, the bootstrap sums of
+    each (stratified, like the costs; each group from its own stream, apart from its cost stream) and their total
+    over the groups."""
+    nones = {g: (batch.n_valid[denied & (label == g)] < 1).astype(np.float64) for g in order}
+    sums = {}
+    for gi, g in enumerate(order):
+        if nones[g].size:
+            sums[g] = _bootstrap_sums(nones[g], n_bootstrap, np.random.SeedSequence([*seed, gi, 1]))
+    total = sum(sums.values()) if sums else None
+    return nones, sums, total
 
 
 def _share(mask: np.ndarray):

@@ -139,6 +139,101 @@ def test_bootstrap_depends_on_the_seed_only():
     assert not np.allclose(one["cost low"], other["cost low"])
 
 
+# --------------------------------------------------------------------------- the share left without a recourse
+
+
+def _none_batch(groups_and_nones):
+    """Denied applicants (x0 in [0.5, 4)) per group: the first ``n_none`` of each group get a plan without any
+    recourse (``infeasible``), the others the one valid recourse x -> 5."""
+    rng = np.random.default_rng(8)
+    x0, labels, records = [], [], []
+    for g, n, n_none in groups_and_nones:
+        for i in range(n):
+            x0.append(4.0 - 3.5 * rng.random())
+            labels.append(g)
+            recourses = [] if i < n_none else [{"rank": 1, "features": {"x": 5.0, "y": 3.0}}]
+            records.append({"applicant": str(len(records)), "method": "m",
+                            "status": "infeasible" if i < n_none else "ok", "recourses": recourses})
+    return pd.DataFrame({"x": x0, "y": 3.0}), records, {"g": group_labels(labels)}
+
+
+def _independent_none_gaps(groups_and_nones, *, seed, n_bootstrap, target):
+    """The bootstrap none gaps of group ``target`` recomputed by hand: each group's own resamples of its
+    applicants (the draws of the stream (seed, method 0, column 0, group, 1)), counting how many drawn
+    applicants have no recourse, the rest pooled from the other groups' resamples."""
+    counts, sizes = [], []
+    for gi, (_g, n, n_none) in enumerate(sorted(groups_and_nones)):
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 0, 0, gi, 1]))
+        drawn = rng.integers(0, n, size=(n_bootstrap, n), dtype=np.int32)
+        counts.append((drawn < n_none).sum(axis=1))          # positions 0 .. n_none - 1 are the ones without
+        sizes.append(n)
+    t = [g for g, _, _ in sorted(groups_and_nones)].index(target)
+    rest = sum(c for i, c in enumerate(counts) if i != t) / (sum(sizes) - sizes[t])
+    return counts[t] / sizes[t] - rest
+
+
+def test_none_gap_of_a_group_left_without_recourse_more_often():
+    model = StepModel()
+    training = _training(model)
+    spec = [("A", 60, 12), ("B", 60, 42)]                     # 20% and 70% without any recourse
+    applicants, records, groups = _none_batch(spec)
+    out = audit_plans(records, training, model, applicants, groups=groups, seed=3).groups.set_index("group")
+    assert out.loc["A", "none"] == pytest.approx(0.2) and out.loc["B", "none"] == pytest.approx(0.7)
+    assert out.loc["B", "none gap"] == pytest.approx(0.5) and out.loc["A", "none gap"] == pytest.approx(-0.5)
+    assert out.loc["B", "none gap low"] < 0.5 < out.loc["B", "none gap high"]
+    assert out.loc["B", "none gap low"] > 0 and out.loc["B", "none gap excludes 0"]
+    assert out.loc["A", "none gap high"] < 0 and out.loc["A", "none gap excludes 0"]
+    # two groups: A's resampled gaps are B's negated, so the intervals mirror each other
+    assert out.loc["A", "none gap low"] == pytest.approx(-out.loc["B", "none gap high"])
+    # close to the normal interval of a difference of two proportions
+    se = np.sqrt(0.2 * 0.8 / 60 + 0.7 * 0.3 / 60)
+    assert out.loc["B", "none gap high"] - out.loc["B", "none gap low"] == pytest.approx(2 * 1.96 * se, rel=0.15)
+    # the interval is the 2.5 and 97.5 percentiles of the resampled gaps, recomputed from the same draws
+    gaps = _independent_none_gaps(spec, seed=3, n_bootstrap=1000, target="B")
+    assert (out.loc["B", "none gap low"], out.loc["B", "none gap high"]) == \
+        pytest.approx(tuple(np.quantile(gaps, [0.025, 0.975])), abs=1e-12)
+
+
+def test_none_gap_of_groups_with_the_same_share_includes_zero_and_depends_on_the_seed_only():
+    model = StepModel()
+    training = _training(model)
+    spec = [("A", 50, 15), ("B", 70, 21)]                     # 30% each
+    applicants, records, groups = _none_batch(spec)
+    one = audit_plans(records, training, model, applicants, groups=groups, seed=5).groups
+    again = audit_plans(records, training, model, applicants, groups=groups, seed=5, actions=True,
+                        n_jobs=2).groups
+    other = audit_plans(records, training, model, applicants, groups=groups, seed=6).groups
+    pd.testing.assert_frame_equal(one, again)
+    out = one.set_index("group")
+    for g in ("A", "B"):
+        assert out.loc[g, "none gap"] == pytest.approx(0.0, abs=1e-12)
+        assert out.loc[g, "none gap low"] < 0 < out.loc[g, "none gap high"]
+        assert not out.loc[g, "none gap excludes 0"]
+    assert not np.allclose(one["none gap low"], other["none gap low"])
+    for seed, table in ((5, one), (6, other)):
+        gaps = _independent_none_gaps(spec, seed=seed, n_bootstrap=1000, target="A")
+        assert table.set_index("group").loc["A", "none gap low"] == pytest.approx(np.quantile(gaps, 0.025),
+                                                                                   abs=1e-12)
+
+
+def test_none_gap_has_an_interval_for_a_group_with_few_recourses_but_many_denied():
+    model = StepModel()
+    training = _training(model)
+    # "few": 25 denied, only 2 with a recourse (cost tiny); "small": 5 denied (tiny for both)
+    spec = [("few", 25, 23), ("many", 60, 12), ("small", 5, 1)]
+    applicants, records, groups = _none_batch(spec)
+    out = audit_plans(records, training, model, applicants, groups=groups, min_group=20).groups.set_index("group")
+    assert out.loc["few", "with recourse"] == 2 and pd.isna(out.loc["few", "cost low"])
+    assert out.loc["few", "none gap"] == pytest.approx(23 / 25 - 13 / 65)
+    assert out.loc["few", "none gap low"] > 0 and out.loc["few", "none gap excludes 0"]
+    assert out.loc["few", "note"] == "tiny group (2 < 20): no cost interval"
+    assert out.loc["small", "none gap"] == pytest.approx(1 / 5 - 35 / 85)
+    assert pd.isna(out.loc["small", "none gap low"]) and pd.isna(out.loc["small", "none gap excludes 0"])
+    assert out.loc["small", "note"] == "tiny group (5 < 20 denied): no interval"
+    assert out.loc["many", "note"] == "small rest (6 < 20): no cost gap interval"
+    assert out.loc["many", "none gap low"] < out.loc["many", "none gap"] < out.loc["many", "none gap high"]
+
+
 class BothModel:
     """Favourable iff x >= 5 and y >= 5."""
 
@@ -351,6 +446,35 @@ def test_cli_group_column_the_model_does_not_use(constructed):
     assert float(rows["south"]["gap"]) > 0 and float(rows["south"]["gap low"]) > 0
     assert rows["south"]["gap excludes 0"] == "True"
     assert "Audited 60 plan(s)" in result.stderr and "ignoring column" not in result.stderr
+
+def test_cli_none_gap_columns_star_and_summary(constructed, tmp_path):
+    """20 of the 30 south applicants get no recourse, no north one: south's none gap is +66.7 points."""
+    from frpd_cli.audit import GROUP_COLUMNS
+
+    lines = (constructed / "plans.jsonl").read_text().splitlines()
+    kept = [json.dumps({**json.loads(line), "status": "infeasible", "reason": "none", "recourses": []})
+            if 30 <= i < 50 else line for i, line in enumerate(lines)]
+    plans = tmp_path / "plans.jsonl"
+    plans.write_text("\n".join(kept) + "\n")
+    args = [str(plans) if a == str(constructed / "plans.jsonl") else a for a in _args(constructed, "--by", "region")]
+    result = runner.invoke(app, [*args, "--format", "csv"])
+    assert result.exit_code == 0, result.output
+    header = next(csv.reader(io.StringIO(result.stdout)))
+    assert header[:19] == list(GROUP_COLUMNS[:19]) and header[18] == "note"        # existing columns unchanged
+    assert header[19:] == ["none gap", "none gap low", "none gap high", "none gap excludes 0"]
+    rows = {r["group"]: r for r in csv.DictReader(io.StringIO(result.stdout))}
+    assert float(rows["south"]["none"]) == pytest.approx(2 / 3) and float(rows["north"]["none"]) == 0.0
+    assert float(rows["south"]["none gap"]) == pytest.approx(2 / 3)
+    assert float(rows["south"]["none gap low"]) > 0 and rows["south"]["none gap excludes 0"] == "True"
+    assert rows["south"]["note"] == "tiny group (10 < 20): no cost interval"
+    assert "largest gap in the share left without any recourse: region = south, 66.7% against 0.0% for the " \
+           "rest (+66.7 points, 95% [+" in result.stderr
+    table = runner.invoke(app, [*args, "--format", "table"], env={"COLUMNS": "250"})
+    assert table.exit_code == 0, table.output
+    south = next(line for line in table.stdout.splitlines() if "south" in line)
+    assert "+66.7 [+" in south and "] *" in south
+    plain = runner.invoke(app, _args(constructed, "--by", "region", "--format", "csv"))
+    assert "no gap in the share left without any recourse whose 95% interval excludes 0" in plain.stderr
 
 
 def test_cli_numeric_group_column_is_binned_and_output_is_deterministic(constructed):

@@ -46,7 +46,9 @@ def audit_command(
     top: Annotated[int, typer.Option("--top", min=0, help="Actions to write, by decreasing coverage (0: all).",
                                      rich_help_panel=_AUDIT)] = 20,
     min_group: Annotated[int, typer.Option("--min-group", min=1, help="Groups with fewer denied applicants holding "
-                                           "a valid recourse are reported as tiny, without interval.",
+                                           "a valid recourse are reported as tiny, without cost interval; the none "
+                                           "gap (share left without any recourse) has no interval when the group or "
+                                           "the rest has fewer denied applicants.",
                                            rich_help_panel=_AUDIT)] = 20,
     bootstrap: Annotated[int, typer.Option("--bootstrap", min=1, help="Bootstrap resamples of the 95% intervals.",
                                            rich_help_panel=_AUDIT)] = 1000,
@@ -125,8 +127,9 @@ def audit_command(
                 plot_audit(Audit(result.groups, shown_actions, result.pairs, result.summary), path)
         tables = []
         if by:
-            tables.append(("groups", "Cost of each denied applicant's cheapest recourse, by group (* the gap's "
-                           "interval excludes 0)", result.groups))
+            tables.append(("groups", "Cost of each denied applicant's cheapest recourse, by group, and the share "
+                           "left without any recourse (none gap: the group's share minus the rest's, in points; "
+                           "* a gap's interval excludes 0)", result.groups))
         if actions:
             size = ("share of the training population a move crosses" if training.encoder.scale == "effort"
                     else "share of the feature's min-max range")
@@ -157,6 +160,8 @@ def audit_command(
                 if r["actions"] is not None:
                     cover = ", ".join(f"{100 * r[f'top {n} coverage']:.1f}%" for n in (1, 3, 10))
                     line += f"; {r['actions']} action(s); the top 1, 3 and 10 cover {cover} of the denied"
+                if by:
+                    line += "; " + _largest_none_gap(result.groups, r["method"])
                 echo_err(line + ".")
         unknown = int(result.summary["values unknown"].max()) if len(result.summary) else 0
         if unknown:
@@ -164,10 +169,14 @@ def audit_command(
                      f"hold their values: they count as denied without a recourse (group '{UNKNOWN_GROUP}'), and no "
                      "action can be tried on them, so coverage counts them as not covered. Pass --applicants to "
                      "group them and try every action on them.")
-        tiny = result.groups[result.groups["note"].fillna("").str.startswith("tiny")] if len(result.groups) else []
-        if len(tiny):
-            echo_err(f"Note: {len(tiny)} tiny group(s) (fewer than {min_group} denied applicants with a recourse) "
-                     "are reported without interval.")
+        notes = result.groups["note"].fillna("") if len(result.groups) else None
+        tiny = int(notes.str.startswith("tiny").sum()) if notes is not None else 0
+        if tiny:
+            denied = int(notes.str.contains("denied): no interval", regex=False).sum())
+            also = (f"; {denied} of them (fewer than {min_group} denied applicants) also without interval of the "
+                    "none gap") if denied else ""
+            echo_err(f"Note: {tiny} tiny group(s) (fewer than {min_group} denied applicants with a recourse) "
+                     f"are reported without cost interval{also}.")
         if plot is not None:
             echo_err(f"Wrote {plot}.")
 
@@ -190,6 +199,22 @@ def _group_columns(path: Path, columns: list[str], n_rows: int, encoding: str) -
         raise InputError(f"'{path}' has {len(table)} data rows but {n_rows} applicants were read from it; check "
                          "for blank or malformed lines.")
     return {c: table[c].tolist() for c in columns}
+
+
+def _largest_none_gap(groups, method) -> str:
+    """The summary's words on the largest none gap (in absolute value) whose interval excludes 0."""
+    rows = [r for r in _records(groups) if r["method"] == method and r["none gap excludes 0"]]
+    if not rows:
+        return "no gap in the share left without any recourse whose 95% interval excludes 0"
+    r = min(rows, key=lambda r: (-abs(r["none gap"]), -r["none gap"]))
+    more = "more" if r["none gap"] > 0 else "less"
+    return (f"largest gap in the share left without any recourse: {r['by']} = {r['group']}, {_pct(r['none'])} "
+            f"against {_pct(r['none'] - r['none gap'])} for the rest ({_points(r['none gap'])} points, 95% "
+            f"[{_points(r['none gap low'])}, {_points(r['none gap high'])}]: {more} often left with nothing)")
+
+
+def _points(v) -> str:
+    return f"{100 * v:+.1f}"
 
 
 def _plain(value):
@@ -229,8 +254,12 @@ def _terminal(kind: str, table) -> tuple[list[dict], list[str]]:
     for r in rows:
         if kind == "groups":
             flag = " *" if r["gap excludes 0"] else ""
+            none_gap = "–" if r["none gap"] is None else _points(r["none gap"])
+            if r["none gap low"] is not None:
+                none_gap += f" [{_points(r['none gap low'])}, {_points(r['none gap high'])}]"
+            none_gap += " *" if r["none gap excludes 0"] else ""
             row = {"by": r["by"], "group": r["group"], "denied": r["denied"], "full": _pct(r["full"]),
-                   "partial": _pct(r["partial"]), "none": _pct(r["none"]),
+                   "partial": _pct(r["partial"]), "none": _pct(r["none"]), "none gap [95%]": none_gap,
                    "cost mean [95%]": _num(r["cost mean"]) + _interval(r["cost low"], r["cost high"]),
                    "median": _num(r["cost median"]), "changed": _num(r["changed"]),
                    "gap to the rest [95%]": (_num(r["gap"]) + _interval(r["gap low"], r["gap high"]) + flag),
