@@ -136,6 +136,10 @@ class PlanSettings:
         applicant, the nearest ones (:func:`frpd_cli.candidates.nearest_rows`);
         None searches them all. Applicants with at most this many candidates
         get the same plans either way.
+    direct : bool
+        Linear scheme: an applicant left without a recourse by the training
+        rows gets the changes a direct search from its own row finds
+        (:mod:`frpd_cli.direct`); ``False`` leaves it infeasible.
     """
 
     method: str = "quad"
@@ -157,6 +161,7 @@ class PlanSettings:
     max_changes: int | None = None
     proximity: str = "distance"
     max_candidates: int | None = None
+    direct: bool = True
 
     def validate(self) -> "PlanSettings":
         if self.method not in PLAN_METHODS:

@@ -122,7 +122,71 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
         plans = interpolate_plans(encoder, model, raw, X0, prob0, ids, outcomes, ends, method=settings.label,
                                   k=settings.k, tol=settings.tol, margin=settings.margin, sparsify=settings.sparsify,
                                   max_changes=settings.max_changes)
+        plans = _direct_when_empty(training, model, plans, settings)
     return with_largest_shifts(plans, population_of(training))
+
+
+def _direct_when_empty(training: TrainingSet, model, plans: list[Plan], settings: PlanSettings) -> list[Plan]:
+    """Plans left infeasible by the training rows get the changes a direct search from the applicant's own row
+    finds (:func:`frpd_cli.direct.direct_recourses`); their reason says so. Other plans are returned as they are."""
+    empty = [i for i, p in enumerate(plans) if p.status == "infeasible" and not p.recourses]
+    if not empty or not settings.direct:
+        return plans
+    from .direct import DIRECT_NOTE, direct_recourses
+
+    encoder = training.encoder
+    names = list(encoder.schema.feature_names)
+    raw_rows = [plans[i].applicant_features for i in empty]
+    found = direct_recourses(encoder, raised_threshold(model, settings.margin), raw_rows,
+                             max_changes=settings.max_changes)
+    pending = [([(cost, 0, {n: row[n] for n in names}) for cost, row in zip(f.costs, f.rows)], 0, 0, 0, 0)
+               for f in found]
+    X0 = encoder.encode(pd.DataFrame(raw_rows, columns=names), source="the applicants file")
+    # with the recourses of the other plans: no two of a plan that are the same advice or one asking less of all
+    pending = _drop_same_advice(encoder, X0, _drop_dominated(encoder, X0, [(
+        [(c, s, feats, 0.0) for c, s, feats in p[0]], *p[1:]) for p in pending]), None)
+    chosen = [sorted(p[0], key=lambda d: d[0])[:settings.k] for p in pending]
+    frame = pd.DataFrame([d[2] for c in chosen for d in c], columns=names)
+    probability = iter(np.asarray(primary_model(model).favorable_probability(frame), dtype=np.float64).tolist()
+                       if len(frame) else [])
+    out = list(plans)
+    for i, search, drafts in zip(empty, found, chosen):
+        plan = plans[i]
+        raw0 = plan.applicant_features
+        if not drafts:
+            n_mutable = sum(f.mutability != "immutable" for f in encoder.schema.features)
+            out[i] = replace(plan, reason=_still_infeasible(plan.reason, search, settings.max_changes, n_mutable))
+            continue
+        recourses = tuple(Recourse(rank=rank, features=features, changes=changes(raw0, features), cost=float(cost),
+                                   probability=next(probability), prototype=-1)
+                          for rank, (cost, _, features, _) in enumerate(drafts, start=1))
+        why = plan.reason or "no recourse from the training rows"
+        reason = f"{DIRECT_NOTE} ({why})"
+        if len(recourses) < settings.k:
+            reason = short_plan_reason(len(recourses), settings.k, reason)
+        out[i] = replace(plan, status="ok", reason=reason, recourses=recourses,
+                         partial=len(recourses) < settings.k)
+    return out
+
+
+def _still_infeasible(reason: str | None, search, max_changes: int | None, n_mutable: int) -> str:
+    """The reason of a plan the direct search found nothing for either: what it searched."""
+    from .direct import BEAM, GRID, PAIR_CAP
+
+    what = (f"a direct search from the applicant found no change within the rules that is accepted: no single "
+            f"change (every allowed level of each mutable feature, each numeric one on {GRID} values a side out to "
+            "its bounds, which may miss a narrower accepted window between two of them)")
+    if max_changes == 1:
+        return f"{reason}; {what}; more changes were not searched (--max-changes 1)"
+    if search.pairs_searched < search.pairs_total:
+        what += (f", no pair of changes among the first {search.pairs_searched} of {search.pairs_total} pairs of "
+                 f"features (every allowed level, {GRID // 2} numeric values a side; at most {PAIR_CAP} rows)")
+    else:
+        what += f", no pair of changes (every allowed level, {GRID // 2} numeric values a side)"
+    depth = n_mutable if max_changes is None else min(max_changes, n_mutable)
+    if depth >= 3:
+        what += f", and a beam search of {BEAM} rows adding one change at a time up to {depth} found none"
+    return what if not reason else f"{reason}; {what}"
 
 
 def raised_threshold(model, margin: float):

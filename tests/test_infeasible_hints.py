@@ -52,7 +52,8 @@ def income_only(tmp_path_factory):
 
 def _plan(case, *flags):
     result = runner.invoke(app, ["plan", str(case["data"]), "--model", str(case["model"]), "--applicants",
-                                 str(case["applicants"]), "--format", "csv", "--scale", "minmax", *flags])
+                                 str(case["applicants"]), "--format", "csv", "--scale", "minmax", "--no-direct-search",
+                                 *flags])
     assert result.exit_code == 0, result.stderr
     plans = pd.read_csv(io.StringIO(result.stdout))
     assert (plans["status"] == "infeasible").all()

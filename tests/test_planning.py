@@ -123,7 +123,7 @@ def test_already_favorable_and_infeasible_statuses(sample):
     spec = SchemaSpec(immutable=("personal_status", "credit_amount"), increasing=("age",))
     strict, strict_model = _setup(paths["data"], paths["model"], spec)
     x0 = applicants.iloc[0]
-    plans = _plans(strict, strict_model, applicants.head(1), PlanSettings(k=3, immutable_policy="filter"))
+    plans = _plans(strict, strict_model, applicants.head(1), PlanSettings(k=3, immutable_policy="filter", direct=False))
     assert plans[0].status == "infeasible" and plans[0].recourses == ()
     n_fav = int(strict.favorable.sum())
     differ_amount = int((strict.favorable & (strict.frame["credit_amount"] != x0["credit_amount"])).sum())

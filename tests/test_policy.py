@@ -58,7 +58,7 @@ def _plan(c, *extra):
 
 
 def test_filter_reports_exact_counts(crafted):
-    result = _plan(crafted, "--immutable-policy", "filter")
+    result = _plan(crafted, "--immutable-policy", "filter", "--no-direct-search")
     assert result.exit_code == 0, result.stderr
     records = [json.loads(line) for line in result.stdout.splitlines()]
     frame, est = crafted["frame"], crafted["estimator"]

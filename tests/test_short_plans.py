@@ -78,7 +78,7 @@ def crafted(tmp_path_factory):
 def _args(c, command="plan"):
     return [command, str(c["data"]), "--model", str(c["model"]), "--applicants", str(c["applicants"]),
             "--id-column", "id", "--target", "label", "--categorical", "group", "--immutable", "group",
-            "--increasing", "age", "--max-move", "none"]
+            "--increasing", "age", "--max-move", "none"] + (["--no-direct-search"] if command == "plan" else [])
 
 
 def _check_recourses(c, rec, *, exact_count=True):

@@ -155,7 +155,7 @@ def _plan(sample_paths, *extra, columns: int = 80):
 
 #: Flags that leave the sample's applicants without any candidate (every reason is long).
 _NOTHING_LEFT = ("--immutable", "job", "--immutable", "housing", "--immutable", "duration", "--immutable",
-                 "credit_amount", "--immutable-policy", "filter")
+                 "credit_amount", "--immutable-policy", "filter", "--no-direct-search")
 
 
 def test_plan_tables_explain_their_numbers_once_and_cut_reasons_to_a_clause(sample_paths):

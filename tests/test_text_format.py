@@ -133,7 +133,8 @@ def test_an_immutable_feature_is_never_advice(sample_paths):
 
 
 def test_infeasible_and_already_favourable_are_said_in_words(sample_paths):
-    records, text = _records_and_text(sample_paths, "--immutable", "credit_amount", "--immutable-policy", "filter")
+    records, text = _records_and_text(sample_paths, "--immutable", "credit_amount", "--immutable-policy", "filter",
+                                      "--no-direct-search")
     assert {r["status"] for r in records} == {"infeasible"}
     for record, paragraph in zip(records, _paragraphs(text)):
         assert paragraph.startswith(f"Applicant {record['applicant']}: no change was found that would get this "

@@ -32,7 +32,7 @@ __all__ = [
     "OptionalEndpointOpt", "WEIGHTS", "PoolOpt",
     "LayoutOpt", "QuietOpt", "ExplainOpt", "LAYOUTS", "read_training", "check_id_column",
     "VaryOpt", "RangeOpt", "FeatureWeightOpt", "GraphFeatureWeightOpt", "parse_assignments",
-    "MarginOpt", "SparsifyOpt", "MaxChangesOpt", "check_margin_options", "resolve_margin",
+    "MarginOpt", "SparsifyOpt", "DirectSearchOpt", "MaxChangesOpt", "check_margin_options", "resolve_margin",
     "ProximityOpt", "PROXIMITIES", "check_proximity",
     "SCHEMA_PANEL", "TUNING_PANEL", "GRAPH_PANEL", "INPUT_PANEL", "RUNS_PANEL",
 ]
@@ -365,6 +365,11 @@ SparsifyOpt = Annotated[bool, typer.Option("--sparsify/--no-sparsify",
                                            help="Linear recourses change only the features the model needs "
                                            "(never more cost); --no-sparsify: the paper's plain interpolation.",
                                            rich_help_panel=TUNING_PANEL)]
+DirectSearchOpt = Annotated[bool, typer.Option("--direct-search/--no-direct-search",
+                                               help="Linear scheme: an applicant no training row within the rules "
+                                               "gives a recourse gets the changes a search from its own row finds "
+                                               "(single changes, then pairs, then more); --no-direct-search: "
+                                               "leave it infeasible.", rich_help_panel=TUNING_PANEL)]
 MaxCandidatesOpt = Annotated[Optional[int], typer.Option(
     "--max-candidates", min=1, help="Linear scheme: search only the N candidates nearest to each applicant: the "
     "selection's cost per applicant stops growing with the training set. "

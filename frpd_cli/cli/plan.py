@@ -496,6 +496,7 @@ def plan_command(
     immutable_policy: o.PolicyOpt = "auto",
     margin: o.MarginOpt = None,
     sparsify: o.SparsifyOpt = True,
+    direct_search: o.DirectSearchOpt = True,
     max_changes: o.MaxChangesOpt = None,
     max_candidates: o.MaxCandidatesOpt = None,
     proximity: o.ProximityOpt = "distance",
@@ -557,7 +558,7 @@ def plan_command(
                                 tol=tol, scheme="linear" if graph is None else "graph", endpoint=endpoint,
                                 max_hops=max_hops, max_cost=max_cost, immutable_policy=immutable_policy,
                                 margin=margin, sparsify=sparsify, max_changes=max_changes, proximity=proximity,
-                                max_candidates=max_candidates).validate()
+                                max_candidates=max_candidates, direct=direct_search).validate()
         training, loaded, spec = o.load_training(data, model, flags, threshold=threshold, encoding=encoding,
                                                 trusted_types=trust_type, pool=pool, quiet=quiet, robust=others)
         loaded_graph = None
