@@ -127,25 +127,36 @@ def plan_chunk(training: TrainingSet, model, applicants: pd.DataFrame, ids: list
 
 
 def _direct_when_empty(training: TrainingSet, model, plans: list[Plan], settings: PlanSettings) -> list[Plan]:
+    """:func:`direct_when_empty` with a run's settings (nothing when ``settings.direct`` is off)."""
+    if not settings.direct:
+        return plans
+    return direct_when_empty(training.encoder, model, plans, k=settings.k, margin=settings.margin,
+                             max_changes=settings.max_changes)
+
+
+def direct_when_empty(encoder, model, plans: list[Plan], *, k: int, margin: float = 0.0,
+                      max_changes: int | None = None) -> list[Plan]:
     """Plans left infeasible by the training rows get the changes a direct search from the applicant's own row
-    finds (:func:`frpd_cli.direct.direct_recourses`); their reason says so. Other plans are returned as they are."""
+    finds (:func:`frpd_cli.direct.direct_recourses`); their reason says so. Other plans are returned as they are.
+
+    Shared by ``plan`` and ``interpolate`` (linear scheme), so that a selection interpolated later gives the plans
+    ``plan`` gives; it needs the encoder and the model only, not the training rows.
+    """
     empty = [i for i, p in enumerate(plans) if p.status == "infeasible" and not p.recourses]
-    if not empty or not settings.direct:
+    if not empty:
         return plans
     from .direct import DIRECT_NOTE, direct_recourses
 
-    encoder = training.encoder
     names = list(encoder.schema.feature_names)
     raw_rows = [plans[i].applicant_features for i in empty]
-    found = direct_recourses(encoder, raised_threshold(model, settings.margin), raw_rows,
-                             max_changes=settings.max_changes)
+    found = direct_recourses(encoder, raised_threshold(model, margin), raw_rows, max_changes=max_changes)
     pending = [([(cost, 0, {n: row[n] for n in names}) for cost, row in zip(f.costs, f.rows)], 0, 0, 0, 0)
                for f in found]
     X0 = encoder.encode(pd.DataFrame(raw_rows, columns=names), source="the applicants file")
     # with the recourses of the other plans: no two of a plan that are the same advice or one asking less of all
     pending = _drop_same_advice(encoder, X0, _drop_dominated(encoder, X0, [(
         [(c, s, feats, 0.0) for c, s, feats in p[0]], *p[1:]) for p in pending]), None)
-    chosen = [sorted(p[0], key=lambda d: d[0])[:settings.k] for p in pending]
+    chosen = [sorted(p[0], key=lambda d: d[0])[:k] for p in pending]
     frame = pd.DataFrame([d[2] for c in chosen for d in c], columns=names)
     probability = iter(np.asarray(primary_model(model).favorable_probability(frame), dtype=np.float64).tolist()
                        if len(frame) else [])
@@ -155,17 +166,17 @@ def _direct_when_empty(training: TrainingSet, model, plans: list[Plan], settings
         raw0 = plan.applicant_features
         if not drafts:
             n_mutable = sum(f.mutability != "immutable" for f in encoder.schema.features)
-            out[i] = replace(plan, reason=_still_infeasible(plan.reason, search, settings.max_changes, n_mutable))
+            out[i] = replace(plan, reason=_still_infeasible(plan.reason, search, max_changes, n_mutable))
             continue
         recourses = tuple(Recourse(rank=rank, features=features, changes=changes(raw0, features), cost=float(cost),
                                    probability=next(probability), prototype=-1)
                           for rank, (cost, _, features, _) in enumerate(drafts, start=1))
         why = plan.reason or "no recourse from the training rows"
         reason = f"{DIRECT_NOTE} ({why})"
-        if len(recourses) < settings.k:
-            reason = short_plan_reason(len(recourses), settings.k, reason)
+        if len(recourses) < k:
+            reason = short_plan_reason(len(recourses), k, reason)
         out[i] = replace(plan, status="ok", reason=reason, recourses=recourses,
-                         partial=len(recourses) < settings.k)
+                         partial=len(recourses) < k)
     return out
 
 

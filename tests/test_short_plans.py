@@ -159,7 +159,7 @@ def test_select_and_interpolate_keep_short_plans(crafted):
     assert status.loc["N0", "status"] == "infeasible"
     plan_dir = crafted["tmp"] / "interp"
     inter = runner.invoke(app, ["interpolate", "--selection", str(out), "--model", str(crafted["model"]),
-                                "--out", str(plan_dir), "--format", "jsonl", "--no-sparsify"])
+                                "--out", str(plan_dir), "--format", "jsonl", "--no-sparsify", "--no-direct-search"])
     assert inter.exit_code == 0, inter.stderr
     records = {r["applicant"]: r for r in map(json.loads, inter.stdout.splitlines())}
     direct = runner.invoke(app, [*_args(crafted), "--format", "jsonl", "--no-sparsify"])
@@ -169,6 +169,27 @@ def test_select_and_interpolate_keep_short_plans(crafted):
         _check_recourses(crafted, records[a])
         assert records[a] == same[a]                # the two paths give the same plan
     assert "2 partial" in inter.stderr and "1 infeasible" in inter.stderr
+
+
+def test_select_and_interpolate_search_from_the_applicant_as_plan_does(crafted):
+    # N0 has no candidate: plan's direct search from its own row, and interpolate's on the selection, agree
+    out = crafted["tmp"] / "sel-direct"
+    assert runner.invoke(app, [*_args(crafted, "select"), "--out", str(out), "--format", "csv"]).exit_code == 0
+    inter = runner.invoke(app, ["interpolate", "--selection", str(out), "--model", str(crafted["model"]),
+                                "--out", str(crafted["tmp"] / "interp-direct"), "--format", "jsonl"])
+    assert inter.exit_code == 0, inter.stderr
+    plan_args = [a for a in _args(crafted) if a != "--no-direct-search"]
+    planned = runner.invoke(app, [*plan_args, "--format", "jsonl"])
+    assert planned.exit_code == 0, planned.stderr
+    records = {r["applicant"]: r for r in map(json.loads, inter.stdout.splitlines())}
+    same = {r["applicant"]: r for r in map(json.loads, planned.stdout.splitlines())}
+    assert records == same
+    n0 = records["N0"]                                    # no training row: the search from its own row found it
+    assert n0["status"] == "ok" and "found by a direct search from the applicant" in n0["reason"]
+    rows = pd.DataFrame([r["features"] for r in n0["recourses"]])[FEATURES]
+    x0 = crafted["raw"].loc["N0"]
+    assert (crafted["estimator"].predict_proba(rows)[:, 1] >= 0.5).all()
+    assert (rows["group"] == x0["group"]).all() and (rows["age"] >= x0["age"]).all()
 
 
 @pytest.mark.parametrize("method", ["quad", "face"])

@@ -22,6 +22,7 @@ from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs, res
 from ..planning import (
     PlanSettings,
     SelectionOutcome,
+    direct_when_empty,
     graph_plans,
     interpolate_plans,
     select_applicants,
@@ -275,6 +276,7 @@ def interpolate_command(
     threshold: o.OptionalThresholdOpt = None,
     margin: o.MarginOpt = None,
     sparsify: o.SparsifyOpt = True,
+    direct_search: o.DirectSearchOpt = True,
     max_changes: o.MaxChangesOpt = None,
     trust_type: o.TrustTypeOpt = None,
     fmt: o.PlanFormatOpt = None,
@@ -426,9 +428,13 @@ def interpolate_command(
                 all_plans.extend(graph_plans(training, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
                                              method=label, settings=settings, model=loaded))
                 continue
-            all_plans.extend(interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
-                                               k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
-                                               max_changes=max_changes))
+            plans = interpolate_plans(encoder, loaded, raw, X0, prob0, ids, outcomes, ends, method=label,
+                                      k=int(params["k"]), tol=tol, margin=margin, sparsify=sparsify,
+                                      max_changes=max_changes)
+            if direct_search:           # as plan does: an applicant the training rows leave without one
+                plans = direct_when_empty(encoder, loaded, plans, k=int(params["k"]), margin=margin,
+                                          max_changes=max_changes)
+            all_plans.extend(plans)
         all_plans = annotate_plans(loaded, all_plans, names)     # each model's probability (with other models)
         all_plans = with_largest_shifts(all_plans, _population(artifact, training, train_frame, encoder))
         verify_plans(encoder, loaded, all_plans, margin=margin)
@@ -438,6 +444,8 @@ def interpolate_command(
         plan_inputs.update(extra_inputs(others))
         plan_params = {"scheme": scheme, "tol": tol, "selection": params, "margin": margin, "sparsify": sparsify,
                        "max_changes": max_changes, **robust_params(others)}
+        if scheme == "linear":
+            plan_params["direct_search"] = direct_search
         if declared.id_column is not None:
             plan_params["id_column"] = declared.id_column
         if scheme == "graph":
