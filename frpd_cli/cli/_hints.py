@@ -207,13 +207,12 @@ def sensitive_warning(sensitive, ages, source: str) -> str | None:
     parts = []
     if sensitive:
         one = len(sensitive) == 1
-        flags = " ".join(f"--immutable {_quoted(n)}" for n in sensitive)
         parts.append(
             f"Warning: {'feature' if one else 'features'} {_listed(sensitive)} of {source} "
             f"{'is' if one else 'are'} named like a protected characteristic (race, sex, religion, national "
             f"origin, marital status, disability) and may change: a recourse may tell an applicant to change "
             f"{'it' if one else 'them'}: advice no one should be given, which a fair-lending review would reject. Declare "
-            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file); to let "
+            f"{_declare_immutable(sensitive)}; to let "
             f"{'it' if one else 'them'} change on purpose, list {'it' if one else 'them'} with the other features "
             "that may change in --vary (vary = [...]).")
     if ages:
@@ -244,6 +243,12 @@ def many_levels_warning(many, source: str) -> str | None:
     return "\n".join(lines) or None
 
 
+def _declare_immutable(names) -> str:
+    """``it immutable (--immutable a, or immutable = [...] in the schema file)`` (``them`` for several)."""
+    flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
+    return f"{'it' if len(names) == 1 else 'them'} immutable ({flags}, or immutable = [...] in the schema file)"
+
+
 def _named_features(names, source: str, verb: str = "is") -> str:
     """``Warning: feature 'a' of SOURCE is`` / ``Warning: features 'a', 'b' of SOURCE are`` (``verb`` singular:
     ``is`` or a verb taking an ``s``)."""
@@ -257,10 +262,9 @@ def location_warning(names, source: str) -> str | None:
     if not names:
         return None
     one = len(names) == 1
-    flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
     return (f"{_named_features(names, source, 'reads')} like a location (zip, postcode, postal, city, county, "
             f"state, region, address) and may change: recourse would ask the applicant to move. Declare "
-            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file); to let "
+            f"{_declare_immutable(names)}; to let "
             f"{'it' if one else 'them'} change on purpose, list {'it' if one else 'them'} in --vary (vary = [...]) "
             f"or limit {'its' if one else 'their'} values with --range.")
 
@@ -269,13 +273,11 @@ def past_record_warning(names, source: str) -> str | None:
     """Free features named like a record of the past (:func:`frpd_cli.schema.past_record_features`)."""
     if not names:
         return None
-    one = len(names) == 1
-    flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
     return (f"{_named_features(names, source)} named like a record of the past (prior, previous, history, "
             f"delinquencies, arrests, convictions, charge-offs) and may change: a recourse may ask an applicant to "
             f"have fewer prior convictions, another credit history or a smaller charge-off, which no one can undo "
             f"(or, declared --increasing, more of them, which is no advice either). Declare "
-            f"{'it' if one else 'them'} immutable ({flags}, or immutable = [...] in the schema file).")
+            f"{_declare_immutable(names)}.")
 
 
 def label_leak_warning(leaks, source: str) -> str | None:
@@ -285,13 +287,11 @@ def label_leak_warning(leaks, source: str) -> str | None:
     one = len(leaks) == 1
     names = [leak.feature for leak in leaks]
     scores = ", ".join(f"{leak.balanced_accuracy:.3f}" for leak in leaks)
-    flags = " ".join(f"--immutable {_quoted(n)}" for n in names)
     return (f"{_named_features(names, source, verb='separates')} the training labels on "
             f"{'its' if one else 'their'} own (balanced accuracy {scores} for one threshold or one class per level; "
             f"1 is perfect): a feature that predicts the outcome this well is often recorded after it (a charge-off "
             f"after a default), and a recourse that moves it is no advice. If {'it is' if one else 'they are'}, "
-            f"train the model without {'it' if one else 'them'}; else declare {'it' if one else 'them'} immutable "
-            f"({flags}, or immutable = [...] in the schema file).")
+            f"train the model without {'it' if one else 'them'}; else declare {_declare_immutable(names)}.")
 
 
 def unordered_scale_warning(names, source: str) -> str | None:
