@@ -749,6 +749,13 @@ class Artifact:
         """An ``.csv`` payload as a DataFrame (keyword arguments go to :func:`pandas.read_csv`)."""
         return pd.read_csv(self._payload_path(name, ".csv"), **{**EXACT_FLOATS, **read_csv_kwargs})
 
+    def csv_header(self, name: str) -> list[str]:
+        """The header cells of a ``.csv`` payload as written (before pandas renames repeated names)."""
+        import csv
+
+        with open(self._payload_path(name, ".csv"), encoding="utf-8", newline="") as stream:
+            return next(csv.reader(stream), [])
+
     def load_json(self, name: str):
         """A ``.json`` payload, parsed."""
         path = self._payload_path(name, ".json")

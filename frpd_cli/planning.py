@@ -52,7 +52,7 @@ from .directions import SAME_ADVICE
 from .exceptions import InputError
 from .interpolation import interpolate_linear
 from .judge import annotate_plans, primary_model
-from .plans import Plan, Recourse
+from .plans import SELECTION_COLUMNS, Plan, Recourse, feature_header
 from .population import population_of, with_largest_shifts
 from .projection import candidate_mask, may_project
 from .sequential import graph_candidates, graph_infeasibility_reason, graph_plans, select_on_graph
@@ -909,7 +909,9 @@ class SelectionTable:
     prototypes : DataFrame
         One row per chosen prototype (one row without prototype for an
         applicant that has none): ``applicant, status, method, theta, rank,
-        row, objective``, every feature's raw value, ``projected`` when the
+        row, objective``, every feature's raw value (headed as
+        :func:`frpd_cli.plans.feature_header` with ``SELECTION_COLUMNS``
+        heads it: ``feature:status`` for a feature named ``status``), ``projected`` when the
         immutable policy can project (``project``; ``auto`` with a numeric
         immutable feature), and ``objective_gap``.
     status : DataFrame
@@ -969,6 +971,8 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
     stage = CandidateStage(training, settings, model=model, graph=graph)
     raw_rows = records(raw)
     projected_column = may_project(training.schema, settings.immutable_policy) and graph is None
+    headers = {n: feature_header(n, reserved=SELECTION_COLUMNS) for n in names}
+    renamed = any(h != n for n, h in headers.items())
     proto_rows, status_rows, screening, eigen_arrays = [], [], [], {}
     pending = []  # positions in proto_rows of prototypes that are training rows
     n_reused = 0
@@ -1017,7 +1021,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
                 screening.append((i, theta, sel.screening))
             if sel.status != "ok":
                 row = {"applicant": ids[i], "status": sel.status, "method": settings.method, "theta": theta,
-                       "rank": "", "row": "", "objective": "", **{n: "" for n in names}}
+                       "rank": "", "row": "", "objective": "", **{headers[n]: "" for n in names}}
                 if projected_column:
                     row["projected"] = ""
                 row["objective_gap"] = ""
@@ -1026,7 +1030,7 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
             if sel.ends is not None:
                 rep = np.full(len(sel.rows), i)
                 values = decode_from(encoder, sel.ends, X0[rep], raw.iloc[rep].reset_index(drop=True))
-                values = records(values)
+                values = records(values.rename(columns=headers) if renamed else values)
             else:  # training rows: their raw values are looked up once for all applicants, below
                 values = [None] * len(sel.rows)
             for rank, (r, feats) in enumerate(zip(sel.rows, values), start=1):
@@ -1042,10 +1046,11 @@ def select_applicants(training: TrainingSet, model, raw: pd.DataFrame, ids: list
             progress(i + 1, len(raw))
     if pending:
         wanted = np.unique([proto_rows[p]["row"] for p in pending])
-        found = dict(zip(wanted.tolist(), records(training.frame.iloc[wanted])))
+        found = training.frame.iloc[wanted]
+        found = dict(zip(wanted.tolist(), records(found.rename(columns=headers) if renamed else found)))
         for p in pending:
             proto_rows[p].update(found[proto_rows[p]["row"]])
-    columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *names]
+    columns = ["applicant", "status", "method", "theta", "rank", "row", "objective", *headers.values()]
     if projected_column:
         columns.append("projected")
     columns.append("objective_gap")

@@ -8,6 +8,8 @@ rows of the ``csv`` format, exactly as the command-line contract specifies.
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import math
 import re
@@ -38,6 +40,13 @@ __all__ = [
     "unescape_csv_text",
     "TRAILING_COLUMNS",
     "SHIFT_COLUMN",
+    "FEATURE_PREFIX",
+    "PLAN_COLUMNS",
+    "SELECTION_COLUMNS",
+    "feature_header",
+    "feature_of_header",
+    "renamed_features",
+    "check_unique_header",
 ]
 
 STATUSES = ("ok", "already-favorable", "infeasible", "invalid-input")
@@ -210,11 +219,90 @@ TRAILING_COLUMNS = ("n_changes", "partial")
 SHIFT_COLUMN = "largest_shift"
 
 
+#: The plan csv's own columns (every one that any run may write, whether or not this run writes it).
+PLAN_COLUMNS = ("applicant", "status", "reason", "rank", "method", "cost", "probability", "projected",
+                *TRAILING_COLUMNS, SHIFT_COLUMN)
+#: The selection artifact's own csv columns (``prototypes.csv``, ``applicants.csv`` of ``frpd select --out``): a
+#: feature of one of these names is headed ``feature:<name>`` in both files.
+SELECTION_COLUMNS = ("applicant", "status", "method", "theta", "rank", "row", "objective", "projected",
+                     "objective_gap")
+#: Put before the header of a feature column whose name is one of the csv's own column names.
+FEATURE_PREFIX = "feature:"
+_MODEL_PROBABILITY = "probability_"
+
+
+def feature_header(name: str, *, models=(), reserved=PLAN_COLUMNS) -> str:
+    """The csv header of a feature column: the feature's name, or ``feature:<name>`` when the name is one of
+    the csv's own columns (``reserved``: :data:`PLAN_COLUMNS` for plans), a ``probability_<model>`` column of
+    this run (``models``), or itself starts with ``feature:`` (so that :func:`feature_of_header` maps every
+    header back to its one feature).
+
+    Examples
+    --------
+    >>> [feature_header(n) for n in ("Age", "status", "cost", "feature:x")]
+    ['Age', 'feature:status', 'feature:cost', 'feature:feature:x']
+    >>> feature_header("probability_also-1", models=("also-1",)), feature_header("probability_also-1")
+    ('feature:probability_also-1', 'probability_also-1')
+    """
+    if (name in reserved or name.startswith(FEATURE_PREFIX)
+            or any(name == _MODEL_PROBABILITY + m for m in models)):
+        return FEATURE_PREFIX + name
+    return name
+
+
+def feature_of_header(header: str, *, reserved=PLAN_COLUMNS) -> str:
+    """The feature a csv feature column's header names: the inverse of :func:`feature_header` (a header that
+    :func:`feature_header` never writes, such as ``feature:Age``, names the feature of that very name).
+
+    Examples
+    --------
+    >>> [feature_of_header(h) for h in ("Age", "feature:status", "feature:feature:x", "feature:Age")]
+    ['Age', 'status', 'feature:x', 'feature:Age']
+    """
+    if header.startswith(FEATURE_PREFIX):
+        name = header[len(FEATURE_PREFIX):]
+        if name in reserved or name.startswith((FEATURE_PREFIX, _MODEL_PROBABILITY)):
+            return name
+    return header
+
+
+def renamed_features(feature_names, *, models=(), reserved=PLAN_COLUMNS) -> list[str]:
+    """The features whose csv column is headed ``feature:<name>`` (:func:`feature_header`), in order."""
+    return [n for n in feature_names if feature_header(n, models=models, reserved=reserved) != n]
+
+
+def check_unique_header(header, source: str, *,
+                        remedy: str = "Write the plans again with this version, which heads such a feature's column "
+                                      f"'{FEATURE_PREFIX}<name>', or with --format jsonl.",
+                        error=InputError) -> None:
+    """Refuse a csv whose header repeats a column name: its columns cannot be told apart by name.
+
+    Raises
+    ------
+    InputError (or ``error``)
+        Naming the repeated names and the ``remedy``; a plan csv of an earlier frpd version repeats a fixed
+        column's name when a feature has that name (``status``, ``cost``).
+    """
+    seen: dict = {}
+    for name in header:
+        seen[name] = seen.get(name, 0) + 1
+    repeated = [name for name, n in seen.items() if n > 1]
+    if repeated:
+        shown = ", ".join(f"'{name}'" for name in repeated)
+        raise error(
+            f"{source} repeats the column name(s) {shown}, so those columns cannot be told apart (earlier frpd "
+            f"versions wrote a feature named like one of their own columns under its bare name). {remedy}")
+
+
 def csv_columns(feature_names, *, projected: bool = False, models=()) -> list[str]:
     """Column order of the ``csv`` format (``projected`` adds the column of that name before the trailing ones;
-    ``models``, the names of the other models to satisfy, add ``probability_<name>`` columns at the end)."""
+    ``models``, the names of the other models to satisfy, add ``probability_<name>`` columns at the end).
+
+    A feature whose name is one of the csv's own columns is headed ``feature:<name>`` (:func:`feature_header`).
+    """
     extra = ["projected"] if projected else []
-    return ["applicant", "status", "reason", "rank", "method", *feature_names, "cost", "probability", *extra,
+    features = [feature_header(n, models=models) for n in feature_names]
+    return ["applicant", "status", "reason", "rank", "method", *features, "cost", "probability", *extra,
             *TRAILING_COLUMNS, SHIFT_COLUMN, *(f"probability_{m}" for m in models)]
 
 
@@ -222,7 +310,8 @@ def plan_rows(plan: Plan, feature_names) -> list[dict]:
     """The ``csv`` rows of a plan: one per recourse, or one row with empty features when there is none.
 
     Rows carry a ``projected`` entry (true/false, empty without recourse); the
-    writer keeps it only when the column is asked for. Text cells (the applicant id,
+    writer keeps it only when the column is asked for. Keys are the csv headers
+    (:func:`csv_columns`: ``feature:status`` for a feature named ``status``). Text cells (the applicant id,
     categories) are escaped with :func:`escape_csv_text`; numbers never are.
     """
     columns = csv_columns(feature_names, projected=True)
@@ -278,6 +367,14 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
         regrouped into the same objects (without ``changes``): consecutive rows
         of one (method, applicant) pair make one plan, and a pair that comes
         back later, or restarts at rank 1, is another plan (never merged).
+        A csv feature column headed ``feature:<name>`` (:func:`feature_header`)
+        is the feature ``<name>``.
+
+    Raises
+    ------
+    InputError
+        The file is missing, empty, not a plans file, or a csv whose header
+        repeats a column name (:func:`check_unique_header`).
     """
     path = Path(path)
     if not path.exists():
@@ -288,6 +385,8 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
         raise InputError(f"The plans file '{path}' is empty.")
     if stripped[0] in "{[":
         return _read_json_plans(path, stripped)
+    header = next(csv.reader(io.StringIO(text)), [])
+    check_unique_header([unescape_csv_text(c) for c in header], f"The plans file '{path}'")
     frame = pd.read_csv(path, dtype={"applicant": str}, keep_default_na=False, **EXACT_FLOATS)
     frame.columns = [unescape_csv_text(c) for c in frame.columns]     # header cells are escaped as text cells
     required = {"applicant", "status", "reason", "rank", "method", "cost", "probability"}
@@ -297,7 +396,9 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
     others = [c for c in frame.columns[list(frame.columns).index("probability") + 1:] if c.startswith("probability_")]
     features = ([c for c in frame.columns
                  if c not in required and c not in ("projected", *TRAILING_COLUMNS, SHIFT_COLUMN) and c not in others]
-                if feature_names is None else list(feature_names))
+                if feature_names is None else
+                [feature_header(n, models=[c[len(_MODEL_PROBABILITY):] for c in others]) for n in feature_names])
+    names = {c: feature_of_header(c) for c in features}     # feature:status -> status
     for column in ["applicant", *features]:        # text cells were escaped for spreadsheets when written
         if column in frame.columns and not pd.api.types.is_numeric_dtype(frame[column]):
             frame[column] = frame[column].map(unescape_csv_text)
@@ -313,7 +414,7 @@ def read_plans(path, *, feature_names=None) -> list[dict]:
         if str(row["rank"]) != "":
             rec["recourses"].append({
                 "rank": int(row["rank"]),
-                "features": {c: row[c] for c in features},
+                "features": {names[c]: row[c] for c in features},
                 "cost": float(row["cost"]),
                 "probability": float(row["probability"]),
             })

@@ -341,10 +341,12 @@ def check_selection(encoder: Encoder, applicants: pd.DataFrame, prototypes: pd.D
     encoder : Encoder
         The selection's encoder (``encoder.json``).
     applicants : DataFrame
-        ``applicants.csv`` as read: ``applicant`` and every feature (types restored).
+        ``applicants.csv`` as read: ``applicant`` and every feature (types restored), a feature
+        named as one of the files' own columns headed ``feature:<name>``
+        (:func:`frpd_cli.plans.feature_header`).
     prototypes : DataFrame
         ``prototypes.csv`` as read (strings are fine: values are compared by category key
-        or number).
+        or number; feature columns headed as in ``applicants``).
     status : DataFrame
         ``status.csv`` as read.
     thetas : list of float
@@ -366,13 +368,16 @@ def check_selection(encoder: Encoder, applicants: pd.DataFrame, prototypes: pd.D
         category outside the vocabulary, or a prototype that changes an immutable feature or
         moves a monotone feature the wrong way for its applicant.
     """
+    from .plans import SELECTION_COLUMNS, feature_header
+
     names = list(encoder.schema.feature_names)
+    header = {n: feature_header(n, reserved=SELECTION_COLUMNS) for n in names}    # feature:status for status
     ids = applicants["applicant"].astype(str).tolist()
     duplicated = pd.Series(ids).duplicated().to_numpy()
     if duplicated.any():
         r = int(np.flatnonzero(duplicated)[0])
         raise _artifact_error(artifact, "applicants.csv", r, f"repeats the applicant {ids[r]!r}", hint)
-    origin_rows = applicants.loc[:, names].to_dict("records")
+    origin_rows = applicants.loc[:, [header[n] for n in names]].set_axis(names, axis=1).to_dict("records")
     for v in _rule_violations(encoder, origin_rows, origin_rows, what="applicant"):
         raise _artifact_error(artifact, "applicants.csv", v.position, f"breaks the rule \"{v.rule}\": {v.detail}",
                               hint)
@@ -426,11 +431,11 @@ def check_selection(encoder: Encoder, applicants: pd.DataFrame, prototypes: pd.D
         if training is not None and not proj:
             stored = training.iloc[int(row)]
             for f in encoder.schema.features:
-                if not _same(f, rec[f.name], stored[f.name]):
+                if not _same(f, rec[header[f.name]], stored[f.name]):
                     raise _artifact_error(artifact, "prototypes.csv", line, f"claims training row {int(row)} but "
-                                          f"its '{f.name}' is {_shown(rec[f.name])} where the training data "
+                                          f"its '{f.name}' is {_shown(rec[header[f.name]])} where the training data "
                                           f"has {_shown(stored[f.name])}", hint)
-        rows.append({n: rec[n] for n in names})
+        rows.append({n: rec[header[n]] for n in names})
         origins.append(origin_rows[position[a]])
         lines.append(line)
     for v in _rule_violations(encoder, rows, origins, what="prototype"):

@@ -24,7 +24,16 @@ from rich.text import Text
 from .. import outputs
 from .._csv import CsvWriter
 from ..exceptions import InputError
-from ..plans import Plan, csv_columns, escape_csv_text, plan_csv_rows, plan_record, python_value
+from ..plans import (
+    Plan,
+    csv_columns,
+    escape_csv_text,
+    feature_header,
+    plan_csv_rows,
+    plan_record,
+    python_value,
+    renamed_features,
+)
 
 __all__ = ["FORMATS", "PLAN_FORMATS", "LAYOUTS", "busy", "resolve_format", "open_output", "PlanWriter", "stderr_console",
            "data_console", "render_rows_table", "write_records", "format_value", "ValueFormat", "plan_table", "plan_blocks",
@@ -119,6 +128,11 @@ class PlanWriter:
         self._seen = Legend()           # table: what the plans printed so far showed (for the legend)
         if fmt == "csv":
             self._csv = CsvWriter(stream)
+            renamed = renamed_features(self.feature_names, models=self.models)
+            if renamed:
+                from ._errors import echo_err
+
+                echo_err(_renamed_warning(renamed, self.models))
 
     def _header(self) -> list[str]:
         """The csv header: feature names come from the user's columns, so they are escaped as text cells are."""
@@ -167,6 +181,15 @@ class PlanWriter:
         if self.fmt == "json":
             self.stream.write("\n]\n" if self._started else "[]\n")
         self.stream.flush()
+
+
+def _renamed_warning(renamed, models) -> str:
+    """The warning of a plan csv whose feature columns are headed ``feature:<name>`` (a name the csv uses)."""
+    shown = ", ".join(f"'{n}'" for n in renamed)
+    headers = ", ".join(f"'{feature_header(n, models=models)}'" for n in renamed)
+    return (f"Warning: the feature(s) {shown} have the name of a column of the plan csv; their columns are headed "
+            f"{headers} (frpd evaluate and frpd audit read them back as the features; --format jsonl keeps every "
+            "name as it is).")
 
 
 def format_value(value, decimals: int | None = None) -> str:

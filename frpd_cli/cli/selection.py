@@ -15,7 +15,7 @@ from ..artifacts import read_artifact, write_artifact
 from ..choice import method_label
 from ..dataset import build_training_set, read_training_frame
 from ..encoding import Encoder
-from ..exceptions import InputError
+from ..exceptions import InputError, StaleArtifactError
 from ..judge import annotate_plans, primary_model
 from ..model import load_model
 from ..outputs import check_artifact_folder, check_not_inputs, lock_outputs, resolve_output, spool_input
@@ -27,7 +27,7 @@ from ..planning import (
     interpolate_plans,
     select_applicants,
 )
-from ..plans import plan_record
+from ..plans import FEATURE_PREFIX, SELECTION_COLUMNS, check_unique_header, feature_header, plan_record, renamed_features
 from ..population import PopulationShares, fit_population, population_of, with_largest_shifts
 from ..verification import check_eigen, check_selection, verify_plans
 from . import _options as o
@@ -160,8 +160,13 @@ def select_command(
         seconds = time.perf_counter() - start
         prototypes = table.prototypes
         status_rows = table.status.to_dict("records")
-        applicants_frame = raw.loc[:, names].copy()
+        applicants_frame = raw.loc[:, names].rename(columns=_feature_headers(names))
         applicants_frame.insert(0, "applicant", ids)
+        renamed = renamed_features(names, reserved=SELECTION_COLUMNS)
+        if renamed:
+            echo_err(f"Note: the feature(s) {', '.join(repr(n) for n in renamed)} have the name of a column of the "
+                     f"selection's csv files; their columns in '{out}' are headed "
+                     f"{', '.join(repr(FEATURE_PREFIX + n) for n in renamed)} (frpd interpolate reads them back).")
         payloads = {
             "prototypes.csv": _spreadsheet_safe(prototypes),
             "status.csv": _spreadsheet_safe(table.status),
@@ -198,6 +203,11 @@ def select_command(
                           title=f"Prototypes ({method})")
 
 
+def _feature_headers(names) -> dict:
+    """``{feature: its column's header}`` in the selection's csv files (``feature:status`` for ``status``)."""
+    return {n: feature_header(n, reserved=SELECTION_COLUMNS) for n in names}
+
+
 def _spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
     """A selection csv payload with its text cells and header escaped as frpd's csv output escapes them
     (:func:`frpd_cli.plans.escape_csv_text`: formula-like text gets a leading ``'``; numbers never change)."""
@@ -212,11 +222,19 @@ def _spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _selection_csv(artifact, name: str) -> pd.DataFrame:
     """A selection's csv payload as written (text as it is; ids as text), unescaped when the selection escaped it
-    (``params["csv_text"]``; selections of earlier versions hold the text unescaped and are read as they are)."""
+    (``params["csv_text"]``; selections of earlier versions hold the text unescaped and are read as they are).
+    A feature named as one of the files' own columns keeps its ``feature:<name>`` header (:func:`_feature_headers`);
+    a file whose header repeats a name (an earlier version's, for such a feature) is refused."""
     from ..plans import unescape_csv_text
 
+    safe = artifact.params.get("csv_text") == SAFE_CSV_TEXT
+    header = artifact.csv_header(name)
+    check_unique_header([unescape_csv_text(c) for c in header] if safe else header,
+                        f"The file '{name}' of the selection '{artifact.path}'", error=StaleArtifactError,
+                        remedy="Run frpd select again with this version, which heads such a feature's column "
+                               f"'{FEATURE_PREFIX}<name>', then interpolate.")
     frame = artifact.load_csv(name, dtype={"applicant": str}, keep_default_na=False)
-    if artifact.params.get("csv_text") != SAFE_CSV_TEXT:
+    if not safe:
         return frame
     frame.columns = [unescape_csv_text(c) for c in frame.columns]
     for column in frame.columns:
@@ -234,13 +252,14 @@ def _summary_rows(prototypes: pd.DataFrame, names, train: pd.DataFrame, raw: pd.
 
     values = ValueFormat(decimals)
     applicant_rows = dict(zip(ids, raw.loc[:, list(names)].to_dict("records")))
+    headers = _feature_headers(names)
     rows = []
     for rec in prototypes.to_dict("records"):
         changes = ""
         if rec["status"] == "ok":
             x0 = applicant_rows[rec["applicant"]]
-            changes = ", ".join(f"{n}: {' → '.join(values.pair(n, x0[n], rec[n]))}" for n in names
-                                if not same_value(_number_or_text(x0[n]), _number_or_text(rec[n])))
+            changes = ", ".join(f"{n}: {' → '.join(values.pair(n, x0[n], rec[headers[n]]))}" for n in names
+                                if not same_value(_number_or_text(x0[n]), _number_or_text(rec[headers[n]])))
         rows.append({"applicant": rec["applicant"], "theta": rec["theta"], "status": rec["status"],
                      "rank": rec["rank"], "row": rec["row"], "changes": changes, "objective": rec["objective"]})
     return rows
@@ -390,7 +409,9 @@ def interpolate_command(
         check_selection(encoder, applicants, prototypes, status, thetas=params["thetas"], k=int(params["k"]),
                         artifact=selection, hint=hint, training=train_frame)
         ids = applicants["applicant"].tolist()
-        raw = _restore_types(applicants.loc[:, names], encoder)
+        headers = _feature_headers(names)
+        columns = [headers[n] for n in names]
+        raw = _restore_types(applicants.loc[:, columns].set_axis(names, axis=1), encoder)
         X0 = encoder.encode(raw, source="the selection's applicants")
         prob0 = primary_model(loaded).favorable_probability(raw)
         thetas = params["thetas"]
@@ -421,8 +442,8 @@ def interpolate_command(
                     projected = rows["projected"].astype(str).str.lower().eq("true").to_numpy()
                 outcomes.append(SelectionOutcome("ok", s["reason"] or None, rows["row"].astype(np.int64).to_numpy(),
                                                  projected=projected))
-                ends.append(encoder.encode(_restore_types(rows.loc[:, names].reset_index(drop=True), encoder),
-                                           source="the selection's prototypes"))
+                values = rows.loc[:, columns].set_axis(names, axis=1).reset_index(drop=True)
+                ends.append(encoder.encode(_restore_types(values, encoder), source="the selection's prototypes"))
             if scheme == "graph":
                 codes0 = encoder.constraint_codes(raw, source="the selection's applicants")
                 all_plans.extend(graph_plans(training, loaded_graph, raw, X0, codes0, prob0, ids, outcomes,
