@@ -156,3 +156,18 @@ def test_no_direct_search_leaves_the_plan_as_the_training_rows_made_it(lone):
     assert "direct search" not in without[0]["reason"]
     # the note keeps the candidate stage's reason whole, in parentheses
     assert with_search[0]["reason"].endswith(f"{NOTE} ({without[0]['reason']})")
+
+
+def test_label_support_runs_no_direct_search_and_says_so(lone):
+    # label support asks for favourable training rows around a recourse: none of them passes the lone group's
+    # rules, and a search from the applicant's own row lands where there are none; the reason says why
+    from frpd_cli.planning import NO_DIRECT_WITH_SUPPORT
+
+    paths, applicants = lone
+    data, model, _ = paths["one"]
+    plain, _ = _plan(data, model, applicants)
+    assert all(NOTE in r["reason"] for r in plain)          # the search finds them a recourse without support
+    supported, _ = _plan(data, model, applicants, "--robust-support", "auto")
+    assert [r["status"] for r in supported] == ["infeasible"] * len(supported)
+    for r in supported:
+        assert r["reason"].endswith("; " + NO_DIRECT_WITH_SUPPORT) and NOTE not in r["reason"]
